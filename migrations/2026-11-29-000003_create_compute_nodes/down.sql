@@ -1,0 +1,1 @@
+DROP TABLE compute_nodes;

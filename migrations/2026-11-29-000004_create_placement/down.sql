@@ -1,0 +1,12 @@
+DROP TABLE allocations;
+DROP TABLE consumers;
+DROP TABLE consumer_types;
+DROP TABLE users;
+DROP TABLE projects;
+DROP TABLE resource_provider_aggregates;
+DROP TABLE placement_aggregates;
+DROP TABLE resource_provider_traits;
+DROP TABLE inventories;
+DROP TABLE resource_providers;
+DROP TABLE traits;
+DROP TABLE resource_classes;

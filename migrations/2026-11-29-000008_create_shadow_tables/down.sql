@@ -1,0 +1,11 @@
+DROP TABLE shadow_task_log;
+DROP TABLE shadow_pci_devices;
+DROP TABLE shadow_block_device_mapping;
+DROP TABLE shadow_instance_actions_events;
+DROP TABLE shadow_instance_actions;
+DROP TABLE shadow_instance_faults;
+DROP TABLE shadow_instance_system_metadata;
+DROP TABLE shadow_instance_extra;
+DROP TABLE shadow_instances;
+DROP TABLE shadow_compute_nodes;
+DROP TABLE shadow_services;

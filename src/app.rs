@@ -1,0 +1,110 @@
+//! Wiring: builds the HTTP server around a database pool and runs it until it is stopped
+//! (Ctrl-C, SIGTERM) or its database goes away.
+
+use std::net::{SocketAddr, TcpListener};
+use std::pin::pin;
+use std::time::Duration;
+
+use actix_web::middleware::{Logger, from_fn};
+use actix_web::{App, HttpServer};
+use futures_util::future::{Either, join, select};
+
+use crate::config::ServerConfig;
+use crate::db::database::DatabaseProbe;
+use crate::db::{DbError, Pool};
+use crate::http::{self, AppState, admin_token::require_admin_token};
+
+/// How often the database is probed while serving.
+const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Says why the server stopped other than by being asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("cannot listen on {bind}: {source}")]
+    Bind {
+        bind: String,
+        source: std::io::Error,
+    },
+    #[error("HTTP server failed: {0}")]
+    Server(std::io::Error),
+    #[error("lost the database: {0}")]
+    DatabaseLost(DbError),
+}
+
+/// A bound, not yet running, HTTP server.
+pub struct Application {
+    server: actix_web::dev::Server,
+    local_addr: SocketAddr,
+}
+
+impl Application {
+    /// Binds the listener and builds the server; call inside an actix system.
+    pub fn build(config: &ServerConfig, pool: Pool) -> Result<Application, AppError> {
+        let bind_error = |source| AppError::Bind {
+            bind: config.bind.clone(),
+            source,
+        };
+        let listener = TcpListener::bind(&config.bind).map_err(bind_error)?;
+        let local_addr = listener.local_addr().map_err(bind_error)?;
+        let state = AppState { pool };
+        let admin_token = config.admin_token.clone();
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .wrap(from_fn(require_admin_token))
+                .wrap(Logger::new("%a \"%r\" %s %Dms"))
+                .configure(http::configure(state.clone(), admin_token.clone()))
+        })
+        .workers(2);
+        if !config.handle_signals {
+            server = server.disable_signals();
+        }
+        let server = server.listen(listener).map_err(bind_error)?.run();
+        Ok(Application { server, local_addr })
+    }
+
+    /// Returns the address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Returns a handle that can stop the server.
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Serves until the server is stopped, or until `probe` finds the database gone.
+    pub async fn run_until_stopped(self, probe: Option<DatabaseProbe>) -> Result<(), AppError> {
+        let handle = self.server.handle();
+        let Some(probe) = probe else {
+            return self.server.await.map_err(AppError::Server);
+        };
+        match select(pin!(self.server), pin!(watch_database(probe))).await {
+            Either::Left((served, _)) => served.map_err(AppError::Server),
+            Either::Right((lost, server)) => {
+                // The server processes its stop command only while it is polled.
+                let (_, stopped) = join(handle.stop(false), server).await;
+                if let Err(error) = stopped {
+                    log::warn!("HTTP server did not stop cleanly: {error}");
+                }
+                Err(AppError::DatabaseLost(lost))
+            }
+        }
+    }
+}
+
+/// Probes the database every `PROBE_INTERVAL` and returns once it does not answer.
+async fn watch_database(mut probe: DatabaseProbe) -> DbError {
+    loop {
+        actix::clock::sleep(PROBE_INTERVAL).await;
+        let checked = actix_rt::task::spawn_blocking(move || {
+            let result = probe.check();
+            (probe, result)
+        })
+        .await;
+        match checked {
+            Ok((returned, Ok(()))) => probe = returned,
+            Ok((_, Err(error))) => return error,
+            Err(_) => return DbError::Canceled,
+        }
+    }
+}

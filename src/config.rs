@@ -1,0 +1,164 @@
+//! `Config`: everything a ringmaster process is told, built once from the command line and
+//! environment and passed down; nothing reads the environment after this.
+
+use std::fmt;
+use std::net::ToSocketAddrs;
+
+use crate::db::cluster::ClusterOptions;
+
+/// Where the database is.
+#[derive(Debug, Clone)]
+pub enum DatabaseSource {
+    /// An existing PostgreSQL server (DATABASE_URL).
+    Url(DatabaseUrl),
+    /// The embedded cluster in a data directory.
+    Embedded(ClusterOptions),
+}
+
+/// A database URL; kept out of logs and debug output, since it may hold a password.
+#[derive(Clone)]
+pub struct DatabaseUrl(pub String);
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("DatabaseUrl(..)")
+    }
+}
+
+/// The admin token that mutating requests must carry; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AdminToken(String);
+
+impl AdminToken {
+    /// Wraps a token; an empty token is no token.
+    pub fn new(token: &str) -> Option<AdminToken> {
+        let token = token.trim();
+        (!token.is_empty()).then(|| AdminToken(token.to_owned()))
+    }
+
+    /// Compares `presented` with the token in time independent of where they differ.
+    pub fn matches(&self, presented: &str) -> bool {
+        let expected = self.0.as_bytes();
+        let presented = presented.as_bytes();
+        let mut difference = expected.len() ^ presented.len();
+        for (index, byte) in expected.iter().enumerate() {
+            let other = presented.get(index).copied().unwrap_or(0);
+            difference |= usize::from(byte ^ other);
+        }
+        difference == 0
+    }
+}
+
+impl fmt::Debug for AdminToken {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("AdminToken(..)")
+    }
+}
+
+/// The HTTP server's settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// `host:port` to listen on; port 0 picks a free port.
+    pub bind: String,
+    pub admin_token: Option<AdminToken>,
+    /// Whether the server stops on SIGINT/SIGTERM (off for servers inside tests).
+    pub handle_signals: bool,
+}
+
+/// Says why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot use --bind {bind}: {reason}")]
+    BadBind { bind: String, reason: String },
+    #[error(
+        "refusing to listen on {bind} without an admin token: it is not a loopback address, so \
+         set --admin-token (or RINGMASTER_ADMIN_TOKEN), or bind 127.0.0.1"
+    )]
+    AdminTokenRequired { bind: String },
+}
+
+impl ServerConfig {
+    /// Checks that the bind address resolves and that a non-loopback address has a token.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let addresses: Vec<_> = self
+            .bind
+            .to_socket_addrs()
+            .map_err(|error| ConfigError::BadBind {
+                bind: self.bind.clone(),
+                reason: error.to_string(),
+            })?
+            .collect();
+        if addresses.is_empty() {
+            return Err(ConfigError::BadBind {
+                bind: self.bind.clone(),
+                reason: "it resolves to no address".to_owned(),
+            });
+        }
+        let all_loopback = addresses.iter().all(|address| address.ip().is_loopback());
+        if !all_loopback && self.admin_token.is_none() {
+            return Err(ConfigError::AdminTokenRequired {
+                bind: self.bind.clone(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Everything `serve` and `demo` run with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database: DatabaseSource,
+    pub pool_size: u32,
+    pub server: ServerConfig,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(bind: &str, token: Option<&str>) -> ServerConfig {
+        ServerConfig {
+            bind: bind.to_owned(),
+            admin_token: token.and_then(AdminToken::new),
+            handle_signals: false,
+        }
+    }
+
+    #[test]
+    fn loopback_needs_no_token() {
+        assert!(server("127.0.0.1:0", None).validate().is_ok());
+        assert!(server("[::1]:0", None).validate().is_ok());
+    }
+
+    #[test]
+    fn any_other_address_needs_a_token() {
+        let error = server("0.0.0.0:8080", None).validate().unwrap_err();
+        assert!(
+            error.to_string().contains("without an admin token"),
+            "{error}"
+        );
+        assert!(server("0.0.0.0:8080", Some("s3cret")).validate().is_ok());
+    }
+
+    #[test]
+    fn a_blank_token_is_no_token() {
+        assert!(AdminToken::new("  ").is_none());
+    }
+
+    #[test]
+    fn token_matches_only_itself() {
+        let token = AdminToken::new("s3cret").unwrap();
+        assert!(token.matches("s3cret"));
+        assert!(!token.matches("s3cre"));
+        assert!(!token.matches("s3cretx"));
+        assert!(!token.matches(""));
+    }
+
+    #[test]
+    fn unparseable_bind_is_an_error() {
+        assert!(matches!(
+            server("nonsense", None).validate(),
+            Err(ConfigError::BadBind { .. })
+        ));
+    }
+}

@@ -1,0 +1,142 @@
+//! The only user of diesel: the connection pool, migrations, the embedded cluster and one
+//! file of queries per area. Query fns take `&mut PgConnection` and never open their own
+//! transactions, so callers can combine them; `run` and `transaction` are the entry points
+//! from async code and keep every blocking call off the async runtime.
+
+pub mod cluster;
+pub mod database;
+pub mod error;
+pub mod hosts;
+pub mod models;
+pub mod schema;
+pub mod scratch;
+pub mod url;
+
+use std::time::Duration;
+
+use diesel::pg::PgConnection;
+use diesel::r2d2::ConnectionManager;
+use diesel::{Connection, RunQueryDsl};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+
+pub use error::DbError;
+
+/// The migrations of `migrations/`, compiled into the binary.
+pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
+
+/// Advisory-lock key that serializes migration runs across processes.
+const MIGRATION_LOCK_KEY: i64 = 0x7269_6e67_6d69_6772; // "ringmigr"
+
+/// A pool of PostgreSQL connections.
+pub type Pool = diesel::r2d2::Pool<ConnectionManager<PgConnection>>;
+
+/// A connection checked out of the pool.
+pub type PooledConnection = diesel::r2d2::PooledConnection<ConnectionManager<PgConnection>>;
+
+/// Opens one connection, giving libpq's own reason on failure.
+pub fn connect(url: &str) -> Result<PgConnection, DbError> {
+    PgConnection::establish(url).map_err(DbError::from)
+}
+
+/// Builds a pool of at most `max_size` connections, after one direct connection proves the
+/// URL works (so a bad URL is reported with libpq's reason, not as a pool timeout).
+pub fn build_pool(url: &str, max_size: u32) -> Result<Pool, DbError> {
+    connect(url)?;
+    diesel::r2d2::Pool::builder()
+        .max_size(max_size)
+        .min_idle(Some(0))
+        .connection_timeout(Duration::from_secs(5))
+        .error_handler(Box::new(QuietErrorHandler))
+        .build(ConnectionManager::new(url))
+        .map_err(|error| DbError::Unavailable(error.to_string()))
+}
+
+/// Applies every pending migration under an advisory lock, so that processes starting at the
+/// same time migrate one after the other. Returns the versions it applied.
+pub fn migrate(conn: &mut PgConnection) -> Result<Vec<String>, DbError> {
+    with_advisory_lock(conn, MIGRATION_LOCK_KEY, |conn| {
+        conn.run_pending_migrations(MIGRATIONS)
+            .map(|versions| versions.iter().map(ToString::to_string).collect())
+            .map_err(|error| DbError::Migration(error.to_string()))
+    })
+}
+
+/// Runs `work` while holding the session-level advisory lock `key`, released afterwards
+/// whether `work` succeeded or not.
+pub fn with_advisory_lock<T>(
+    conn: &mut PgConnection,
+    key: i64,
+    work: impl FnOnce(&mut PgConnection) -> Result<T, DbError>,
+) -> Result<T, DbError> {
+    diesel::sql_query("SELECT pg_advisory_lock($1)")
+        .bind::<diesel::sql_types::BigInt, _>(key)
+        .execute(conn)?;
+    let result = work(conn);
+    diesel::sql_query("SELECT pg_advisory_unlock($1)")
+        .bind::<diesel::sql_types::BigInt, _>(key)
+        .execute(conn)?;
+    result
+}
+
+/// Creates database `name` (an SQL identifier we chose, never user input) from `template`
+/// unless one of that name exists. Run on a connection to another database of the server.
+pub fn create_database_if_missing(
+    admin: &mut PgConnection,
+    name: &str,
+    template: &str,
+) -> Result<(), DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    let found: Found =
+        diesel::sql_query("SELECT count(*) AS count FROM pg_database WHERE datname = $1")
+            .bind::<diesel::sql_types::Text, _>(name)
+            .get_result(admin)?;
+    if found.count == 0 {
+        diesel::sql_query(format!("CREATE DATABASE {name} TEMPLATE {template}")).execute(admin)?;
+    }
+    Ok(())
+}
+
+/// Checks that the database answers a trivial query.
+pub fn ping(conn: &mut PgConnection) -> Result<(), DbError> {
+    diesel::sql_query("SELECT 1").execute(conn)?;
+    Ok(())
+}
+
+/// Runs `work` with a pooled connection on the blocking thread pool.
+pub async fn run<T, F>(pool: &Pool, work: F) -> Result<T, DbError>
+where
+    F: FnOnce(&mut PgConnection) -> Result<T, DbError> + Send + 'static,
+    T: Send + 'static,
+{
+    let pool = pool.clone();
+    actix_rt::task::spawn_blocking(move || {
+        let mut conn = pool.get()?;
+        work(&mut conn)
+    })
+    .await
+    .map_err(|_| DbError::Canceled)?
+}
+
+/// Runs `work` inside one transaction with a pooled connection on the blocking thread pool.
+pub async fn transaction<T, F>(pool: &Pool, work: F) -> Result<T, DbError>
+where
+    F: FnOnce(&mut PgConnection) -> Result<T, DbError> + Send + 'static,
+    T: Send + 'static,
+{
+    run(pool, move |conn| conn.transaction(work)).await
+}
+
+/// r2d2 logs every failed connection attempt at `error` level by default; the caller that
+/// gets the error reports it once, so the pool itself only logs at `debug`.
+#[derive(Debug)]
+struct QuietErrorHandler;
+
+impl diesel::r2d2::HandleError<diesel::r2d2::Error> for QuietErrorHandler {
+    fn handle_error(&self, error: diesel::r2d2::Error) {
+        log::debug!("database pool: {error}");
+    }
+}

@@ -1,0 +1,93 @@
+//! `DbError`: every database failure, classified once from diesel's and r2d2's errors.
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
+use crate::domain::error::ErrorKind;
+
+/// Says what went wrong talking to PostgreSQL.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("unique constraint {constraint} violated")]
+    UniqueViolation { constraint: String },
+    #[error("foreign key constraint {constraint} violated")]
+    ForeignKeyViolation { constraint: String },
+    #[error("check constraint {constraint} violated")]
+    CheckViolation { constraint: String },
+    #[error("not-null constraint violated on column {column}")]
+    NotNullViolation { column: String },
+    #[error("concurrent transaction conflict, retry")]
+    SerializationFailure,
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    #[error("migration failed: {0}")]
+    Migration(String),
+    #[error("database work was canceled before it finished")]
+    Canceled,
+    #[error("database error: {0}")]
+    Other(String),
+}
+
+impl DbError {
+    /// Classifies this error for the HTTP and CLI layers.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            DbError::NotFound(_) => ErrorKind::NotFound,
+            DbError::UniqueViolation { .. } | DbError::SerializationFailure => ErrorKind::Conflict,
+            DbError::ForeignKeyViolation { .. }
+            | DbError::CheckViolation { .. }
+            | DbError::NotNullViolation { .. } => ErrorKind::Invalid,
+            DbError::Unavailable(_) | DbError::Canceled => ErrorKind::Unavailable,
+            DbError::Migration(_) | DbError::Other(_) => ErrorKind::Internal,
+        }
+    }
+}
+
+impl From<DieselError> for DbError {
+    fn from(error: DieselError) -> Self {
+        match error {
+            DieselError::NotFound => DbError::NotFound("row".to_owned()),
+            DieselError::DatabaseError(kind, info) => {
+                let constraint = info.constraint_name().unwrap_or("unknown").to_owned();
+                match kind {
+                    DatabaseErrorKind::UniqueViolation => DbError::UniqueViolation { constraint },
+                    DatabaseErrorKind::ForeignKeyViolation => {
+                        DbError::ForeignKeyViolation { constraint }
+                    }
+                    DatabaseErrorKind::CheckViolation => DbError::CheckViolation { constraint },
+                    DatabaseErrorKind::NotNullViolation => DbError::NotNullViolation {
+                        column: info.column_name().unwrap_or("unknown").to_owned(),
+                    },
+                    DatabaseErrorKind::SerializationFailure => DbError::SerializationFailure,
+                    DatabaseErrorKind::ClosedConnection => {
+                        DbError::Unavailable(one_line(info.message()))
+                    }
+                    _ => DbError::Other(one_line(info.message())),
+                }
+            }
+            other => DbError::Other(one_line(&other.to_string())),
+        }
+    }
+}
+
+impl From<diesel::ConnectionError> for DbError {
+    fn from(error: diesel::ConnectionError) -> Self {
+        DbError::Unavailable(one_line(&error.to_string()))
+    }
+}
+
+impl From<diesel::r2d2::PoolError> for DbError {
+    fn from(error: diesel::r2d2::PoolError) -> Self {
+        DbError::Unavailable(one_line(&error.to_string()))
+    }
+}
+
+/// Folds libpq's multi-line messages into one line, so every error prints as one line.
+pub fn one_line(text: &str) -> String {
+    text.split(['\n', '\t'])
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,758 @@
+// @generated automatically by Diesel CLI.
+
+diesel::table! {
+    allocations (id) {
+        id -> Int8,
+        resource_provider_id -> Int8,
+        consumer_id -> Uuid,
+        resource_class_id -> Int4,
+        used -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    archive_runs (id) {
+        id -> Int8,
+        started_at -> Timestamptz,
+        finished_at -> Nullable<Timestamptz>,
+        options -> Jsonb,
+        tables -> Jsonb,
+        total_rows -> Int8,
+        purged_rows -> Int8,
+        #[max_length = 16]
+        status -> Varchar,
+    }
+}
+
+diesel::table! {
+    block_device_mapping (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        instance_uuid -> Uuid,
+        #[max_length = 255]
+        device_name -> Nullable<Varchar>,
+        #[max_length = 255]
+        source_type -> Nullable<Varchar>,
+        #[max_length = 255]
+        destination_type -> Nullable<Varchar>,
+        #[max_length = 36]
+        volume_id -> Nullable<Varchar>,
+        volume_size -> Nullable<Int4>,
+        boot_index -> Nullable<Int4>,
+        delete_on_termination -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    compute_nodes (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 255]
+        host -> Varchar,
+        #[max_length = 255]
+        hypervisor_hostname -> Varchar,
+        #[max_length = 255]
+        hypervisor_type -> Varchar,
+        hypervisor_version -> Int4,
+        owner_epoch -> Int8,
+        service_id -> Nullable<Int8>,
+        vcpus -> Int4,
+        memory_mb -> Int4,
+        local_gb -> Int4,
+        vcpus_used -> Int4,
+        memory_mb_used -> Int4,
+        local_gb_used -> Int4,
+        running_vms -> Int4,
+        cpu_allocation_ratio -> Float8,
+        ram_allocation_ratio -> Float8,
+        disk_allocation_ratio -> Float8,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    consumer_types (id) {
+        id -> Int4,
+        #[max_length = 255]
+        name -> Varchar,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    consumers (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        project_id -> Int8,
+        user_id -> Int8,
+        generation -> Int8,
+        consumer_type_id -> Nullable<Int4>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    instance_actions (id) {
+        id -> Int8,
+        #[max_length = 255]
+        action -> Varchar,
+        instance_uuid -> Uuid,
+        #[max_length = 255]
+        request_id -> Nullable<Varchar>,
+        #[max_length = 255]
+        user_id -> Nullable<Varchar>,
+        #[max_length = 255]
+        project_id -> Nullable<Varchar>,
+        start_time -> Nullable<Timestamptz>,
+        finish_time -> Nullable<Timestamptz>,
+        #[max_length = 255]
+        message -> Nullable<Varchar>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    instance_actions_events (id) {
+        id -> Int8,
+        #[max_length = 255]
+        event -> Varchar,
+        action_id -> Int8,
+        start_time -> Nullable<Timestamptz>,
+        finish_time -> Nullable<Timestamptz>,
+        #[max_length = 255]
+        result -> Nullable<Varchar>,
+        traceback -> Nullable<Text>,
+        #[max_length = 255]
+        host -> Nullable<Varchar>,
+        details -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    instance_extra (id) {
+        id -> Int8,
+        instance_uuid -> Uuid,
+        numa_topology -> Nullable<Text>,
+        pci_requests -> Nullable<Text>,
+        flavor -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    instance_faults (id) {
+        id -> Int8,
+        instance_uuid -> Uuid,
+        code -> Int4,
+        #[max_length = 255]
+        message -> Nullable<Varchar>,
+        details -> Nullable<Text>,
+        #[max_length = 255]
+        host -> Nullable<Varchar>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    instance_system_metadata (id) {
+        id -> Int8,
+        instance_uuid -> Uuid,
+        #[max_length = 255]
+        key -> Varchar,
+        #[max_length = 255]
+        value -> Nullable<Varchar>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    instances (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 255]
+        display_name -> Nullable<Varchar>,
+        #[max_length = 255]
+        project_id -> Varchar,
+        #[max_length = 255]
+        user_id -> Varchar,
+        #[max_length = 255]
+        host -> Nullable<Varchar>,
+        #[max_length = 255]
+        node -> Nullable<Varchar>,
+        #[max_length = 255]
+        resource_class -> Nullable<Varchar>,
+        #[max_length = 255]
+        vm_state -> Varchar,
+        #[max_length = 255]
+        task_state -> Nullable<Varchar>,
+        power_state -> Int4,
+        memory_mb -> Int4,
+        vcpus -> Int4,
+        root_gb -> Int4,
+        launched_at -> Nullable<Timestamptz>,
+        terminated_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    inventories (id) {
+        id -> Int8,
+        resource_provider_id -> Int8,
+        resource_class_id -> Int4,
+        total -> Int4,
+        reserved -> Int4,
+        min_unit -> Int4,
+        max_unit -> Int4,
+        step_size -> Int4,
+        allocation_ratio -> Float8,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    ironic_nodes (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 255]
+        name -> Nullable<Varchar>,
+        #[max_length = 80]
+        resource_class -> Varchar,
+        #[max_length = 15]
+        provision_state -> Varchar,
+        #[max_length = 15]
+        power_state -> Varchar,
+        maintenance -> Bool,
+        maintenance_reason -> Nullable<Text>,
+        instance_uuid -> Nullable<Uuid>,
+        #[max_length = 255]
+        reservation -> Nullable<Varchar>,
+        last_error -> Nullable<Text>,
+        cpus -> Int4,
+        memory_mb -> Int4,
+        local_gb -> Int4,
+        #[max_length = 255]
+        conductor_group -> Varchar,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    node_moves (id) {
+        id -> Int8,
+        compute_node_uuid -> Uuid,
+        #[max_length = 255]
+        hypervisor_hostname -> Varchar,
+        #[max_length = 255]
+        from_host -> Nullable<Varchar>,
+        #[max_length = 255]
+        to_host -> Varchar,
+        #[max_length = 16]
+        reason -> Varchar,
+        owner_epoch -> Int8,
+        ring_version -> Int8,
+        moved_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
+    pci_devices (id) {
+        id -> Int8,
+        compute_node_id -> Int8,
+        #[max_length = 12]
+        address -> Varchar,
+        #[max_length = 4]
+        vendor_id -> Varchar,
+        #[max_length = 4]
+        product_id -> Varchar,
+        #[max_length = 8]
+        dev_type -> Varchar,
+        #[max_length = 255]
+        dev_id -> Nullable<Varchar>,
+        #[max_length = 255]
+        label -> Varchar,
+        #[max_length = 36]
+        status -> Varchar,
+        extra_info -> Nullable<Text>,
+        instance_uuid -> Nullable<Uuid>,
+        #[max_length = 36]
+        request_id -> Nullable<Varchar>,
+        numa_node -> Nullable<Int4>,
+        #[max_length = 12]
+        parent_addr -> Nullable<Varchar>,
+        uuid -> Uuid,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    placement_aggregates (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    projects (id) {
+        id -> Int8,
+        #[max_length = 255]
+        external_id -> Varchar,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    resource_classes (id) {
+        id -> Int4,
+        #[max_length = 255]
+        name -> Varchar,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    resource_provider_aggregates (resource_provider_id, aggregate_id) {
+        resource_provider_id -> Int8,
+        aggregate_id -> Int8,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    resource_provider_traits (resource_provider_id, trait_id) {
+        resource_provider_id -> Int8,
+        trait_id -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    resource_providers (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 200]
+        name -> Varchar,
+        generation -> Int8,
+        root_provider_id -> Nullable<Int8>,
+        parent_provider_id -> Nullable<Int8>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    services (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 255]
+        host -> Varchar,
+        #[max_length = 255]
+        binary -> Varchar,
+        #[max_length = 255]
+        topic -> Nullable<Varchar>,
+        report_count -> Int8,
+        disabled -> Bool,
+        #[max_length = 255]
+        disabled_reason -> Nullable<Varchar>,
+        forced_down -> Bool,
+        last_seen_up -> Nullable<Timestamptz>,
+        version -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_block_device_mapping (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        instance_uuid -> Uuid,
+        #[max_length = 255]
+        device_name -> Nullable<Varchar>,
+        #[max_length = 255]
+        source_type -> Nullable<Varchar>,
+        #[max_length = 255]
+        destination_type -> Nullable<Varchar>,
+        #[max_length = 36]
+        volume_id -> Nullable<Varchar>,
+        volume_size -> Nullable<Int4>,
+        boot_index -> Nullable<Int4>,
+        delete_on_termination -> Bool,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_compute_nodes (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 255]
+        host -> Varchar,
+        #[max_length = 255]
+        hypervisor_hostname -> Varchar,
+        #[max_length = 255]
+        hypervisor_type -> Varchar,
+        hypervisor_version -> Int4,
+        owner_epoch -> Int8,
+        service_id -> Nullable<Int8>,
+        vcpus -> Int4,
+        memory_mb -> Int4,
+        local_gb -> Int4,
+        vcpus_used -> Int4,
+        memory_mb_used -> Int4,
+        local_gb_used -> Int4,
+        running_vms -> Int4,
+        cpu_allocation_ratio -> Float8,
+        ram_allocation_ratio -> Float8,
+        disk_allocation_ratio -> Float8,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_instance_actions (id) {
+        id -> Int8,
+        #[max_length = 255]
+        action -> Varchar,
+        instance_uuid -> Uuid,
+        #[max_length = 255]
+        request_id -> Nullable<Varchar>,
+        #[max_length = 255]
+        user_id -> Nullable<Varchar>,
+        #[max_length = 255]
+        project_id -> Nullable<Varchar>,
+        start_time -> Nullable<Timestamptz>,
+        finish_time -> Nullable<Timestamptz>,
+        #[max_length = 255]
+        message -> Nullable<Varchar>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_instance_actions_events (id) {
+        id -> Int8,
+        #[max_length = 255]
+        event -> Varchar,
+        action_id -> Int8,
+        start_time -> Nullable<Timestamptz>,
+        finish_time -> Nullable<Timestamptz>,
+        #[max_length = 255]
+        result -> Nullable<Varchar>,
+        traceback -> Nullable<Text>,
+        #[max_length = 255]
+        host -> Nullable<Varchar>,
+        details -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_instance_extra (id) {
+        id -> Int8,
+        instance_uuid -> Uuid,
+        numa_topology -> Nullable<Text>,
+        pci_requests -> Nullable<Text>,
+        flavor -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_instance_faults (id) {
+        id -> Int8,
+        instance_uuid -> Uuid,
+        code -> Int4,
+        #[max_length = 255]
+        message -> Nullable<Varchar>,
+        details -> Nullable<Text>,
+        #[max_length = 255]
+        host -> Nullable<Varchar>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_instance_system_metadata (id) {
+        id -> Int8,
+        instance_uuid -> Uuid,
+        #[max_length = 255]
+        key -> Varchar,
+        #[max_length = 255]
+        value -> Nullable<Varchar>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_instances (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 255]
+        display_name -> Nullable<Varchar>,
+        #[max_length = 255]
+        project_id -> Varchar,
+        #[max_length = 255]
+        user_id -> Varchar,
+        #[max_length = 255]
+        host -> Nullable<Varchar>,
+        #[max_length = 255]
+        node -> Nullable<Varchar>,
+        #[max_length = 255]
+        resource_class -> Nullable<Varchar>,
+        #[max_length = 255]
+        vm_state -> Varchar,
+        #[max_length = 255]
+        task_state -> Nullable<Varchar>,
+        power_state -> Int4,
+        memory_mb -> Int4,
+        vcpus -> Int4,
+        root_gb -> Int4,
+        launched_at -> Nullable<Timestamptz>,
+        terminated_at -> Nullable<Timestamptz>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_pci_devices (id) {
+        id -> Int8,
+        compute_node_id -> Int8,
+        #[max_length = 12]
+        address -> Varchar,
+        #[max_length = 4]
+        vendor_id -> Varchar,
+        #[max_length = 4]
+        product_id -> Varchar,
+        #[max_length = 8]
+        dev_type -> Varchar,
+        #[max_length = 255]
+        dev_id -> Nullable<Varchar>,
+        #[max_length = 255]
+        label -> Varchar,
+        #[max_length = 36]
+        status -> Varchar,
+        extra_info -> Nullable<Text>,
+        instance_uuid -> Nullable<Uuid>,
+        #[max_length = 36]
+        request_id -> Nullable<Varchar>,
+        numa_node -> Nullable<Int4>,
+        #[max_length = 12]
+        parent_addr -> Nullable<Varchar>,
+        uuid -> Uuid,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_services (id) {
+        id -> Int8,
+        uuid -> Uuid,
+        #[max_length = 255]
+        host -> Varchar,
+        #[max_length = 255]
+        binary -> Varchar,
+        #[max_length = 255]
+        topic -> Nullable<Varchar>,
+        report_count -> Int8,
+        disabled -> Bool,
+        #[max_length = 255]
+        disabled_reason -> Nullable<Varchar>,
+        forced_down -> Bool,
+        last_seen_up -> Nullable<Timestamptz>,
+        version -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    shadow_task_log (id) {
+        id -> Int8,
+        #[max_length = 255]
+        task_name -> Varchar,
+        #[max_length = 255]
+        state -> Varchar,
+        #[max_length = 255]
+        host -> Varchar,
+        period_beginning -> Timestamptz,
+        period_ending -> Timestamptz,
+        #[max_length = 255]
+        message -> Varchar,
+        task_items -> Int4,
+        errors -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    task_log (id) {
+        id -> Int8,
+        #[max_length = 255]
+        task_name -> Varchar,
+        #[max_length = 255]
+        state -> Varchar,
+        #[max_length = 255]
+        host -> Varchar,
+        period_beginning -> Timestamptz,
+        period_ending -> Timestamptz,
+        #[max_length = 255]
+        message -> Varchar,
+        task_items -> Int4,
+        errors -> Int4,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+        deleted_at -> Nullable<Timestamptz>,
+        deleted -> Int8,
+    }
+}
+
+diesel::table! {
+    traits (id) {
+        id -> Int4,
+        #[max_length = 255]
+        name -> Varchar,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    users (id) {
+        id -> Int8,
+        #[max_length = 255]
+        external_id -> Varchar,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::joinable!(allocations -> resource_classes (resource_class_id));
+diesel::joinable!(allocations -> resource_providers (resource_provider_id));
+diesel::joinable!(compute_nodes -> services (service_id));
+diesel::joinable!(consumers -> consumer_types (consumer_type_id));
+diesel::joinable!(consumers -> projects (project_id));
+diesel::joinable!(consumers -> users (user_id));
+diesel::joinable!(instance_actions_events -> instance_actions (action_id));
+diesel::joinable!(inventories -> resource_classes (resource_class_id));
+diesel::joinable!(inventories -> resource_providers (resource_provider_id));
+diesel::joinable!(pci_devices -> compute_nodes (compute_node_id));
+diesel::joinable!(resource_provider_aggregates -> placement_aggregates (aggregate_id));
+diesel::joinable!(resource_provider_aggregates -> resource_providers (resource_provider_id));
+diesel::joinable!(resource_provider_traits -> resource_providers (resource_provider_id));
+diesel::joinable!(resource_provider_traits -> traits (trait_id));
+
+diesel::allow_tables_to_appear_in_same_query!(
+    allocations,
+    archive_runs,
+    block_device_mapping,
+    compute_nodes,
+    consumer_types,
+    consumers,
+    instance_actions,
+    instance_actions_events,
+    instance_extra,
+    instance_faults,
+    instance_system_metadata,
+    instances,
+    inventories,
+    ironic_nodes,
+    node_moves,
+    pci_devices,
+    placement_aggregates,
+    projects,
+    resource_classes,
+    resource_provider_aggregates,
+    resource_provider_traits,
+    resource_providers,
+    services,
+    shadow_block_device_mapping,
+    shadow_compute_nodes,
+    shadow_instance_actions,
+    shadow_instance_actions_events,
+    shadow_instance_extra,
+    shadow_instance_faults,
+    shadow_instance_system_metadata,
+    shadow_instances,
+    shadow_pci_devices,
+    shadow_services,
+    shadow_task_log,
+    task_log,
+    traits,
+    users,
+);

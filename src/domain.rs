@@ -1,0 +1,4 @@
+//! Pure types and rules of ringmaster: no IO, no diesel, no actix, no logging.
+
+pub mod error;
+pub mod host;

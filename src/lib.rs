@@ -1,0 +1,12 @@
+//! ringmaster: a single-binary control plane for bare-metal (ironic) compute.
+//!
+//! Dependencies point inward only: `http → actors → db → domain`. `http` may call `db`
+//! directly for plain reads; `domain` imports nothing of ours and does no IO; nothing
+//! imports `http`. `cli` and `app` do the wiring.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod http;

@@ -1,0 +1,21 @@
+//! The `ringmaster` binary: parses the command line, sets up logging, runs the command and
+//! turns its error into one line on stderr and an exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = ringmaster::cli::Cli::parse();
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    match ringmaster::cli::run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!(
+                "ringmaster: error: {}",
+                ringmaster::db::error::one_line(&error.to_string())
+            );
+            error.exit_code()
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! The command line refuses what it cannot do with one clear line and a distinct exit code.
+
+use crate::helpers::{TempDir, assert_one_error_line, ringmaster, run_to_end};
+
+fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn commands_of_later_issues_say_they_are_not_implemented() {
+    for args in [
+        vec!["audit"],
+        vec!["script", "run", "tests/scripts/x.yaml"],
+        vec![
+            "db",
+            "archive-deleted-rows",
+            "--max_rows",
+            "10",
+            "--verbose",
+        ],
+        vec!["db", "purge", "--all"],
+    ] {
+        let (code, stdout, stderr) = run_to_end(ringmaster().args(&args));
+        assert_eq!(code, Some(70), "{args:?}");
+        assert_eq!(stdout, "", "{args:?} must not report anything done");
+        assert_one_error_line(&lines(&stderr), "is not implemented yet");
+    }
+}
+
+#[test]
+fn a_non_loopback_bind_without_an_admin_token_is_refused() {
+    let (code, _, stderr) = run_to_end(ringmaster().args(["serve", "--bind", "0.0.0.0:0"]));
+    assert_eq!(code, Some(2));
+    assert_one_error_line(&lines(&stderr), "RINGMASTER_ADMIN_TOKEN");
+}
+
+#[test]
+fn missing_server_binaries_name_the_package_and_the_alternative() {
+    let empty = TempDir::new("nobin");
+    let data = TempDir::new("nobin-data");
+    let (code, _, stderr) = run_to_end(
+        ringmaster()
+            .args(["db", "migrate"])
+            .arg("--pg-bin-dir")
+            .arg(&empty.path)
+            .arg("--data-dir")
+            .arg(data.path.join("pg")),
+    );
+    assert_eq!(code, Some(1));
+    let stderr = lines(&stderr);
+    assert_one_error_line(&stderr, "apt-get install postgresql");
+    assert_one_error_line(&stderr, "DATABASE_URL");
+}
+
+#[test]
+fn a_bad_database_url_is_one_error_line() {
+    for url in [
+        "postgresql://postgres@/ringmaster?host=/nonexistent-ringmaster-socket-dir",
+        "not a url at all",
+    ] {
+        let (code, _, stderr) = run_to_end(
+            ringmaster()
+                .args(["serve", "--bind", "127.0.0.1:0"])
+                .env("DATABASE_URL", url),
+        );
+        assert_eq!(code, Some(1), "{url}");
+        assert_one_error_line(&lines(&stderr), "cannot use the database");
+    }
+}

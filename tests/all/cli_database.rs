@@ -1,0 +1,124 @@
+//! The binary on a real database: the embedded cluster by default, and what happens when the
+//! database goes away under a running server.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use ringmaster::db::cluster::Cluster;
+
+use crate::helpers::{Running, TempDir, assert_one_error_line, ringmaster, run_to_end};
+
+const START: Duration = Duration::from_secs(60);
+
+/// Sends one HTTP/1.0 request and returns the status code and body.
+fn http(address: &str, method: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+/// Returns `host:port` from the "listening on http://host:port/" line.
+fn address_of(line: &str) -> String {
+    line.rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+fn postmaster_pid(data_dir: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(data_dir.join("postmaster.pid"))
+        .ok()
+        .and_then(|text| text.lines().next().map(str::to_owned))
+}
+
+#[test]
+fn demo_runs_on_its_own_postgresql_and_stops_it_on_ctrl_c() {
+    let dir = TempDir::new("demo");
+    let data_dir = dir.path.join("pg");
+    let mut command = ringmaster();
+    command
+        .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(&data_dir);
+    let mut demo = Running::spawn(command);
+    let address = address_of(&demo.wait_for_stdout("listening on http://", START));
+
+    assert_eq!(
+        http(&address, "GET", "/healthz"),
+        (200, r#"{"status":"ok"}"#.to_owned())
+    );
+    let server_pid = postmaster_pid(&data_dir).expect("the embedded server runs");
+
+    // A second command on the same data directory joins the running server.
+    let (code, stdout, stderr) = run_to_end(
+        ringmaster()
+            .args(["db", "migrate", "--data-dir"])
+            .arg(&data_dir),
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "database schema is up to date");
+    assert!(
+        stderr.contains("joining the PostgreSQL server already running"),
+        "{stderr}"
+    );
+    assert_eq!(
+        postmaster_pid(&data_dir),
+        Some(server_pid),
+        "no second server was started"
+    );
+    assert_eq!(http(&address, "GET", "/healthz").0, 200);
+
+    demo.interrupt();
+    let (code, stderr) = demo.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{stderr:#?}");
+    assert!(
+        postmaster_pid(&data_dir).is_none(),
+        "the embedded server is stopped on exit"
+    );
+    assert!(!data_dir.join(".s.PGSQL.5432").exists());
+}
+
+#[test]
+fn serve_exits_with_one_error_line_when_its_database_stops() {
+    let mut cluster = Cluster::start_throwaway(None).unwrap();
+    let mut command = ringmaster();
+    command
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", cluster.url("postgres"));
+    let mut serve = Running::spawn(command);
+    let address = address_of(&serve.wait_for_stdout("listening on http://", START));
+    assert_eq!(http(&address, "GET", "/healthz").0, 200);
+
+    cluster.stop();
+    let (code, stderr) = serve.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, Some(1));
+    assert_one_error_line(&stderr, "lost the database");
+}
+
+#[test]
+fn flags_come_from_ringmaster_environment_variables() {
+    let cluster = Cluster::start_throwaway(None).unwrap();
+    let mut command = ringmaster();
+    command
+        .arg("serve")
+        .env("DATABASE_URL", cluster.url("postgres"))
+        .env("RINGMASTER_BIND", "127.0.0.1:0")
+        .env("RINGMASTER_ADMIN_TOKEN", "from-the-environment");
+    let mut serve = Running::spawn(command);
+    let address = address_of(&serve.wait_for_stdout("listening on http://", START));
+    assert_eq!(
+        http(&address, "POST", "/api/v1/hosts").0,
+        401,
+        "the token came from the environment"
+    );
+    assert_eq!(http(&address, "GET", "/api/v1/hosts").0, 200);
+}

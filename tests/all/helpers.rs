@@ -1,0 +1,291 @@
+//! Test fixtures: the shared throwaway PostgreSQL server, per-test databases, an in-process
+//! app on a random port, and a driver for the `ringmaster` binary.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use diesel::{Connection, PgConnection};
+use ringmaster::app::Application;
+use ringmaster::config::{AdminToken, ServerConfig};
+use ringmaster::db::scratch::{ScratchDb, ScratchServer};
+use ringmaster::db::{Pool, build_pool};
+
+/// The one PostgreSQL server of this test run: TEST_DATABASE_URL when set, otherwise a
+/// private throwaway cluster that stops (and removes itself) when the test process ends.
+pub fn scratch_server() -> &'static ScratchServer {
+    static SERVER: OnceLock<ScratchServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let _ = env_logger::builder()
+            .is_test(true)
+            .parse_env(env_logger::Env::new().filter("TEST_LOG"))
+            .try_init();
+        let server = match std::env::var("TEST_DATABASE_URL") {
+            Ok(url) if !url.is_empty() => ScratchServer::from_url(&url),
+            _ => ScratchServer::start_private(None),
+        };
+        server.expect("the test PostgreSQL server must start")
+    })
+}
+
+/// A database of its own for one test, migrated and empty; dropped with the value.
+pub struct TestDb {
+    db: ScratchDb,
+}
+
+impl TestDb {
+    pub fn new() -> TestDb {
+        TestDb {
+            db: scratch_server()
+                .create_database()
+                .expect("create test database"),
+        }
+    }
+
+    /// An empty database with no migration applied.
+    pub fn empty() -> TestDb {
+        TestDb {
+            db: scratch_server()
+                .create_empty_database()
+                .expect("create empty test database"),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        self.db.name()
+    }
+
+    pub fn conn(&self) -> PgConnection {
+        PgConnection::establish(self.db.url()).expect("connect to test database")
+    }
+
+    pub fn pool(&self) -> Pool {
+        build_pool(self.db.url(), 4).expect("pool on test database")
+    }
+}
+
+/// The real HTTP server on a random loopback port, over a database of its own.
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    handle: actix_web::dev::ServerHandle,
+    // Last, so that it drops last.
+    pub db: TestDb,
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        Self::spawn_with_token(None).await
+    }
+
+    pub async fn spawn_with_token(token: Option<&str>) -> TestApp {
+        let db = TestDb::new();
+        let config = ServerConfig {
+            bind: "127.0.0.1:0".to_owned(),
+            admin_token: token.and_then(AdminToken::new),
+            handle_signals: false,
+        };
+        let application = Application::build(&config, db.pool()).expect("build app");
+        let address = format!("http://{}", application.local_addr());
+        let handle = application.handle();
+        actix_rt::spawn(application.run_until_stopped(None));
+        TestApp {
+            address,
+            client: reqwest::Client::new(),
+            handle,
+            db,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.expect("GET")
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // Stopping is asynchronous; the test's actix system ends right after anyway.
+        drop(self.handle.stop(false));
+    }
+}
+
+/// A folder for one test under /dev/shm (or the temp dir), removed on drop.
+pub struct TempDir {
+    pub path: std::path::PathBuf,
+}
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        let base = if std::path::Path::new("/dev/shm").is_dir() {
+            std::path::PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let path = base.join(format!(
+            "ringmaster-test-{label}-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir { path }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Builds a command for the `ringmaster` binary with no database settings inherited.
+pub fn ringmaster() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ringmaster"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("RINGMASTER_") || name == "DATABASE_URL" {
+            command.env_remove(name);
+        }
+    }
+    command.env("RUST_LOG", "info");
+    command
+}
+
+/// A running `ringmaster` process whose stdout and stderr are collected line by line.
+pub struct Running {
+    pub child: Child,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+    pub stderr_lines: Vec<String>,
+}
+
+impl Running {
+    pub fn spawn(mut command: Command) -> Running {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ringmaster");
+        let stdout = lines_of(child.stdout.take().unwrap());
+        let stderr = lines_of(child.stderr.take().unwrap());
+        Running {
+            child,
+            stdout,
+            stderr,
+            stderr_lines: Vec::new(),
+        }
+    }
+
+    /// Waits for the first stdout line containing `needle`.
+    pub fn wait_for_stdout(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.stdout.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        self.collect_stderr();
+        panic!(
+            "no stdout line with {needle:?}; stderr: {:#?}",
+            self.stderr_lines
+        );
+    }
+
+    /// Waits for the process to exit and returns its exit code and all stderr lines.
+    pub fn wait_exit(&mut self, timeout: Duration) -> (Option<i32>, Vec<String>) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Give the reader threads a moment to drain the pipes.
+                std::thread::sleep(Duration::from_millis(100));
+                self.collect_stderr();
+                return (status.code(), self.stderr_lines.clone());
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                self.collect_stderr();
+                panic!(
+                    "ringmaster did not exit within {timeout:?}; stderr: {:#?}",
+                    self.stderr_lines
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn collect_stderr(&mut self) {
+        while let Ok(line) = self.stderr.try_recv() {
+            self.stderr_lines.push(line);
+        }
+    }
+
+    /// Sends SIGINT, as Ctrl-C does.
+    pub fn interrupt(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn lines_of(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (sender, receiver) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
+/// Runs a finished command and returns (exit code, stdout, stderr).
+pub fn run_to_end(command: &mut Command) -> (Option<i32>, String, String) {
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ringmaster");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Asserts that stderr holds exactly one error line, mentioning `needle`, and no panic.
+pub fn assert_one_error_line(stderr: &[String], needle: &str) {
+    let errors: Vec<&String> = stderr
+        .iter()
+        .filter(|line| line.to_lowercase().contains("error"))
+        .collect();
+    assert!(
+        !stderr
+            .iter()
+            .any(|line| line.contains("panicked") || line.contains("RUST_BACKTRACE")),
+        "no panic expected: {stderr:#?}"
+    );
+    assert_eq!(
+        errors.len(),
+        1,
+        "exactly one error line expected: {stderr:#?}"
+    );
+    assert!(errors[0].starts_with("ringmaster: error: "), "{stderr:#?}");
+    assert!(
+        errors[0].contains(needle),
+        "error line should mention {needle:?}: {stderr:#?}"
+    );
+}

@@ -1,0 +1,13 @@
+//! The integration suite: one binary, so the private PostgreSQL cluster starts once per run.
+//! Each test gets its own database cloned from a migrated template (see `helpers`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod helpers;
+
+mod api_admin_token;
+mod api_basics;
+mod cli_commands;
+mod cli_database;
+mod db_constraints;
+mod db_migrations;
+mod db_schema;

@@ -3,13 +3,19 @@
 //! transactions, so callers can combine them; `run` and `transaction` are the entry points
 //! from async code and keep every blocking call off the async runtime.
 
+pub mod audit;
 pub mod cluster;
 pub mod database;
 pub mod error;
 pub mod hosts;
+pub mod instances;
+pub mod ironic;
 pub mod models;
+pub mod placement;
+pub mod registry;
 pub mod schema;
 pub mod scratch;
+pub mod tracker;
 pub mod url;
 
 use std::time::Duration;

@@ -3,4 +3,6 @@
 pub mod clock;
 pub mod error;
 pub mod host;
+pub mod instance;
+pub mod node;
 pub mod ring;

@@ -17,6 +17,8 @@ pub enum DbError {
     CheckViolation { constraint: String },
     #[error("not-null constraint violated on column {column}")]
     NotNullViolation { column: String },
+    #[error("{0}")]
+    Conflict(String),
     #[error("concurrent transaction conflict, retry")]
     SerializationFailure,
     #[error("database unavailable: {0}")]
@@ -34,7 +36,9 @@ impl DbError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             DbError::NotFound(_) => ErrorKind::NotFound,
-            DbError::UniqueViolation { .. } | DbError::SerializationFailure => ErrorKind::Conflict,
+            DbError::UniqueViolation { .. }
+            | DbError::SerializationFailure
+            | DbError::Conflict(_) => ErrorKind::Conflict,
             DbError::ForeignKeyViolation { .. }
             | DbError::CheckViolation { .. }
             | DbError::NotNullViolation { .. } => ErrorKind::Invalid,

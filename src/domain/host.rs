@@ -1,9 +1,12 @@
-//! Compute hosts as the rest of ringmaster sees them.
+//! Compute hosts as the rest of ringmaster sees them, and how their liveness is judged.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 
 /// The service binary name every ringmaster compute host registers under.
 pub const COMPUTE_BINARY: &str = "ringmaster-compute";
+
+/// The `disabled_reason` of a host that is draining.
+pub const DRAINING_REASON: &str = "draining";
 
 /// Describes one compute service (a `ComputeHost`) and its last heartbeat.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,4 +17,116 @@ pub struct Host {
     pub forced_down: bool,
     pub last_seen_up: Option<DateTime<Utc>>,
     pub report_count: i64,
+}
+
+/// How long heartbeats stay good.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Liveness {
+    /// A host whose last heartbeat is older than this stops writing (its lease lapsed).
+    pub fence_time: Duration,
+    /// A host whose last heartbeat is older than this is down; its nodes may move.
+    pub service_down_time: Duration,
+}
+
+impl Liveness {
+    /// Returns liveness with the fence time at three quarters of the down time, so a host
+    /// stops writing well before the rebalancer may give its nodes away.
+    pub fn with_down_time(service_down_time: Duration) -> Liveness {
+        Liveness {
+            fence_time: service_down_time * 3 / 4,
+            service_down_time,
+        }
+    }
+
+    /// Says whether a lease renewed at `last_ok` still allows writes at `now`.
+    pub fn lease_holds(&self, last_ok: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+        last_ok.is_some_and(|last| now - last <= self.fence_time)
+    }
+}
+
+/// A host's state as the admin API shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostState {
+    Up,
+    /// Heartbeats are late beyond the fence time: the host has stopped writing.
+    Fenced,
+    Down,
+    Disabled,
+}
+
+impl HostState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HostState::Up => "up",
+            HostState::Fenced => "fenced",
+            HostState::Down => "down",
+            HostState::Disabled => "disabled",
+        }
+    }
+}
+
+impl Host {
+    /// Says whether the host counts as up at `now`: not forced down and heard from within
+    /// the down time (DESIGN.md: down = no heartbeat within the down time, or forced down).
+    pub fn is_up(&self, liveness: &Liveness, now: DateTime<Utc>) -> bool {
+        !self.forced_down
+            && self
+                .last_seen_up
+                .is_some_and(|seen| now - seen <= liveness.service_down_time)
+    }
+
+    /// Says whether the host is draining (disabled for a drain, its nodes leaving).
+    pub fn is_draining(&self) -> bool {
+        self.disabled && self.disabled_reason.as_deref() == Some(DRAINING_REASON)
+    }
+
+    /// Returns the state shown for the host at `now`.
+    pub fn state(&self, liveness: &Liveness, now: DateTime<Utc>) -> HostState {
+        if self.disabled {
+            HostState::Disabled
+        } else if !self.is_up(liveness, now) {
+            HostState::Down
+        } else if !liveness.lease_holds(self.last_seen_up, now) {
+            HostState::Fenced
+        } else {
+            HostState::Up
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(seconds_ago: Option<i64>, now: DateTime<Utc>) -> Host {
+        Host {
+            name: "compute-1".to_owned(),
+            disabled: false,
+            disabled_reason: None,
+            forced_down: false,
+            last_seen_up: seconds_ago.map(|ago| now - Duration::seconds(ago)),
+            report_count: 1,
+        }
+    }
+
+    #[test]
+    fn a_host_fences_itself_before_it_counts_as_down() {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let liveness = Liveness::with_down_time(Duration::seconds(10));
+        assert!(liveness.fence_time < liveness.service_down_time);
+        assert_eq!(host(Some(1), now).state(&liveness, now), HostState::Up);
+        assert_eq!(host(Some(8), now).state(&liveness, now), HostState::Fenced);
+        assert_eq!(host(Some(11), now).state(&liveness, now), HostState::Down);
+        assert_eq!(host(None, now).state(&liveness, now), HostState::Down);
+        let forced = Host {
+            forced_down: true,
+            ..host(Some(1), now)
+        };
+        assert_eq!(forced.state(&liveness, now), HostState::Down);
+        let disabled = Host {
+            disabled: true,
+            ..host(Some(1), now)
+        };
+        assert_eq!(disabled.state(&liveness, now), HostState::Disabled);
+    }
 }

@@ -7,20 +7,7 @@ use diesel::{QueryableByName, RunQueryDsl, sql_types::Text};
 
 use crate::helpers::TestDb;
 
-/// The tables that are soft-deleted and archived, as DESIGN.md lists them.
-const ARCHIVABLE: &[&str] = &[
-    "block_device_mapping",
-    "compute_nodes",
-    "instance_actions",
-    "instance_actions_events",
-    "instance_extra",
-    "instance_faults",
-    "instance_system_metadata",
-    "instances",
-    "pci_devices",
-    "services",
-    "task_log",
-];
+use ringmaster::db::audit::ARCHIVABLE_TABLES as ARCHIVABLE;
 
 #[derive(QueryableByName)]
 struct Column {

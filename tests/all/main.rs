@@ -10,4 +10,5 @@ mod cli_commands;
 mod cli_database;
 mod db_constraints;
 mod db_migrations;
+mod db_registry;
 mod db_schema;

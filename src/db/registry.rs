@@ -1,0 +1,367 @@
+//! The placement registry's writes: claiming nodes, moving them between hosts, creating
+//! providers by adoption and deleting orphans. Each fn is meant to run inside one transaction
+//! (the `Registry` actor opens it) and keeps invariants 1–4, 6 and 7 of DESIGN.md:
+//!
+//! * a node keeps one compute-node uuid forever: a claim reuses a live row, adopts the
+//!   provider already named after the node, or undeletes the node's soft-deleted row, and
+//!   only then creates a new one;
+//! * a move changes `host` of the compute node and of its instances, bumps `owner_epoch` and
+//!   writes a `node_moves` row, all in one statement, conditional on the expected owner and
+//!   epoch; providers, inventories and allocations are not touched;
+//! * an orphan is deleted only by its current owner, only when Ironic no longer has the node,
+//!   and never while its provider holds allocations.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use uuid::Uuid;
+
+use super::DbError;
+use crate::domain::node::ComputeNode;
+use crate::domain::ring::MoveReason;
+
+#[derive(Debug, QueryableByName)]
+struct ComputeNodeView {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = SqlUuid)]
+    uuid: Uuid,
+    #[diesel(sql_type = Text)]
+    host: String,
+    #[diesel(sql_type = Text)]
+    hypervisor_hostname: String,
+    #[diesel(sql_type = BigInt)]
+    owner_epoch: i64,
+}
+
+impl From<ComputeNodeView> for ComputeNode {
+    fn from(view: ComputeNodeView) -> Self {
+        ComputeNode {
+            id: view.id,
+            uuid: view.uuid,
+            host: view.host,
+            node: view.hypervisor_hostname,
+            owner_epoch: view.owner_epoch,
+        }
+    }
+}
+
+/// A node to give its first owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeClaim {
+    pub node: Uuid,
+    pub host: String,
+}
+
+/// Gives each node of `claims` a live compute node owned by its host, with its provider, and
+/// makes enrolled nodes available. Nodes that already have a live compute node are left as
+/// they are. Returns the compute nodes this call created or undeleted. A handful of
+/// statements whatever the number of nodes.
+pub fn claim_nodes(
+    conn: &mut PgConnection,
+    claims: &[NodeClaim],
+    now: DateTime<Utc>,
+) -> Result<Vec<ComputeNode>, DbError> {
+    if claims.is_empty() {
+        return Ok(Vec::new());
+    }
+    let nodes: Vec<String> = claims.iter().map(|claim| claim.node.to_string()).collect();
+    let hosts: Vec<String> = claims.iter().map(|claim| claim.host.clone()).collect();
+    // Identity first: the provider already named after the node (adoption), else the node's
+    // latest soft-deleted compute node (undelete), else a new uuid. Then undelete or insert.
+    let claimed: Vec<ComputeNodeView> = diesel::sql_query(
+        "WITH input AS (
+             SELECT DISTINCT ON (node) node, host
+               FROM unnest($1::text[], $2::text[]) AS t(node, host)
+              WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c
+                                 WHERE c.hypervisor_hostname = t.node AND c.deleted = 0)
+         ),
+         chosen AS (
+             SELECT i.node, i.host,
+                    COALESCE(rp.uuid, gone.uuid, gen_random_uuid()) AS uuid
+               FROM input i
+               LEFT JOIN resource_providers rp ON rp.name = i.node
+               LEFT JOIN LATERAL (SELECT c.uuid FROM compute_nodes c
+                                   WHERE c.hypervisor_hostname = i.node AND c.deleted <> 0
+                                   ORDER BY c.id DESC LIMIT 1) gone ON TRUE
+         ),
+         undeleted AS (
+             UPDATE compute_nodes c
+                SET deleted = 0, deleted_at = NULL, host = chosen.host,
+                    hypervisor_hostname = chosen.node,
+                    owner_epoch = c.owner_epoch + 1, updated_at = $3
+               FROM chosen
+              WHERE c.uuid = chosen.uuid AND c.deleted <> 0
+             RETURNING c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch
+         ),
+         inserted AS (
+             INSERT INTO compute_nodes (uuid, host, hypervisor_hostname, vcpus, memory_mb,
+                                        local_gb, created_at)
+             SELECT chosen.uuid, chosen.host, chosen.node, n.cpus, n.memory_mb, n.local_gb, $3
+               FROM chosen
+               JOIN ironic_nodes n ON n.uuid::text = chosen.node
+              WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c WHERE c.uuid = chosen.uuid)
+             RETURNING id, uuid, host, hypervisor_hostname, owner_epoch
+         )
+         SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM undeleted
+         UNION ALL
+         SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM inserted",
+    )
+    .bind::<Array<Text>, _>(&nodes)
+    .bind::<Array<Text>, _>(&hosts)
+    .bind::<Timestamptz, _>(now)
+    .load(conn)?;
+    let claimed: Vec<ComputeNode> = claimed.into_iter().map(ComputeNode::from).collect();
+
+    let uuids: Vec<Uuid> = claimed.iter().map(|node| node.uuid).collect();
+    let names: Vec<String> = claimed.iter().map(|node| node.node.clone()).collect();
+    ensure_providers(conn, &uuids, &names, now)?;
+    let node_uuids: Vec<Uuid> = claims.iter().map(|claim| claim.node).collect();
+    super::ironic::make_available(conn, &node_uuids, now)?;
+    Ok(claimed)
+}
+
+/// Makes sure provider `uuids[i]` exists and is named `names[i]`: creates the missing ones
+/// and renames those under another name. A name held by another provider is never taken
+/// over here: claims adopt that provider's uuid instead (invariant 7).
+pub fn ensure_providers(
+    conn: &mut PgConnection,
+    uuids: &[Uuid],
+    names: &[String],
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    if uuids.is_empty() {
+        return Ok(());
+    }
+    diesel::sql_query(
+        "UPDATE resource_providers rp
+            SET name = t.name, generation = rp.generation + 1, updated_at = $3
+           FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
+          WHERE rp.uuid = t.uuid AND rp.name <> t.name",
+    )
+    .bind::<Array<SqlUuid>, _>(uuids)
+    .bind::<Array<Text>, _>(names)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    diesel::sql_query(
+        "INSERT INTO resource_providers (uuid, name, created_at)
+         SELECT t.uuid, t.name, $3 FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
+          WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = t.uuid)",
+    )
+    .bind::<Array<SqlUuid>, _>(uuids)
+    .bind::<Array<Text>, _>(names)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    diesel::sql_query(
+        "UPDATE resource_providers SET root_provider_id = id
+          WHERE root_provider_id IS NULL AND uuid = ANY($1::uuid[])",
+    )
+    .bind::<Array<SqlUuid>, _>(uuids)
+    .execute(conn)?;
+    Ok(())
+}
+
+/// How a provider was made sure of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderOutcome {
+    /// It existed as asked.
+    Existing,
+    /// It was created.
+    Created,
+    /// A provider already held the name: it is the node's (its uuid is returned).
+    Adopted(Uuid),
+}
+
+/// Creates provider (`uuid`, `name`), resolving a collision by adoption: when another
+/// provider holds `name`, that provider is returned, never deleted and re-created.
+pub fn create_provider(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    name: &str,
+    now: DateTime<Utc>,
+) -> Result<ProviderOutcome, DbError> {
+    use super::schema::resource_providers as rp;
+    let by_name: Option<Uuid> = rp::table
+        .filter(rp::name.eq(name))
+        .select(rp::uuid)
+        .first(conn)
+        .optional()?;
+    match by_name {
+        Some(existing) if existing == uuid => Ok(ProviderOutcome::Existing),
+        Some(existing) => Ok(ProviderOutcome::Adopted(existing)),
+        None => {
+            let existed = rp::table
+                .filter(rp::uuid.eq(uuid))
+                .count()
+                .get_result::<i64>(conn)?
+                > 0;
+            ensure_providers(conn, &[uuid], &[name.to_owned()], now)?;
+            Ok(if existed {
+                ProviderOutcome::Existing
+            } else {
+                ProviderOutcome::Created
+            })
+        }
+    }
+}
+
+/// One planned move: node `node`, expected at `from` with `epoch`, goes to `to`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeMove {
+    pub node: String,
+    pub from: String,
+    pub epoch: i64,
+    pub to: String,
+    pub reason: MoveReason,
+}
+
+/// Moves nodes between hosts in one statement: for each node still at its expected owner and
+/// epoch, sets the new host on the compute node and on its live instances, bumps the epoch
+/// and writes a `node_moves` row. Moves whose node changed meanwhile are skipped. Returns the
+/// moved compute nodes with their new epochs.
+pub fn move_nodes(
+    conn: &mut PgConnection,
+    moves: &[NodeMove],
+    ring_version: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<ComputeNode>, DbError> {
+    if moves.is_empty() {
+        return Ok(Vec::new());
+    }
+    let nodes: Vec<&str> = moves.iter().map(|m| m.node.as_str()).collect();
+    let from: Vec<&str> = moves.iter().map(|m| m.from.as_str()).collect();
+    let epochs: Vec<i64> = moves.iter().map(|m| m.epoch).collect();
+    let to: Vec<&str> = moves.iter().map(|m| m.to.as_str()).collect();
+    let reasons: Vec<&str> = moves.iter().map(|m| m.reason.name()).collect();
+    let moved: Vec<ComputeNodeView> = diesel::sql_query(
+        "WITH input AS (
+             SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])
+                        AS t(node, from_host, epoch, to_host, reason)
+         ),
+         moved AS (
+             UPDATE compute_nodes c
+                SET host = input.to_host, owner_epoch = c.owner_epoch + 1, updated_at = $7
+               FROM input
+              WHERE c.hypervisor_hostname = input.node AND c.deleted = 0
+                AND c.host = input.from_host AND c.owner_epoch = input.epoch
+                AND input.to_host <> input.from_host
+             RETURNING c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch,
+                       input.from_host, input.reason
+         ),
+         instances_moved AS (
+             UPDATE instances i SET host = moved.host, updated_at = $7
+               FROM moved
+              WHERE i.node = moved.hypervisor_hostname AND i.deleted = 0
+         ),
+         logged AS (
+             INSERT INTO node_moves (compute_node_uuid, hypervisor_hostname, from_host, to_host,
+                                     reason, owner_epoch, ring_version, moved_at)
+             SELECT uuid, hypervisor_hostname, from_host, host, reason, owner_epoch, $6, $7
+               FROM moved
+         )
+         SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM moved",
+    )
+    .bind::<Array<Text>, _>(&nodes)
+    .bind::<Array<Text>, _>(&from)
+    .bind::<Array<BigInt>, _>(&epochs)
+    .bind::<Array<Text>, _>(&to)
+    .bind::<Array<Text>, _>(&reasons)
+    .bind::<BigInt, _>(ring_version)
+    .bind::<Timestamptz, _>(now)
+    .load(conn)?;
+    Ok(moved.into_iter().map(ComputeNode::from).collect())
+}
+
+/// What became of an orphan deletion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrphanOutcome {
+    /// The compute node is soft-deleted and its provider deleted.
+    Deleted,
+    /// Its provider holds allocations: the compute node and provider are kept.
+    KeptWithAllocations,
+    /// The caller is not the node's current owner at that epoch: refused.
+    NotOwner,
+    /// Ironic still has the node: it is no orphan.
+    StillInIronic,
+}
+
+/// Deletes the compute node of `node` and its provider, when `host` at `epoch` owns it,
+/// Ironic no longer has the node, and the provider holds no allocations (invariant 6).
+pub fn delete_orphan(
+    conn: &mut PgConnection,
+    node: &str,
+    host: &str,
+    epoch: i64,
+    now: DateTime<Utc>,
+) -> Result<OrphanOutcome, DbError> {
+    let owned: Vec<ComputeNodeView> = diesel::sql_query(
+        "SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM compute_nodes
+          WHERE hypervisor_hostname = $1 AND deleted = 0 AND host = $2 AND owner_epoch = $3
+          FOR UPDATE",
+    )
+    .bind::<Text, _>(node)
+    .bind::<Text, _>(host)
+    .bind::<BigInt, _>(epoch)
+    .load(conn)?;
+    let Some(compute_node) = owned.into_iter().next() else {
+        return Ok(OrphanOutcome::NotOwner);
+    };
+    #[derive(QueryableByName)]
+    struct Facts {
+        #[diesel(sql_type = BigInt)]
+        in_ironic: i64,
+        #[diesel(sql_type = BigInt)]
+        allocations: i64,
+    }
+    let facts: Facts = diesel::sql_query(
+        "SELECT (SELECT count(*) FROM ironic_nodes WHERE uuid::text = $1) AS in_ironic,
+                (SELECT count(*) FROM allocations a JOIN resource_providers rp
+                    ON rp.id = a.resource_provider_id WHERE rp.uuid = $2) AS allocations",
+    )
+    .bind::<Text, _>(node)
+    .bind::<SqlUuid, _>(compute_node.uuid)
+    .get_result(conn)?;
+    if facts.in_ironic > 0 {
+        return Ok(OrphanOutcome::StillInIronic);
+    }
+    if facts.allocations > 0 {
+        return Ok(OrphanOutcome::KeptWithAllocations);
+    }
+    diesel::sql_query(
+        "WITH rp AS (SELECT id FROM resource_providers WHERE uuid = $1),
+              inv AS (DELETE FROM inventories WHERE resource_provider_id IN (SELECT id FROM rp)),
+              tr AS (DELETE FROM resource_provider_traits WHERE resource_provider_id IN (SELECT id FROM rp)),
+              ag AS (DELETE FROM resource_provider_aggregates WHERE resource_provider_id IN (SELECT id FROM rp))
+         SELECT 1",
+    )
+    .bind::<SqlUuid, _>(compute_node.uuid)
+    .execute(conn)?;
+    diesel::sql_query("DELETE FROM resource_providers WHERE uuid = $1")
+        .bind::<SqlUuid, _>(compute_node.uuid)
+        .execute(conn)?;
+    diesel::sql_query(
+        "UPDATE pci_devices SET deleted = id, deleted_at = $2 WHERE compute_node_id = $1 AND deleted = 0",
+    )
+    .bind::<BigInt, _>(compute_node.id)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    diesel::sql_query("UPDATE compute_nodes SET deleted = id, deleted_at = $2 WHERE id = $1")
+        .bind::<BigInt, _>(compute_node.id)
+        .bind::<Timestamptz, _>(now)
+        .execute(conn)?;
+    Ok(OrphanOutcome::Deleted)
+}
+
+/// Lists the live compute nodes, optionally only those of `host`.
+pub fn list_compute_nodes(
+    conn: &mut PgConnection,
+    host: Option<&str>,
+) -> Result<Vec<ComputeNode>, DbError> {
+    let rows: Vec<ComputeNodeView> = diesel::sql_query(
+        "SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM compute_nodes
+          WHERE deleted = 0 AND ($1::text IS NULL OR host = $1) ORDER BY hypervisor_hostname",
+    )
+    .bind::<Nullable<Text>, _>(host)
+    .load(conn)?;
+    Ok(rows.into_iter().map(ComputeNode::from).collect())
+}

@@ -9,6 +9,7 @@ use actix_web::middleware::{Logger, from_fn};
 use actix_web::{App, HttpServer};
 use futures_util::future::{Either, join, select};
 
+use crate::actors::Actors;
 use crate::config::ServerConfig;
 use crate::db::database::DatabaseProbe;
 use crate::db::{DbError, Pool};
@@ -39,14 +40,18 @@ pub struct Application {
 
 impl Application {
     /// Binds the listener and builds the server; call inside an actix system.
-    pub fn build(config: &ServerConfig, pool: Pool) -> Result<Application, AppError> {
+    pub fn build(
+        config: &ServerConfig,
+        pool: Pool,
+        actors: Actors,
+    ) -> Result<Application, AppError> {
         let bind_error = |source| AppError::Bind {
             bind: config.bind.clone(),
             source,
         };
         let listener = TcpListener::bind(&config.bind).map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
-        let state = AppState { pool };
+        let state = AppState { pool, actors };
         let admin_token = config.admin_token.clone();
         let mut server = HttpServer::new(move || {
             App::new()

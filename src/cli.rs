@@ -4,13 +4,33 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use uuid::Uuid;
+
+use crate::actors::compute_host::HostSettings;
+use crate::actors::ironic::EnrollNodes;
+use crate::actors::rebalancer::{RebalancerSettings, Resign};
+use crate::actors::{self, ActorSettings, Actors};
 use crate::app::{AppError, Application};
-use crate::config::{AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, ServerConfig};
+use crate::config::{
+    AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig, ServerConfig,
+};
 use crate::db::cluster::{self, ClusterOptions};
 use crate::db::database::{Database, OpenError};
+use crate::db::ironic::NewIronicNode;
+use crate::db::{self, DbError, Pool};
+use crate::domain::clock::SystemClock;
+use crate::domain::host::Liveness;
+use crate::domain::ring::RingAlgorithm;
+
+/// The compute hosts `demo` runs unless told otherwise.
+const DEMO_HOSTS: &[&str] = &["cmp-1", "cmp-2", "cmp-3"];
+/// The nodes `demo` enrolls unless told otherwise.
+const DEMO_NODES: u32 = 12;
 
 /// Exit code of a command that exists but is not implemented yet.
 const EXIT_NOT_IMPLEMENTED: u8 = 70;
@@ -68,6 +88,39 @@ pub struct ServeArgs {
     /// Token every mutating request must carry; required to bind a non-loopback address.
     #[arg(long, env = "RINGMASTER_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Compute services this process runs, comma-separated [demo default: cmp-1,cmp-2,cmp-3].
+    #[arg(long, env = "RINGMASTER_HOSTS", value_delimiter = ',')]
+    pub hosts: Option<Vec<String>>,
+    /// Enroll this many simulated nodes when Ironic has none [demo default: 12].
+    #[arg(long, env = "RINGMASTER_NODES", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub nodes: Option<u32>,
+    /// Ironic resource class of the nodes --nodes enrolls.
+    #[arg(long, env = "RINGMASTER_RESOURCE_CLASS", default_value = "baremetal")]
+    pub resource_class: String,
+    /// Time between heartbeats of each compute host (2s, 500ms, 1m).
+    #[arg(long, env = "RINGMASTER_REPORT_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    pub report_interval: Duration,
+    /// A host not heard from for this long is down and its nodes move.
+    #[arg(long, env = "RINGMASTER_SERVICE_DOWN_TIME", default_value = "10s", value_parser = parse_duration)]
+    pub service_down_time: Duration,
+    /// Time between resource-tracker passes of each compute host.
+    #[arg(long, env = "RINGMASTER_UPDATE_RESOURCES_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub update_resources_interval: Duration,
+    /// Time between rebalancer ticks.
+    #[arg(long, env = "RINGMASTER_REBALANCE_INTERVAL", default_value = "1s", value_parser = parse_duration)]
+    pub rebalance_interval: Duration,
+    /// Hash ring: default (rendezvous, bounded loads) or tooz (Nova's md5 ring, bit for bit).
+    #[arg(long, env = "RINGMASTER_RING", default_value = "default")]
+    pub ring: RingAlgorithm,
+    /// The most nodes a joining host pulls in one rebalancer tick.
+    #[arg(long, env = "RINGMASTER_MAX_JOIN_MOVES", default_value_t = 1000)]
+    pub max_join_moves: usize,
+}
+
+/// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text)
+        .map_err(|error| format!("{error} (write durations as 2s, 500ms, 1m)"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -102,6 +155,8 @@ pub enum CliError {
     Open(#[from] OpenError),
     #[error(transparent)]
     App(#[from] AppError),
+    #[error("cannot start the deployment: {0}")]
+    Startup(DbError),
     #[error("`ringmaster {0}` is not implemented yet")]
     NotImplemented(&'static str),
 }
@@ -112,7 +167,7 @@ impl CliError {
         match self {
             CliError::Config(_) => ExitCode::from(2),
             CliError::NotImplemented(_) => ExitCode::from(EXIT_NOT_IMPLEMENTED),
-            CliError::Open(_) | CliError::App(_) => ExitCode::FAILURE,
+            CliError::Open(_) | CliError::App(_) | CliError::Startup(_) => ExitCode::FAILURE,
         }
     }
 }
@@ -121,8 +176,13 @@ impl CliError {
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     let database = database_source(&cli.database);
     match cli.command {
-        Command::Demo(args) => serve(config(database, &cli.database, args), "demo"),
-        Command::Serve(args) => serve(config(database, &cli.database, args), "serve"),
+        Command::Demo(mut args) => {
+            args.hosts
+                .get_or_insert_with(|| DEMO_HOSTS.iter().map(|host| (*host).to_owned()).collect());
+            args.nodes.get_or_insert(DEMO_NODES);
+            serve(config(database, &cli.database, args)?, "demo")
+        }
+        Command::Serve(args) => serve(config(database, &cli.database, args)?, "serve"),
         Command::Db(DbCommand::Migrate) => migrate(&database),
         Command::Db(DbCommand::ArchiveDeletedRows(_)) => {
             Err(CliError::NotImplemented("db archive-deleted-rows"))
@@ -152,8 +212,37 @@ fn database_source(args: &DatabaseArgs) -> DatabaseSource {
     }
 }
 
-fn config(database: DatabaseSource, database_args: &DatabaseArgs, args: ServeArgs) -> Config {
-    Config {
+fn config(
+    database: DatabaseSource,
+    database_args: &DatabaseArgs,
+    args: ServeArgs,
+) -> Result<Config, ConfigError> {
+    let down_time = chrono::Duration::from_std(args.service_down_time)
+        .map_err(|_| ConfigError::Invalid("--service-down-time is too long".to_owned()))?;
+    let liveness = Liveness::with_down_time(down_time);
+    let report = chrono::Duration::from_std(args.report_interval)
+        .map_err(|_| ConfigError::Invalid("--report-interval is too long".to_owned()))?;
+    if args.report_interval.is_zero() || report * 2 > liveness.fence_time {
+        return Err(ConfigError::Invalid(format!(
+            "--report-interval ({}) must be above zero and at most 3/8 of --service-down-time ({}), so that a \
+             live host renews its lease before it fences itself",
+            humantime::format_duration(args.report_interval),
+            humantime::format_duration(args.service_down_time)
+        )));
+    }
+    let hosts = args.hosts.unwrap_or_default();
+    for host in &hosts {
+        if host.is_empty()
+            || !host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "invalid host name {host:?} in --hosts"
+            )));
+        }
+    }
+    Ok(Config {
         database,
         pool_size: database_args.db_pool_size,
         server: ServerConfig {
@@ -161,7 +250,25 @@ fn config(database: DatabaseSource, database_args: &DatabaseArgs, args: ServeArg
             admin_token: args.admin_token.as_deref().and_then(AdminToken::new),
             handle_signals: true,
         },
-    }
+        deployment: DeploymentConfig {
+            hosts,
+            nodes: args.nodes,
+            resource_class: args.resource_class,
+            actors: ActorSettings {
+                host: HostSettings {
+                    report_interval: args.report_interval,
+                    update_resources_interval: args.update_resources_interval,
+                    liveness,
+                },
+                rebalancer: RebalancerSettings {
+                    interval: args.rebalance_interval,
+                    liveness,
+                    algorithm: args.ring,
+                    max_join_moves: args.max_join_moves,
+                },
+            },
+        },
+    })
 }
 
 fn open(source: &DatabaseSource, pool_size: u32) -> Result<Database, OpenError> {
@@ -190,12 +297,53 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     let pool = database.pool.clone();
     let system = actix::System::new();
     let served = system.block_on(async move {
-        let application = Application::build(&config.server, pool)?;
+        let actors = start_deployment(&pool, &config.deployment).await?;
+        let application = Application::build(&config.server, pool, actors.clone())?;
         let address = application.local_addr();
         println!("ringmaster {command}: listening on http://{address}/");
-        application.run_until_stopped(Some(probe)).await
+        let served = application.run_until_stopped(Some(probe)).await;
+        actors.rebalancer.send(Resign).await.ok();
+        served.map_err(CliError::from)
     });
     drop(database);
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts the actors on a clock corrected to the database's, this process's compute hosts,
+/// and enrolls the demo nodes when Ironic has none.
+async fn start_deployment(pool: &Pool, deployment: &DeploymentConfig) -> Result<Actors, CliError> {
+    let clock = Arc::new(SystemClock::new());
+    let database_now = db::run(pool, db::hosts::database_now)
+        .await
+        .map_err(CliError::Startup)?;
+    clock.set_offset(database_now - chrono::Utc::now());
+    let actors = actors::spawn_all(pool.clone(), clock, deployment.actors);
+    for host in &deployment.hosts {
+        actors.hosts.start(host);
+    }
+    if let Some(count) = deployment.nodes {
+        let existing = db::run(pool, |conn| Ok(db::ironic::list_nodes(conn)?.len()))
+            .await
+            .map_err(CliError::Startup)?;
+        if existing == 0 {
+            let nodes = (0..count)
+                .map(|index| {
+                    NewIronicNode::enrolling(
+                        Uuid::new_v4(),
+                        Some(format!("node-{index}")),
+                        &deployment.resource_class,
+                    )
+                })
+                .collect();
+            actors
+                .ironic
+                .send(EnrollNodes { nodes })
+                .await
+                .map_err(|error| CliError::Startup(DbError::Other(error.to_string())))?
+                .map_err(CliError::Startup)?;
+            log::info!("enrolled {count} simulated ironic nodes");
+        }
+    }
+    Ok(actors)
 }

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::net::ToSocketAddrs;
 
+use crate::actors::ActorSettings;
 use crate::db::cluster::ClusterOptions;
 
 /// Where the database is.
@@ -70,6 +71,8 @@ pub struct ServerConfig {
 pub enum ConfigError {
     #[error("cannot use --bind {bind}: {reason}")]
     BadBind { bind: String, reason: String },
+    #[error("{0}")]
+    Invalid(String),
     #[error(
         "refusing to listen on {bind} without an admin token: it is not a loopback address, so \
          set --admin-token (or RINGMASTER_ADMIN_TOKEN), or bind 127.0.0.1"
@@ -110,6 +113,19 @@ pub struct Config {
     pub database: DatabaseSource,
     pub pool_size: u32,
     pub server: ServerConfig,
+    pub deployment: DeploymentConfig,
+}
+
+/// What this process runs of the deployment.
+#[derive(Debug, Clone)]
+pub struct DeploymentConfig {
+    /// The compute hosts this process runs.
+    pub hosts: Vec<String>,
+    /// Nodes to enroll when Ironic has none.
+    pub nodes: Option<u32>,
+    /// Their Ironic resource class.
+    pub resource_class: String,
+    pub actors: ActorSettings,
 }
 
 #[cfg(test)]

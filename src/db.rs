@@ -84,6 +84,28 @@ pub fn with_advisory_lock<T>(
     result
 }
 
+/// Takes the session-level advisory lock `key` if it is free; `false` when another session
+/// holds it. The lock lasts as long as the connection.
+pub fn try_advisory_lock(conn: &mut PgConnection, key: i64) -> Result<bool, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Taken {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        taken: bool,
+    }
+    let taken: Taken = diesel::sql_query("SELECT pg_try_advisory_lock($1) AS taken")
+        .bind::<diesel::sql_types::BigInt, _>(key)
+        .get_result(conn)?;
+    Ok(taken.taken)
+}
+
+/// Releases the session-level advisory lock `key`.
+pub fn advisory_unlock(conn: &mut PgConnection, key: i64) -> Result<(), DbError> {
+    diesel::sql_query("SELECT pg_advisory_unlock($1)")
+        .bind::<diesel::sql_types::BigInt, _>(key)
+        .execute(conn)?;
+    Ok(())
+}
+
 /// Creates database `name` (an SQL identifier we chose, never user input) from `template`
 /// unless one of that name exists. Run on a connection to another database of the server.
 pub fn create_database_if_missing(

@@ -2,21 +2,27 @@
 //! or an actor, and shape the reply. Nothing imports `http`.
 
 pub mod admin_token;
+pub mod deployment;
 pub mod dto;
 pub mod error;
 pub mod health;
 pub mod hosts;
+pub mod instances;
+pub mod nodes;
 pub mod static_files;
+pub mod validate;
 
 use actix_web::web;
 
+use crate::actors::Actors;
 use crate::config::AdminToken;
 use crate::db::Pool;
 
 /// What every handler may reach.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct AppState {
     pub pool: Pool,
+    pub actors: Actors,
 }
 
 /// Registers every route, the JSON error envelope for malformed requests, and the admin
@@ -33,7 +39,29 @@ pub fn configure(
             .app_data(error::path_config())
             .app_data(error::query_config())
             .route("/healthz", web::get().to(health::get_health))
-            .service(web::scope("/api/v1").route("/hosts", web::get().to(hosts::list_hosts)))
+            .service(
+                web::scope("/api/v1")
+                    .route("/hosts", web::get().to(hosts::list_hosts))
+                    .route("/hosts", web::post().to(hosts::create_host))
+                    .route("/hosts/{host}/crash", web::post().to(hosts::crash_host))
+                    .route("/hosts/{host}/start", web::post().to(hosts::start_host))
+                    .route("/hosts/{host}/drain", web::post().to(hosts::drain_host))
+                    .route("/nodes", web::get().to(nodes::list_nodes))
+                    .route("/nodes", web::post().to(nodes::enroll_nodes))
+                    .route("/nodes/{uuid}", web::delete().to(nodes::delete_node))
+                    .route("/nodes/{uuid}/lock", web::post().to(nodes::lock_node))
+                    .route("/nodes/{uuid}/unlock", web::post().to(nodes::unlock_node))
+                    .route("/ring", web::get().to(deployment::get_ring))
+                    .route("/moves", web::get().to(deployment::list_moves))
+                    .route("/audit", web::get().to(deployment::get_audit))
+                    .route("/providers", web::get().to(deployment::list_providers))
+                    .route("/instances", web::get().to(instances::list_instances))
+                    .route("/instances", web::post().to(instances::create_instance))
+                    .route(
+                        "/instances/{uuid}",
+                        web::delete().to(instances::delete_instance),
+                    ),
+            )
             .route("/", web::get().to(static_files::get_index))
             .route("/{file:.+}", web::get().to(static_files::get_static_file))
             .default_service(web::to(error::no_route));

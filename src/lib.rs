@@ -4,6 +4,7 @@
 //! directly for plain reads; `domain` imports nothing of ours and does no IO; nothing
 //! imports `http`. `cli` and `app` do the wiring.
 
+pub mod actors;
 pub mod app;
 pub mod cli;
 pub mod config;

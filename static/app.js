@@ -32,8 +32,8 @@ async function refresh() {
       const tr = document.createElement("tr");
       tr.append(
         cell(host.host),
-        cell(host.disabled ? "yes" : "no"),
-        cell(host.forced_down ? "yes" : "no"),
+        cell(host.state),
+        cell(String(host.nodes)),
         cell(host.last_seen_up ?? "never"),
       );
       return tr;

@@ -19,6 +19,8 @@ pub enum DbError {
     NotNullViolation { column: String },
     #[error("{0}")]
     Conflict(String),
+    #[error("the host's lease lapsed: write abandoned")]
+    LeaseLapsed,
     #[error("concurrent transaction conflict, retry")]
     SerializationFailure,
     #[error("database unavailable: {0}")]
@@ -38,7 +40,8 @@ impl DbError {
             DbError::NotFound(_) => ErrorKind::NotFound,
             DbError::UniqueViolation { .. }
             | DbError::SerializationFailure
-            | DbError::Conflict(_) => ErrorKind::Conflict,
+            | DbError::Conflict(_)
+            | DbError::LeaseLapsed => ErrorKind::Conflict,
             DbError::ForeignKeyViolation { .. }
             | DbError::CheckViolation { .. }
             | DbError::NotNullViolation { .. } => ErrorKind::Invalid,

@@ -365,3 +365,115 @@ pub fn list_compute_nodes(
     .load(conn)?;
     Ok(rows.into_iter().map(ComputeNode::from).collect())
 }
+
+/// Returns the live compute node of ironic node `node`, if any.
+pub fn find_compute_node(
+    conn: &mut PgConnection,
+    node: &str,
+) -> Result<Option<ComputeNode>, DbError> {
+    let rows: Vec<ComputeNodeView> = diesel::sql_query(
+        "SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM compute_nodes
+          WHERE deleted = 0 AND hypervisor_hostname = $1",
+    )
+    .bind::<Text, _>(node)
+    .load(conn)?;
+    Ok(rows.into_iter().next().map(ComputeNode::from))
+}
+
+/// Every enrolled ironic node with its owner and epoch, if it has a live compute node.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct NodeOwnerRow {
+    #[diesel(sql_type = Text)]
+    pub node: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub host: Option<String>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub owner_epoch: Option<i64>,
+}
+
+/// Lists every ironic node with its current owner (one query, any number of nodes).
+pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnerRow>, DbError> {
+    Ok(diesel::sql_query(
+        "SELECT n.uuid::text AS node, c.host::text AS host, c.owner_epoch
+           FROM ironic_nodes n
+           LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
+          ORDER BY n.uuid",
+    )
+    .load(conn)?)
+}
+
+/// An ironic node with its compute node, provider and owner, as the admin API lists it.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct NodeView {
+    #[diesel(sql_type = SqlUuid)]
+    pub uuid: Uuid,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub name: Option<String>,
+    #[diesel(sql_type = Text)]
+    pub resource_class: String,
+    #[diesel(sql_type = Text)]
+    pub provision_state: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub reservation: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub maintenance: bool,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    pub instance_uuid: Option<Uuid>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub host: Option<String>,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    pub compute_node_uuid: Option<Uuid>,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    pub resource_provider_uuid: Option<Uuid>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    pub owner_epoch: Option<i64>,
+}
+
+/// Lists every ironic node with its owner, compute node and provider, by uuid.
+pub fn list_node_views(conn: &mut PgConnection) -> Result<Vec<NodeView>, DbError> {
+    Ok(diesel::sql_query(
+        "SELECT n.uuid, n.name::text AS name, n.resource_class::text AS resource_class,
+                n.provision_state::text AS provision_state, n.reservation::text AS reservation,
+                n.maintenance, n.instance_uuid, c.host::text AS host, c.uuid AS compute_node_uuid,
+                rp.uuid AS resource_provider_uuid, c.owner_epoch
+           FROM ironic_nodes n
+           LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
+           LEFT JOIN resource_providers rp ON rp.uuid = c.uuid
+          ORDER BY n.uuid",
+    )
+    .load(conn)?)
+}
+
+/// One row of the moves audit log.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct MoveRow {
+    #[diesel(sql_type = BigInt)]
+    pub id: i64,
+    #[diesel(sql_type = Text)]
+    pub node: String,
+    #[diesel(sql_type = SqlUuid)]
+    pub compute_node_uuid: Uuid,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub from_host: Option<String>,
+    #[diesel(sql_type = Text)]
+    pub to_host: String,
+    #[diesel(sql_type = Text)]
+    pub reason: String,
+    #[diesel(sql_type = BigInt)]
+    pub owner_epoch: i64,
+    #[diesel(sql_type = BigInt)]
+    pub ring_version: i64,
+    #[diesel(sql_type = Timestamptz)]
+    pub moved_at: DateTime<Utc>,
+}
+
+/// Lists the latest `limit` moves, newest first.
+pub fn list_moves(conn: &mut PgConnection, limit: i64) -> Result<Vec<MoveRow>, DbError> {
+    Ok(diesel::sql_query(
+        "SELECT id, hypervisor_hostname::text AS node, compute_node_uuid, from_host::text AS from_host,
+                to_host::text AS to_host, reason::text AS reason, owner_epoch, ring_version, moved_at
+           FROM node_moves ORDER BY id DESC LIMIT $1",
+    )
+    .bind::<BigInt, _>(limit)
+    .load(conn)?)
+}

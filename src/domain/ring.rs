@@ -6,7 +6,7 @@
 //! * `default` — rendezvous (highest-random-weight) hashing with bounded loads. A node's
 //!   preference order over hosts is by `score(node, host) = fmix64(h(node) ^ h(host))`, with
 //!   `h(s) = fmix64(fnv1a64(s))` (fmix64 is MurmurHash3's 64-bit finalizer). A node goes to the
-//!   first host in its order whose load is under the cap, `ceil(nodes / hosts × 1.05)`.
+//!   first host in its order whose load is under the cap, `max(ceil(mean), floor(mean × 1.05))`.
 //! * `tooz` — `tooz.hashring.HashRing(hosts, partitions=32)` as Nova's ironic driver builds it:
 //!   for each host, 32 points `md5(host × (k + 1))` for k = 1..=32, a node at
 //!   `md5(node uuid)`, owned by the first point after it (bisect right, wrapping around).
@@ -179,6 +179,8 @@ pub struct PlanInput<'a> {
     pub eligible: &'a [String],
     /// Hosts whose nodes must leave while they are still up.
     pub draining: &'a [String],
+    /// Up hosts that keep their nodes but receive none (disabled, not draining).
+    pub holding: &'a [String],
     /// Eligible hosts that pull the nodes preferring them, up to their fair share.
     pub joining: &'a [String],
     /// The most join moves in one plan (the per-tick rate limit).
@@ -203,6 +205,7 @@ pub fn plan(input: PlanInput<'_>) -> Vec<Assignment> {
             Some(owner) if load.contains_key(owner) => {
                 *load.entry(owner).or_default() += 1;
             }
+            Some(owner) if input.holding.iter().any(|host| host == owner) => {}
             Some(owner) if input.draining.iter().any(|host| host == owner) => {
                 to_place.push((node, MoveReason::Drain));
             }
@@ -303,13 +306,18 @@ impl<'a> Chooser<'a> {
     fn new(algorithm: RingAlgorithm, eligible: &[&'a str], node_count: usize) -> Chooser<'a> {
         match algorithm {
             RingAlgorithm::Default => {
-                let mean = node_count as f64 / eligible.len().max(1) as f64;
+                let hosts = eligible.len().max(1);
+                let mean = node_count as f64 / hosts as f64;
+                // The cap is never below the mean rounded up, so every node has room.
+                let cap = ((mean * LOAD_CAP_FACTOR).floor() as usize)
+                    .max(node_count.div_ceil(hosts))
+                    .max(1);
                 Chooser::Rendezvous {
                     hosts: eligible
                         .iter()
                         .map(|host| (*host, stable_hash(host.as_bytes())))
                         .collect(),
-                    cap: ((mean * LOAD_CAP_FACTOR).ceil() as usize).max(1),
+                    cap,
                 }
             }
             RingAlgorithm::Tooz => {

@@ -1,9 +1,11 @@
-//! Request and response bodies of the admin API. Row types never cross HTTP.
+//! Request and response bodies of the admin API. Row types never cross HTTP; requests
+//! refuse unknown fields.
+
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
-
-use crate::domain::host::Host;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
 
 /// Body of `GET /healthz`.
 #[derive(Debug, Serialize)]
@@ -15,22 +17,141 @@ pub struct HealthResponse {
 #[derive(Debug, Serialize)]
 pub struct HostResponse {
     pub host: String,
-    pub disabled: bool,
-    pub disabled_reason: Option<String>,
-    pub forced_down: bool,
+    /// up, down, fenced or disabled.
+    pub state: &'static str,
     pub last_seen_up: Option<DateTime<Utc>>,
+    pub nodes: i64,
+    pub disabled_reason: Option<String>,
     pub report_count: i64,
+    /// Whether the host's actor runs in this process.
+    pub local: bool,
 }
 
-impl From<Host> for HostResponse {
-    fn from(host: Host) -> Self {
-        HostResponse {
-            host: host.name,
-            disabled: host.disabled,
-            disabled_reason: host.disabled_reason,
-            forced_down: host.forced_down,
-            last_seen_up: host.last_seen_up,
-            report_count: host.report_count,
-        }
-    }
+/// Body of `POST /api/v1/hosts`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateHostRequest {
+    pub host: String,
+}
+
+/// One node in `GET /api/v1/nodes`.
+#[derive(Debug, Serialize)]
+pub struct NodeResponse {
+    pub uuid: Uuid,
+    pub name: Option<String>,
+    pub resource_class: String,
+    pub host: Option<String>,
+    pub compute_node_uuid: Option<Uuid>,
+    pub resource_provider_uuid: Option<Uuid>,
+    pub owner_epoch: Option<i64>,
+    pub instance_uuid: Option<Uuid>,
+    pub provision_state: String,
+    pub locked: bool,
+    pub maintenance: bool,
+}
+
+/// Body of `POST /api/v1/nodes`: a count of new nodes, or the nodes themselves.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnrollNodesRequest {
+    pub count: Option<u32>,
+    pub resource_class: Option<String>,
+    pub nodes: Option<Vec<EnrollNode>>,
+}
+
+/// One node of `POST /api/v1/nodes`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnrollNode {
+    pub uuid: Uuid,
+    pub resource_class: String,
+    pub name: Option<String>,
+}
+
+/// Answer of `POST /api/v1/nodes`.
+#[derive(Debug, Serialize)]
+pub struct EnrollNodesResponse {
+    pub enrolled: usize,
+    pub nodes: Vec<Uuid>,
+}
+
+/// Body of `GET /api/v1/ring`.
+#[derive(Debug, Serialize)]
+pub struct RingResponse {
+    pub version: i64,
+    pub algorithm: &'static str,
+    pub members: Vec<String>,
+    pub counts: BTreeMap<String, i64>,
+    /// Whether this process leads rebalancing.
+    pub leader: bool,
+}
+
+/// One move in `GET /api/v1/moves`.
+#[derive(Debug, Serialize)]
+pub struct MoveResponse {
+    pub id: i64,
+    pub node: String,
+    pub compute_node_uuid: Uuid,
+    pub from_host: Option<String>,
+    pub to_host: String,
+    pub reason: String,
+    pub owner_epoch: i64,
+    pub ring_version: i64,
+    pub moved_at: DateTime<Utc>,
+}
+
+/// Query of `GET /api/v1/moves`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MovesQuery {
+    pub limit: Option<i64>,
+}
+
+/// Body of `GET /api/v1/audit`.
+#[derive(Debug, Serialize)]
+pub struct AuditResponse {
+    pub ok: bool,
+    pub violations: Vec<ViolationResponse>,
+}
+
+/// One broken invariant.
+#[derive(Debug, Serialize)]
+pub struct ViolationResponse {
+    pub invariant: u8,
+    pub message: String,
+}
+
+/// One provider in `GET /api/v1/providers`.
+#[derive(Debug, Serialize)]
+pub struct ProviderResponse {
+    pub uuid: Uuid,
+    pub name: String,
+    pub generation: i64,
+    pub inventory: BTreeMap<String, InventoryResponse>,
+    pub usages: BTreeMap<String, i64>,
+}
+
+/// One resource class of a provider's inventory.
+#[derive(Debug, Serialize)]
+pub struct InventoryResponse {
+    pub total: i32,
+    pub reserved: i32,
+}
+
+/// Body of `POST /api/v1/instances`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BootRequest {
+    pub name: String,
+    pub resource_class: String,
+}
+
+/// One instance.
+#[derive(Debug, Serialize)]
+pub struct InstanceResponse {
+    pub uuid: Uuid,
+    pub name: Option<String>,
+    pub host: Option<String>,
+    pub node: Option<String>,
+    pub vm_state: String,
 }

@@ -22,6 +22,45 @@ pub enum ApiError {
     AdminTokenRequired,
     #[error(transparent)]
     Db(#[from] DbError),
+    /// An actor's typed error, already classified.
+    #[error("{message}")]
+    Actor { kind: ErrorKind, message: String },
+}
+
+impl From<crate::actors::compute_host::HostError> for ApiError {
+    fn from(error: crate::actors::compute_host::HostError) -> Self {
+        match error {
+            // Database failures keep their own envelope, which hides internal text.
+            crate::actors::compute_host::HostError::Db(db) => ApiError::Db(db),
+            other => ApiError::Actor {
+                kind: other.kind(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<crate::actors::scheduler::BootError> for ApiError {
+    fn from(error: crate::actors::scheduler::BootError) -> Self {
+        use crate::actors::scheduler::BootError;
+        match error {
+            BootError::Db(db) => ApiError::Db(db),
+            BootError::Host(host) => ApiError::from(host),
+            other => ApiError::Actor {
+                kind: other.kind(),
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<actix::MailboxError> for ApiError {
+    fn from(error: actix::MailboxError) -> Self {
+        ApiError::Actor {
+            kind: ErrorKind::Unavailable,
+            message: format!("actor unavailable: {error}"),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -36,35 +75,38 @@ struct Body<'a> {
 }
 
 impl ApiError {
-    fn code(&self) -> &'static str {
+    /// Returns the kind of this error; `None` for a missing admin token.
+    fn kind(&self) -> Option<ErrorKind> {
         match self {
-            ApiError::NotFound(_) => "not_found",
-            ApiError::BadRequest(_) => "bad_request",
-            ApiError::AdminTokenRequired => "unauthorized",
-            ApiError::Db(error) => match error.kind() {
-                ErrorKind::NotFound => "not_found",
-                ErrorKind::Conflict => "conflict",
-                ErrorKind::Invalid => "bad_request",
-                ErrorKind::Unavailable => "unavailable",
-                ErrorKind::Internal => "internal",
-            },
+            ApiError::NotFound(_) => Some(ErrorKind::NotFound),
+            ApiError::BadRequest(_) => Some(ErrorKind::Invalid),
+            ApiError::AdminTokenRequired => None,
+            ApiError::Db(error) => Some(error.kind()),
+            ApiError::Actor { kind, .. } => Some(*kind),
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self.kind() {
+            None => "unauthorized",
+            Some(ErrorKind::NotFound) => "not_found",
+            Some(ErrorKind::Conflict) => "conflict",
+            Some(ErrorKind::Invalid) => "bad_request",
+            Some(ErrorKind::Unavailable) => "unavailable",
+            Some(ErrorKind::Internal) => "internal",
         }
     }
 }
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        match self {
-            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::AdminTokenRequired => StatusCode::UNAUTHORIZED,
-            ApiError::Db(error) => match error.kind() {
-                ErrorKind::NotFound => StatusCode::NOT_FOUND,
-                ErrorKind::Conflict => StatusCode::CONFLICT,
-                ErrorKind::Invalid => StatusCode::BAD_REQUEST,
-                ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-                ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            },
+        match self.kind() {
+            None => StatusCode::UNAUTHORIZED,
+            Some(ErrorKind::NotFound) => StatusCode::NOT_FOUND,
+            Some(ErrorKind::Conflict) => StatusCode::CONFLICT,
+            Some(ErrorKind::Invalid) => StatusCode::BAD_REQUEST,
+            Some(ErrorKind::Unavailable) => StatusCode::SERVICE_UNAVAILABLE,
+            Some(ErrorKind::Internal) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 

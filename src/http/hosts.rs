@@ -1,15 +1,100 @@
-//! `/api/v1/hosts`: the compute hosts.
+//! `/api/v1/hosts`: list compute hosts; add, crash, start and drain them.
+
+use std::collections::HashMap;
 
 use actix_web::{HttpResponse, web};
 
 use super::AppState;
-use super::dto::HostResponse;
+use super::dto::{CreateHostRequest, HostResponse};
 use super::error::ApiError;
+use super::validate;
 use crate::db;
 
-/// Lists the compute hosts, ordered by name.
+/// Lists the compute hosts with their state and node count.
 pub async fn list_hosts(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let hosts = db::run(&state.pool, db::hosts::list_hosts).await?;
-    let body: Vec<HostResponse> = hosts.into_iter().map(HostResponse::from).collect();
+    let (hosts, counts) = db::run(&state.pool, |conn| {
+        Ok((db::hosts::list_hosts(conn)?, db::hosts::node_counts(conn)?))
+    })
+    .await?;
+    let counts: HashMap<String, i64> = counts.into_iter().collect();
+    let now = state.actors.clock.now();
+    let liveness = state.actors.settings.host.liveness;
+    let local = state.actors.hosts.names();
+    let body: Vec<HostResponse> = hosts
+        .into_iter()
+        .map(|host| HostResponse {
+            state: host.state(&liveness, now).as_str(),
+            nodes: counts.get(&host.name).copied().unwrap_or(0),
+            local: local.contains(&host.name),
+            last_seen_up: host.last_seen_up,
+            disabled_reason: host.disabled_reason,
+            report_count: host.report_count,
+            host: host.name,
+        })
+        .collect();
     Ok(HttpResponse::Ok().json(body))
+}
+
+/// Adds a compute host to this process and starts it.
+pub async fn create_host(
+    state: web::Data<AppState>,
+    body: web::Json<CreateHostRequest>,
+) -> Result<HttpResponse, ApiError> {
+    validate::host_name(&body.host)?;
+    state.actors.hosts.start(&body.host);
+    Ok(HttpResponse::Created().json(serde_json::json!({ "host": body.host })))
+}
+
+/// Crashes a host of this process: heartbeats and work stop at once, nothing is cleaned up.
+pub async fn crash_host(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let host = path.into_inner();
+    if !state.actors.hosts.crash(&host) {
+        return Err(ApiError::NotFound(format!(
+            "host {host} is not running in this process"
+        )));
+    }
+    Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": "crash" })))
+}
+
+/// Starts (or restarts) a host in this process.
+pub async fn start_host(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let host = path.into_inner();
+    validate::host_name(&host)?;
+    let known = known_host(&state, &host).await?;
+    if !known {
+        return Err(ApiError::NotFound(format!("host {host} not found")));
+    }
+    state.actors.hosts.start(&host);
+    Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": "start" })))
+}
+
+/// Drains a host: it receives no nodes and its nodes move away while it is still up.
+pub async fn drain_host(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let host = path.into_inner();
+    let now = state.actors.clock.now();
+    let drained = host.clone();
+    db::run(&state.pool, move |conn| {
+        db::hosts::drain_host(conn, &drained, now)
+    })
+    .await?;
+    state
+        .actors
+        .rebalancer
+        .do_send(crate::actors::rebalancer::RebalanceNow);
+    Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": "drain" })))
+}
+
+async fn known_host(state: &AppState, host: &str) -> Result<bool, ApiError> {
+    let host = host.to_owned();
+    let hosts = db::run(&state.pool, db::hosts::list_hosts).await?;
+    Ok(hosts.iter().any(|known| known.name == host))
 }

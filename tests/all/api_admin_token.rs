@@ -38,8 +38,16 @@ async fn a_mutating_request_with_the_token_gets_through() {
             .post(app.url("/api/v1/hosts"))
             .header("x-auth-token", TOKEN),
     ] {
-        // Past the token check, the route table answers: no POST route here yet.
-        assert_eq!(request.send().await.unwrap().status(), 404);
+        let response = request
+            .json(&json!({"host": "cmp-token"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            201,
+            "past the token check, the host is created"
+        );
     }
 }
 
@@ -53,13 +61,12 @@ async fn reads_need_no_token() {
 #[actix_web::test]
 async fn without_a_configured_token_nothing_is_asked() {
     let app = TestApp::spawn().await;
-    assert_eq!(
-        app.client
-            .post(app.url("/api/v1/hosts"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        404
-    );
+    let response = app
+        .client
+        .post(app.url("/api/v1/hosts"))
+        .json(&json!({"host": "cmp-open"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
 }

@@ -8,10 +8,34 @@ use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use diesel::{Connection, PgConnection};
+use ringmaster::actors::ActorSettings;
+use ringmaster::actors::compute_host::HostSettings;
+use ringmaster::actors::rebalancer::RebalancerSettings;
 use ringmaster::app::Application;
 use ringmaster::config::{AdminToken, ServerConfig};
 use ringmaster::db::scratch::{ScratchDb, ScratchServer};
 use ringmaster::db::{Pool, build_pool};
+use ringmaster::domain::clock::SystemClock;
+use ringmaster::domain::host::Liveness;
+use ringmaster::domain::ring::RingAlgorithm;
+
+/// Actor settings with every timer off: tests drive the actors by message.
+pub fn quiet_settings() -> ActorSettings {
+    let liveness = Liveness::with_down_time(chrono::Duration::seconds(10));
+    ActorSettings {
+        host: HostSettings {
+            report_interval: Duration::ZERO,
+            update_resources_interval: Duration::ZERO,
+            liveness,
+        },
+        rebalancer: RebalancerSettings {
+            interval: Duration::ZERO,
+            liveness,
+            algorithm: RingAlgorithm::Default,
+            max_join_moves: 1_000,
+        },
+    }
+}
 
 /// The one PostgreSQL server of this test run: TEST_DATABASE_URL when set, otherwise a
 /// private throwaway cluster that stops (and removes itself) when the test process ends.
@@ -87,7 +111,13 @@ impl TestApp {
             admin_token: token.and_then(AdminToken::new),
             handle_signals: false,
         };
-        let application = Application::build(&config, db.pool()).expect("build app");
+        let pool = db.pool();
+        let actors = ringmaster::actors::spawn_all(
+            pool.clone(),
+            std::sync::Arc::new(SystemClock::new()),
+            quiet_settings(),
+        );
+        let application = Application::build(&config, pool, actors).expect("build app");
         let address = format!("http://{}", application.local_addr());
         let handle = application.handle();
         actix_rt::spawn(application.run_until_stopped(None));

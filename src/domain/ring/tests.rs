@@ -59,6 +59,7 @@ fn input<'a>(
         nodes,
         eligible,
         draining: &[],
+        holding: &[],
         joining,
         max_join_moves: usize::MAX,
     }

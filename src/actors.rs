@@ -1,0 +1,162 @@
+//! The actors of one ringmaster process and the one place that starts them. Messages are
+//! defined next to their actor. `HostDirectory` keeps this process's compute hosts, so the
+//! admin API can crash and start them and the rebalancer can tell them about new nodes.
+
+pub mod compute_host;
+pub mod ironic;
+pub mod rebalancer;
+pub mod registry;
+pub mod scheduler;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use actix::prelude::*;
+
+use crate::db::Pool;
+use crate::domain::clock::SharedClock;
+use compute_host::{ComputeHost, Crash, HostSettings};
+use ironic::Ironic;
+use rebalancer::{Rebalancer, RebalancerSettings};
+use registry::Registry;
+use scheduler::Scheduler;
+
+/// The actors' settings.
+#[derive(Debug, Clone, Copy)]
+pub struct ActorSettings {
+    pub host: HostSettings,
+    pub rebalancer: RebalancerSettings,
+}
+
+/// The running actors of this process.
+#[derive(Clone)]
+pub struct Actors {
+    pub registry: Addr<Registry>,
+    pub ironic: Addr<Ironic>,
+    pub rebalancer: Addr<Rebalancer>,
+    pub scheduler: Addr<Scheduler>,
+    pub hosts: HostDirectory,
+    pub clock: SharedClock,
+    pub settings: ActorSettings,
+}
+
+/// Starts the registry (one thread), Ironic, the rebalancer and the scheduler, and an
+/// arbiter for the compute hosts. Call inside an actix system.
+pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Actors {
+    let registry = {
+        let (pool, clock) = (pool.clone(), clock.clone());
+        SyncArbiter::start(1, move || Registry::new(pool.clone(), clock.clone()))
+    };
+    let ironic = {
+        let (pool, clock) = (pool.clone(), clock.clone());
+        SyncArbiter::start(2, move || Ironic::new(pool.clone(), clock.clone()))
+    };
+    let hosts = HostDirectory {
+        hosts: Arc::new(Mutex::new(BTreeMap::new())),
+        factory: Arc::new(HostFactory {
+            pool: pool.clone(),
+            clock: clock.clone(),
+            settings: settings.host,
+            registry: registry.clone(),
+            ironic: ironic.clone(),
+            arbiter: Arbiter::new().handle(),
+        }),
+    };
+    let rebalancer = Rebalancer::new(
+        pool.clone(),
+        clock.clone(),
+        settings.rebalancer,
+        registry.clone(),
+        hosts.clone(),
+    )
+    .start();
+    let scheduler =
+        Scheduler::new(pool, clock.clone(), settings.host.liveness, hosts.clone()).start();
+    Actors {
+        registry,
+        ironic,
+        rebalancer,
+        scheduler,
+        hosts,
+        clock,
+        settings,
+    }
+}
+
+struct HostFactory {
+    pool: Pool,
+    clock: SharedClock,
+    settings: HostSettings,
+    registry: Addr<Registry>,
+    ironic: Addr<Ironic>,
+    arbiter: ArbiterHandle,
+}
+
+/// This process's compute hosts, by name.
+#[derive(Clone)]
+pub struct HostDirectory {
+    hosts: Arc<Mutex<BTreeMap<String, Addr<ComputeHost>>>>,
+    factory: Arc<HostFactory>,
+}
+
+impl HostDirectory {
+    /// Starts host `name` (on the compute arbiter) unless it runs already; returns it.
+    pub fn start(&self, name: &str) -> Addr<ComputeHost> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(address) = hosts.get(name).filter(|address| address.connected()) {
+            return address.clone();
+        }
+        let factory = self.factory.clone();
+        let host_name = name.to_owned();
+        let arbiter = factory.arbiter.clone();
+        let address = ComputeHost::start_in_arbiter(&arbiter, move |_| {
+            ComputeHost::new(
+                host_name,
+                factory.pool.clone(),
+                factory.clock.clone(),
+                factory.settings,
+                factory.registry.clone(),
+                factory.ironic.clone(),
+            )
+        });
+        hosts.insert(name.to_owned(), address.clone());
+        address
+    }
+
+    /// Crashes host `name`: it stops at once, without clean-up. `false` if it was not running.
+    pub fn crash(&self, name: &str) -> bool {
+        let removed = self
+            .hosts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(name);
+        match removed {
+            Some(address) if address.connected() => {
+                address.do_send(Crash);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Returns running host `name`.
+    pub fn get(&self, name: &str) -> Option<Addr<ComputeHost>> {
+        self.hosts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .filter(|address| address.connected())
+            .cloned()
+    }
+
+    /// Lists the hosts running in this process.
+    pub fn names(&self) -> Vec<String> {
+        self.hosts
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, address)| address.connected())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+}

@@ -1,0 +1,497 @@
+//! `ComputeHost`: one compute service. It heartbeats its service row, fences itself when its
+//! lease lapses (it stops every write until a heartbeat succeeds again), runs the
+//! resource-tracker pass over the nodes it owns, and spawns and destroys instances. Every
+//! write it makes for a node is conditional on `host = me AND owner_epoch = e`; zero rows
+//! means the node is no longer its own, and it drops the node instead of retrying.
+//!
+//! Database work runs on the blocking pool (`db::run`); handlers that touch the actor's state
+//! are `AtomicResponse`s, so one host handles one message at a time.
+
+use std::time::Duration;
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use diesel::Connection;
+use uuid::Uuid;
+
+use super::ironic::{Deploy, Destroy, Ironic};
+use super::registry::{CreateProvider, DeleteOrphan, Registry};
+use crate::db::registry::{OrphanOutcome, ProviderOutcome};
+use crate::db::{self, DbError, Pool};
+use crate::domain::clock::SharedClock;
+use crate::domain::error::ErrorKind;
+use crate::domain::host::Liveness;
+use crate::domain::instance::{ACTIVE, ERROR};
+use crate::domain::node::ComputeNode;
+
+/// How often a host works; a zero interval turns that timer off (tests send the messages).
+#[derive(Debug, Clone, Copy)]
+pub struct HostSettings {
+    pub report_interval: Duration,
+    pub update_resources_interval: Duration,
+    pub liveness: Liveness,
+}
+
+/// Says why a host could not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error(
+        "host {0} is fenced: its lease lapsed, so it writes nothing until a heartbeat succeeds"
+    )]
+    Fenced(String),
+    #[error("host {host} does not own node {node}")]
+    NotOwner { host: String, node: String },
+    #[error("ironic: {0}")]
+    Ironic(String),
+    #[error(transparent)]
+    Db(#[from] DbError),
+    #[error("actor unavailable: {0}")]
+    Mailbox(#[from] MailboxError),
+}
+
+impl HostError {
+    /// Classifies this error for the HTTP layer.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            HostError::Fenced(_) | HostError::Mailbox(_) => ErrorKind::Unavailable,
+            HostError::NotOwner { .. } | HostError::Ironic(_) => ErrorKind::Conflict,
+            HostError::Db(error) => error.kind(),
+        }
+    }
+}
+
+/// One compute service.
+pub struct ComputeHost {
+    name: String,
+    pool: Pool,
+    clock: SharedClock,
+    settings: HostSettings,
+    registry: Addr<Registry>,
+    ironic: Addr<Ironic>,
+    last_heartbeat_ok: Option<DateTime<Utc>>,
+}
+
+impl ComputeHost {
+    /// Returns the actor of host `name`; it registers and heartbeats once started.
+    pub fn new(
+        name: String,
+        pool: Pool,
+        clock: SharedClock,
+        settings: HostSettings,
+        registry: Addr<Registry>,
+        ironic: Addr<Ironic>,
+    ) -> ComputeHost {
+        ComputeHost {
+            name,
+            pool,
+            clock,
+            settings,
+            registry,
+            ironic,
+            last_heartbeat_ok: None,
+        }
+    }
+
+    fn lease_holds(&self) -> bool {
+        self.settings
+            .liveness
+            .lease_holds(self.last_heartbeat_ok, self.clock.now())
+    }
+
+    fn require_lease(&self) -> Result<(), HostError> {
+        if self.lease_holds() {
+            Ok(())
+        } else {
+            Err(HostError::Fenced(self.name.clone()))
+        }
+    }
+}
+
+impl Actor for ComputeHost {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        let pool = self.pool.clone();
+        let host = self.name.clone();
+        let now = self.clock.now();
+        // Registration comes before any other message: `wait` holds the mailbox.
+        ctx.wait(
+            async move {
+                db::run(&pool, move |conn| {
+                    db::hosts::register_host(conn, &host, now)
+                })
+                .await
+            }
+            .into_actor(self)
+            .map(|registered, actor, ctx| {
+                if let Err(error) = registered {
+                    log::error!("host {} could not register: {error}", actor.name);
+                }
+                ctx.notify(Heartbeat);
+            }),
+        );
+        if !self.settings.report_interval.is_zero() {
+            ctx.run_interval(self.settings.report_interval, |_, ctx| {
+                ctx.notify(Heartbeat)
+            });
+        }
+        if !self.settings.update_resources_interval.is_zero() {
+            ctx.run_interval(self.settings.update_resources_interval, |_, ctx| {
+                ctx.notify(UpdateAvailableResource)
+            });
+        }
+        log::info!("compute host {} started", self.name);
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        log::info!("compute host {} stopped", self.name);
+    }
+}
+
+/// Bumps the service row; a success renews the lease from the time it was sent.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<bool, HostError>")]
+pub struct Heartbeat;
+
+impl Handler<Heartbeat> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<bool, HostError>>;
+
+    fn handle(&mut self, _: Heartbeat, _: &mut Self::Context) -> Self::Result {
+        let sent_at = self.clock.now();
+        let pool = self.pool.clone();
+        let host = self.name.clone();
+        AtomicResponse::new(Box::pin(
+            async move {
+                db::run(&pool, move |conn| {
+                    db::hosts::heartbeat(conn, &host, sent_at)
+                })
+                .await
+            }
+            .into_actor(self)
+            .map(move |result, actor, _| {
+                let recorded = result?;
+                if recorded {
+                    actor.last_heartbeat_ok = Some(sent_at);
+                }
+                Ok(recorded)
+            }),
+        ))
+    }
+}
+
+/// What a resource-tracker pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrackerReport {
+    /// Nodes whose inventory was reported.
+    pub reported: usize,
+    /// Nodes found to belong to another host now, dropped.
+    pub lost: Vec<String>,
+    /// Orphans (gone from Ironic) whose compute node was deleted.
+    pub orphans_deleted: Vec<String>,
+    /// Orphans kept because their provider holds allocations.
+    pub orphans_kept: Vec<String>,
+}
+
+/// Runs the resource-tracker pass (Nova's `update_available_resource`).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackerReport, HostError>")]
+pub struct UpdateAvailableResource;
+
+impl Handler<UpdateAvailableResource> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
+
+    fn handle(&mut self, _: UpdateAvailableResource, _: &mut Self::Context) -> Self::Result {
+        if let Err(fenced) = self.require_lease() {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        let pool = self.pool.clone();
+        let host = self.name.clone();
+        let clock = self.clock.clone();
+        let registry = self.registry.clone();
+        let liveness = self.settings.liveness;
+        let last_ok = self.last_heartbeat_ok;
+        AtomicResponse::new(Box::pin(
+            tracker_pass(pool, host, clock, registry, liveness, last_ok)
+                .into_actor(self)
+                .map(|report, actor, _| {
+                    if let Ok(report) = &report {
+                        for node in &report.lost {
+                            log::warn!(
+                                "host {} lost node {node} to another host; dropped it",
+                                actor.name
+                            );
+                        }
+                    }
+                    report
+                }),
+        ))
+    }
+}
+
+async fn tracker_pass(
+    pool: Pool,
+    host: String,
+    clock: SharedClock,
+    registry: Addr<Registry>,
+    liveness: Liveness,
+    last_ok: Option<DateTime<Utc>>,
+) -> Result<TrackerReport, HostError> {
+    let owned = {
+        let host = host.clone();
+        db::run(&pool, move |conn| db::tracker::owned_nodes(conn, &host)).await?
+    };
+    let mut report = TrackerReport::default();
+    let mut to_report = Vec::new();
+    for node in owned {
+        let compute_node = node.compute_node;
+        let Some(ironic) = node.ironic else {
+            let outcome = registry
+                .send(DeleteOrphan {
+                    node: compute_node.node.clone(),
+                    host: host.clone(),
+                    epoch: compute_node.owner_epoch,
+                })
+                .await??;
+            match outcome {
+                OrphanOutcome::Deleted => report.orphans_deleted.push(compute_node.node),
+                OrphanOutcome::KeptWithAllocations => {
+                    log::warn!(
+                        "node {} is gone from ironic but its provider holds allocations: compute node {} kept",
+                        compute_node.node,
+                        compute_node.uuid
+                    );
+                    report.orphans_kept.push(compute_node.node);
+                }
+                OrphanOutcome::NotOwner => report.lost.push(compute_node.node),
+                OrphanOutcome::StillInIronic => {}
+            }
+            continue;
+        };
+        if !node.has_provider {
+            let outcome = registry
+                .send(CreateProvider {
+                    uuid: compute_node.uuid,
+                    name: compute_node.node.clone(),
+                })
+                .await??;
+            if let ProviderOutcome::Adopted(other) = outcome {
+                log::error!(
+                    "provider {other} holds the name of node {} whose compute node is {}: not reporting it",
+                    compute_node.node,
+                    compute_node.uuid
+                );
+                continue;
+            }
+        }
+        to_report.push((compute_node, ironic.inventory()));
+    }
+    let reported = db::run(&pool, move |conn| {
+        conn.transaction(|conn| {
+            let mut lost = Vec::new();
+            let mut reported = 0;
+            for (compute_node, inventory) in &to_report {
+                let now = clock.now();
+                if db::tracker::report_inventory(
+                    conn,
+                    compute_node.uuid,
+                    &host,
+                    compute_node.owner_epoch,
+                    inventory,
+                    now,
+                )? {
+                    reported += 1;
+                } else {
+                    lost.push(compute_node.node.clone());
+                }
+            }
+            // Commit only while the lease still holds: a host that lapsed mid-pass writes nothing.
+            if !liveness.lease_holds(last_ok, clock.now()) {
+                return Err(DbError::LeaseLapsed);
+            }
+            Ok((reported, lost))
+        })
+    })
+    .await?;
+    report.reported = reported.0;
+    report.lost.extend(reported.1);
+    Ok(report)
+}
+
+/// Tells a host it now owns these nodes: it runs its tracker pass for them.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct NodesAssigned {
+    pub nodes: Vec<ComputeNode>,
+}
+
+impl Handler<NodesAssigned> for ComputeHost {
+    type Result = ();
+
+    fn handle(&mut self, message: NodesAssigned, ctx: &mut Self::Context) {
+        log::info!(
+            "host {} was assigned {} nodes",
+            self.name,
+            message.nodes.len()
+        );
+        ctx.notify(UpdateAvailableResource);
+    }
+}
+
+/// Deploys instance `instance` on node `node` through Ironic.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<String, HostError>")]
+pub struct Spawn {
+    pub instance: Uuid,
+    pub node: String,
+}
+
+impl Handler<Spawn> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<String, HostError>>;
+
+    fn handle(&mut self, message: Spawn, _: &mut Self::Context) -> Self::Result {
+        if let Err(fenced) = self.require_lease() {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        let (pool, clock, ironic, host) = (
+            self.pool.clone(),
+            self.clock.clone(),
+            self.ironic.clone(),
+            self.name.clone(),
+        );
+        AtomicResponse::new(Box::pin(
+            async move {
+                let node_uuid = require_owned(&pool, &host, &message.node).await?;
+                let deployed = ironic
+                    .send(Deploy {
+                        node: node_uuid,
+                        instance: message.instance,
+                    })
+                    .await?;
+                let instance = message.instance;
+                match deployed {
+                    Ok(()) => {
+                        let now = clock.now();
+                        db::run(&pool, move |conn| {
+                            db::instances::set_state(conn, instance, ACTIVE, None, now)
+                        })
+                        .await?;
+                        Ok(ACTIVE.to_owned())
+                    }
+                    Err(failure) => {
+                        let text = failure.to_string();
+                        let now = clock.now();
+                        db::transaction(&pool, move |conn| {
+                            db::instances::add_fault(conn, instance, &text, &host, now)?;
+                            db::placement::delete_consumer_allocations(conn, instance, now)?;
+                            db::instances::set_state(conn, instance, ERROR, None, now)
+                        })
+                        .await?;
+                        Ok(ERROR.to_owned())
+                    }
+                }
+            }
+            .into_actor(self),
+        ))
+    }
+}
+
+/// Destroys instance `instance` through Ironic, then frees its allocation and soft-deletes
+/// it. A destroy that Ironic refuses (a locked node) leaves the instance in error, allocated.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), HostError>")]
+pub struct DestroyInstance {
+    pub instance: Uuid,
+}
+
+impl Handler<DestroyInstance> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<(), HostError>>;
+
+    fn handle(&mut self, message: DestroyInstance, _: &mut Self::Context) -> Self::Result {
+        if let Err(fenced) = self.require_lease() {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        let (pool, clock, ironic, host) = (
+            self.pool.clone(),
+            self.clock.clone(),
+            self.ironic.clone(),
+            self.name.clone(),
+        );
+        AtomicResponse::new(Box::pin(
+            async move {
+                let instance = message.instance;
+                let found = db::run(&pool, move |conn| {
+                    db::instances::get_instance(conn, instance)
+                })
+                .await?;
+                if let Some(node) = found.node.clone() {
+                    let node_uuid = require_owned(&pool, &host, &node).await?;
+                    if let Err(failure) = ironic.send(Destroy { node: node_uuid }).await? {
+                        let text = failure.to_string();
+                        let now = clock.now();
+                        let fault_text = text.clone();
+                        db::transaction(&pool, move |conn| {
+                            db::instances::add_fault(conn, instance, &fault_text, &host, now)?;
+                            db::instances::set_state(conn, instance, ERROR, None, now)
+                        })
+                        .await?;
+                        return Err(HostError::Ironic(text));
+                    }
+                }
+                let now = clock.now();
+                db::transaction(&pool, move |conn| {
+                    db::placement::delete_consumer_allocations(conn, instance, now)?;
+                    db::instances::soft_delete_instance(conn, instance, now)
+                })
+                .await?;
+                Ok(())
+            }
+            .into_actor(self),
+        ))
+    }
+}
+
+/// Returns the ironic uuid of `node` if `host` owns it now.
+async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Uuid, HostError> {
+    let lookup = node.to_owned();
+    let compute_node = db::run(pool, move |conn| {
+        db::registry::find_compute_node(conn, &lookup)
+    })
+    .await?;
+    let not_owner = || HostError::NotOwner {
+        host: host.to_owned(),
+        node: node.to_owned(),
+    };
+    match compute_node {
+        Some(compute_node) if compute_node.host == host => {
+            Uuid::parse_str(node).map_err(|_| not_owner())
+        }
+        _ => Err(not_owner()),
+    }
+}
+
+/// Stops the host at once: no more heartbeats, no clean-up (a crash).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Crash;
+
+impl Handler<Crash> for ComputeHost {
+    type Result = ();
+
+    fn handle(&mut self, _: Crash, ctx: &mut Self::Context) {
+        log::warn!("compute host {} crashed", self.name);
+        ctx.stop();
+    }
+}
+
+/// Asks whether the host's lease holds.
+#[derive(Debug, Message)]
+#[rtype(result = "bool")]
+pub struct IsFenced;
+
+impl Handler<IsFenced> for ComputeHost {
+    type Result = bool;
+
+    fn handle(&mut self, _: IsFenced, _: &mut Self::Context) -> bool {
+        !self.lease_holds()
+    }
+}

@@ -1,0 +1,121 @@
+//! `Ironic`: the built-in simulated Ironic over `ironic_nodes` — enroll and delete nodes,
+//! the conductor lock (fault injection), deploy and destroy. A `SyncArbiter` actor: its
+//! blocking database calls run on its own thread.
+
+use actix::prelude::*;
+use diesel::Connection;
+use uuid::Uuid;
+
+use crate::db::ironic::{self, NewIronicNode};
+use crate::db::{DbError, Pool};
+use crate::domain::clock::SharedClock;
+
+/// The conductor name a lock from the admin API records.
+pub const FAULT_CONDUCTOR: &str = "fault-injection";
+
+/// The simulated Ironic.
+pub struct Ironic {
+    pool: Pool,
+    clock: SharedClock,
+}
+
+impl Ironic {
+    /// Returns an Ironic over `pool`.
+    pub fn new(pool: Pool, clock: SharedClock) -> Ironic {
+        Ironic { pool, clock }
+    }
+
+    fn run<T>(
+        &self,
+        work: impl FnOnce(&mut diesel::PgConnection) -> Result<T, DbError>,
+    ) -> Result<T, DbError> {
+        let mut pooled = self.pool.get()?;
+        let conn: &mut diesel::PgConnection = &mut pooled;
+        conn.transaction(work)
+    }
+}
+
+impl Actor for Ironic {
+    type Context = SyncContext<Self>;
+}
+
+/// Enrolls nodes; they wait in `enroll` for their first compute host.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<usize, DbError>")]
+pub struct EnrollNodes {
+    pub nodes: Vec<NewIronicNode>,
+}
+
+impl Handler<EnrollNodes> for Ironic {
+    type Result = Result<usize, DbError>;
+
+    fn handle(&mut self, message: EnrollNodes, _: &mut Self::Context) -> Self::Result {
+        self.run(|conn| ironic::enroll_nodes(conn, &message.nodes))
+    }
+}
+
+/// Deletes a node from Ironic (refused while an instance is on it).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), DbError>")]
+pub struct DeleteNode {
+    pub node: Uuid,
+}
+
+impl Handler<DeleteNode> for Ironic {
+    type Result = Result<(), DbError>;
+
+    fn handle(&mut self, message: DeleteNode, _: &mut Self::Context) -> Self::Result {
+        self.run(|conn| ironic::delete_node(conn, message.node))
+    }
+}
+
+/// Takes (`locked`) or releases the conductor lock of a node.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), DbError>")]
+pub struct LockNode {
+    pub node: Uuid,
+    pub locked: bool,
+}
+
+impl Handler<LockNode> for Ironic {
+    type Result = Result<(), DbError>;
+
+    fn handle(&mut self, message: LockNode, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        let conductor = message.locked.then_some(FAULT_CONDUCTOR);
+        self.run(|conn| ironic::set_reservation(conn, message.node, conductor, now))
+    }
+}
+
+/// Deploys an instance onto a node; fails on a locked node.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), DbError>")]
+pub struct Deploy {
+    pub node: Uuid,
+    pub instance: Uuid,
+}
+
+impl Handler<Deploy> for Ironic {
+    type Result = Result<(), DbError>;
+
+    fn handle(&mut self, message: Deploy, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        self.run(|conn| ironic::deploy(conn, message.node, message.instance, now))
+    }
+}
+
+/// Tears an instance down; fails on a locked node.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), DbError>")]
+pub struct Destroy {
+    pub node: Uuid,
+}
+
+impl Handler<Destroy> for Ironic {
+    type Result = Result<(), DbError>;
+
+    fn handle(&mut self, message: Destroy, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        self.run(|conn| ironic::destroy(conn, message.node, now))
+    }
+}

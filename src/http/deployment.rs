@@ -1,0 +1,104 @@
+//! `/api/v1/ring`, `/api/v1/moves`, `/api/v1/audit` and `/api/v1/providers`: the state of
+//! the deployment as a whole.
+
+use std::collections::BTreeMap;
+
+use actix_web::{HttpResponse, web};
+
+use super::AppState;
+use super::dto::{
+    AuditResponse, InventoryResponse, MoveResponse, MovesQuery, ProviderResponse, RingResponse,
+    ViolationResponse,
+};
+use super::error::ApiError;
+use crate::actors::rebalancer::GetRing;
+use crate::db;
+
+/// Returns the ring: version, algorithm, members and node counts per host.
+pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let ring = state.actors.rebalancer.send(GetRing).await?;
+    let counts = db::run(&state.pool, db::hosts::node_counts).await?;
+    Ok(HttpResponse::Ok().json(RingResponse {
+        version: ring.version,
+        algorithm: ring.algorithm,
+        members: ring.members,
+        counts: counts.into_iter().collect(),
+        leader: ring.leader,
+    }))
+}
+
+/// Lists the latest moves, newest first (`limit`, default 100, at most 10,000).
+pub async fn list_moves(
+    state: web::Data<AppState>,
+    query: web::Query<MovesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = query.limit.unwrap_or(100);
+    if !(1..=10_000).contains(&limit) {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be 1 to 10000, not {limit}"
+        )));
+    }
+    let moves = db::run(&state.pool, move |conn| {
+        db::registry::list_moves(conn, limit)
+    })
+    .await?;
+    let body: Vec<MoveResponse> = moves
+        .into_iter()
+        .map(|row| MoveResponse {
+            id: row.id,
+            node: row.node,
+            compute_node_uuid: row.compute_node_uuid,
+            from_host: row.from_host,
+            to_host: row.to_host,
+            reason: row.reason,
+            owner_epoch: row.owner_epoch,
+            ring_version: row.ring_version,
+            moved_at: row.moved_at,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// Checks every invariant of DESIGN.md against the database.
+pub async fn get_audit(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let violations = db::run(&state.pool, db::audit::check_invariants).await?;
+    Ok(HttpResponse::Ok().json(AuditResponse {
+        ok: violations.is_empty(),
+        violations: violations
+            .into_iter()
+            .map(|violation| ViolationResponse {
+                invariant: violation.invariant,
+                message: violation.message,
+            })
+            .collect(),
+    }))
+}
+
+/// Lists resource providers with their inventory and usages.
+pub async fn list_providers(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let rows = db::run(&state.pool, db::placement::list_provider_usages).await?;
+    let mut providers: Vec<ProviderResponse> = Vec::new();
+    for row in rows {
+        if providers.last().map(|last| last.uuid) != Some(row.uuid) {
+            providers.push(ProviderResponse {
+                uuid: row.uuid,
+                name: row.name.clone(),
+                generation: row.generation,
+                inventory: BTreeMap::new(),
+                usages: BTreeMap::new(),
+            });
+        }
+        if let (Some(provider), Some(class), Some(total), Some(reserved)) = (
+            providers.last_mut(),
+            row.resource_class,
+            row.total,
+            row.reserved,
+        ) {
+            provider.usages.insert(class.clone(), row.used);
+            provider
+                .inventory
+                .insert(class, InventoryResponse { total, reserved });
+        }
+    }
+    Ok(HttpResponse::Ok().json(providers))
+}

@@ -1,0 +1,78 @@
+//! `/api/v1/instances`: boot onto a free node, list, delete.
+
+use actix_web::{HttpResponse, web};
+use uuid::Uuid;
+
+use super::AppState;
+use super::dto::{BootRequest, InstanceResponse};
+use super::error::ApiError;
+use super::validate;
+use crate::actors::compute_host::DestroyInstance;
+use crate::actors::scheduler::Boot;
+use crate::db;
+use crate::domain::instance::Instance;
+
+/// The project and user of instances booted from the admin API.
+const ADMIN_PROJECT: &str = "ringmaster-admin";
+
+fn response(instance: Instance) -> InstanceResponse {
+    InstanceResponse {
+        uuid: instance.uuid,
+        name: instance.name,
+        host: instance.host,
+        node: instance.node,
+        vm_state: instance.vm_state,
+    }
+}
+
+/// Boots an instance onto a free node of `resource_class`.
+pub async fn create_instance(
+    state: web::Data<AppState>,
+    body: web::Json<BootRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    if body.name.is_empty() || body.name.len() > 255 {
+        return Err(ApiError::BadRequest(
+            "name must have 1 to 255 characters".to_owned(),
+        ));
+    }
+    validate::resource_class(&body.resource_class)?;
+    let instance = state
+        .actors
+        .scheduler
+        .send(Boot {
+            name: body.name,
+            resource_class: body.resource_class,
+            project: ADMIN_PROJECT.to_owned(),
+            user: ADMIN_PROJECT.to_owned(),
+        })
+        .await??;
+    Ok(HttpResponse::Created().json(response(instance)))
+}
+
+/// Lists the live instances.
+pub async fn list_instances(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let instances = db::run(&state.pool, db::instances::list_instances).await?;
+    Ok(HttpResponse::Ok().json(instances.into_iter().map(response).collect::<Vec<_>>()))
+}
+
+/// Deletes an instance through its host (destroy, free the allocation, soft-delete).
+pub async fn delete_instance(
+    state: web::Data<AppState>,
+    path: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    let uuid = path.into_inner();
+    let instance = db::run(&state.pool, move |conn| {
+        db::instances::get_instance(conn, uuid)
+    })
+    .await?;
+    let host = instance.host.unwrap_or_default();
+    let Some(address) = state.actors.hosts.get(&host) else {
+        return Err(ApiError::Actor {
+            kind: crate::domain::error::ErrorKind::Unavailable,
+            message: format!("host {host} of instance {uuid} is not running in this process"),
+        });
+    };
+    address.send(DestroyInstance { instance: uuid }).await??;
+    Ok(HttpResponse::NoContent().finish())
+}

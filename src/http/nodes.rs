@@ -1,0 +1,141 @@
+//! `/api/v1/nodes`: the simulated Ironic's nodes with their owners; enroll, delete, lock and
+//! unlock (fault injection).
+
+use actix_web::{HttpResponse, web};
+use uuid::Uuid;
+
+use super::AppState;
+use super::dto::{EnrollNodesRequest, EnrollNodesResponse, NodeResponse};
+use super::error::ApiError;
+use super::validate;
+use crate::actors::ironic::{DeleteNode, EnrollNodes, LockNode};
+use crate::actors::rebalancer::RebalanceNow;
+use crate::db;
+use crate::db::ironic::NewIronicNode;
+
+/// The most nodes one request may enroll.
+const MAX_ENROLL: u32 = 100_000;
+
+/// Lists every node with its owner, compute node and provider.
+pub async fn list_nodes(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let nodes = db::run(&state.pool, db::registry::list_node_views).await?;
+    let body: Vec<NodeResponse> = nodes
+        .into_iter()
+        .map(|node| NodeResponse {
+            uuid: node.uuid,
+            name: node.name,
+            resource_class: node.resource_class,
+            host: node.host,
+            compute_node_uuid: node.compute_node_uuid,
+            resource_provider_uuid: node.resource_provider_uuid,
+            owner_epoch: node.owner_epoch,
+            instance_uuid: node.instance_uuid,
+            provision_state: node.provision_state,
+            locked: node.reservation.is_some(),
+            maintenance: node.maintenance,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// Enrolls `count` new nodes of `resource_class`, or the `nodes` given; the rebalancer then
+/// gives them their first owners.
+pub async fn enroll_nodes(
+    state: web::Data<AppState>,
+    body: web::Json<EnrollNodesRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.into_inner();
+    let nodes: Vec<NewIronicNode> = match (body.count, body.nodes) {
+        (Some(count), None) => {
+            if count == 0 || count > MAX_ENROLL {
+                return Err(ApiError::BadRequest(format!(
+                    "count must be 1 to {MAX_ENROLL}, not {count}"
+                )));
+            }
+            let class = body
+                .resource_class
+                .unwrap_or_else(|| "baremetal".to_owned());
+            validate::resource_class(&class)?;
+            (0..count)
+                .map(|_| NewIronicNode::enrolling(Uuid::new_v4(), None, &class))
+                .collect()
+        }
+        (None, Some(nodes)) if body.resource_class.is_none() => {
+            if nodes.is_empty() || nodes.len() > MAX_ENROLL as usize {
+                return Err(ApiError::BadRequest(format!(
+                    "nodes must list 1 to {MAX_ENROLL} nodes"
+                )));
+            }
+            let mut new = Vec::with_capacity(nodes.len());
+            for node in nodes {
+                validate::resource_class(&node.resource_class)?;
+                new.push(NewIronicNode::enrolling(
+                    node.uuid,
+                    node.name,
+                    &node.resource_class,
+                ));
+            }
+            new
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "give either {count, resource_class} or {nodes: [{uuid, resource_class}]}"
+                    .to_owned(),
+            ));
+        }
+    };
+    let uuids: Vec<Uuid> = nodes.iter().map(|node| node.uuid).collect();
+    let enrolled = state.actors.ironic.send(EnrollNodes { nodes }).await??;
+    state.actors.rebalancer.do_send(RebalanceNow);
+    Ok(HttpResponse::Created().json(EnrollNodesResponse {
+        enrolled,
+        nodes: uuids,
+    }))
+}
+
+/// Deletes a node from Ironic; its owner then deletes the compute node (invariant 6).
+pub async fn delete_node(
+    state: web::Data<AppState>,
+    path: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .actors
+        .ironic
+        .send(DeleteNode {
+            node: path.into_inner(),
+        })
+        .await??;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Takes the node's conductor lock, so deploys and destroys on it fail.
+pub async fn lock_node(
+    state: web::Data<AppState>,
+    path: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .actors
+        .ironic
+        .send(LockNode {
+            node: path.into_inner(),
+            locked: true,
+        })
+        .await??;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Releases the node's conductor lock.
+pub async fn unlock_node(
+    state: web::Data<AppState>,
+    path: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    state
+        .actors
+        .ironic
+        .send(LockNode {
+            node: path.into_inner(),
+            locked: false,
+        })
+        .await??;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -1,39 +1,15 @@
 //! The binary on a real database: the embedded cluster by default, and what happens when the
 //! database goes away under a running server.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::Duration;
 
 use ringmaster::db::cluster::Cluster;
 
-use crate::helpers::{Running, TempDir, assert_one_error_line, ringmaster, run_to_end};
+use crate::helpers::{
+    Running, TempDir, address_of, assert_one_error_line, http, ringmaster, run_to_end,
+};
 
 const START: Duration = Duration::from_secs(60);
-
-/// Sends one HTTP/1.0 request and returns the status code and body.
-fn http(address: &str, method: &str, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Length: 0\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
-}
-
-/// Returns `host:port` from the "listening on http://host:port/" line.
-fn address_of(line: &str) -> String {
-    line.rsplit("http://")
-        .next()
-        .unwrap()
-        .trim_end_matches('/')
-        .to_owned()
-}
 
 fn postmaster_pid(data_dir: &std::path::Path) -> Option<String> {
     std::fs::read_to_string(data_dir.join("postmaster.pid"))

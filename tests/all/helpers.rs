@@ -1,7 +1,8 @@
 //! Test fixtures: the shared throwaway PostgreSQL server, per-test databases, an in-process
 //! app on a random port, and a driver for the `ringmaster` binary.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc::{Receiver, channel};
@@ -318,4 +319,229 @@ pub fn assert_one_error_line(stderr: &[String], needle: &str) {
         errors[0].contains(needle),
         "error line should mention {needle:?}: {stderr:#?}"
     );
+}
+
+/// A deployment of actors on a manual clock and a database of its own, driven by messages.
+pub struct TestDeployment {
+    pub actors: ringmaster::actors::Actors,
+    pub clock: std::sync::Arc<ringmaster::domain::clock::ManualClock>,
+    pub db: TestDb,
+}
+
+impl TestDeployment {
+    /// Starts `hosts`, enrolls `nodes` nodes of class `baremetal`, gives them owners and runs
+    /// every host's tracker pass; the invariants hold at the end.
+    pub async fn start(hosts: &[&str], nodes: usize) -> TestDeployment {
+        let db = TestDb::new();
+        let pool = db.pool();
+        let clock = std::sync::Arc::new(ringmaster::domain::clock::ManualClock::new(
+            chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+        ));
+        let actors = ringmaster::actors::spawn_all(pool.clone(), clock.clone(), quiet_settings());
+        let deployment = TestDeployment { actors, clock, db };
+        for host in hosts {
+            deployment.actors.hosts.start(host);
+        }
+        deployment.heartbeat(hosts).await;
+        if nodes > 0 {
+            deployment.enroll(nodes).await;
+            let report = deployment.rebalance().await;
+            assert_eq!(
+                report.claimed.len(),
+                nodes,
+                "every node gets its first owner"
+            );
+            deployment.track(hosts).await;
+        }
+        deployment.audit();
+        deployment
+    }
+
+    pub async fn enroll(&self, count: usize) -> Vec<uuid::Uuid> {
+        use ringmaster::db::ironic::NewIronicNode;
+        let nodes: Vec<NewIronicNode> = (0..count)
+            .map(|index| {
+                NewIronicNode::enrolling(
+                    uuid::Uuid::new_v4(),
+                    Some(format!("node-{index}")),
+                    "baremetal",
+                )
+            })
+            .collect();
+        let uuids = nodes.iter().map(|node| node.uuid).collect();
+        self.actors
+            .ironic
+            .send(ringmaster::actors::ironic::EnrollNodes { nodes })
+            .await
+            .unwrap()
+            .unwrap();
+        uuids
+    }
+
+    /// Sends a heartbeat to each host and checks that it was recorded.
+    pub async fn heartbeat(&self, hosts: &[&str]) {
+        for host in hosts {
+            let address = self
+                .actors
+                .hosts
+                .get(host)
+                .unwrap_or_else(|| panic!("host {host} runs"));
+            let recorded = address
+                .send(ringmaster::actors::compute_host::Heartbeat)
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(recorded, "heartbeat of {host} recorded");
+        }
+    }
+
+    /// Runs each host's tracker pass; every pass must succeed.
+    pub async fn track(
+        &self,
+        hosts: &[&str],
+    ) -> Vec<ringmaster::actors::compute_host::TrackerReport> {
+        let mut reports = Vec::new();
+        for host in hosts {
+            let address = self.actors.hosts.get(host).unwrap();
+            let report = address
+                .send(ringmaster::actors::compute_host::UpdateAvailableResource)
+                .await
+                .unwrap()
+                .unwrap_or_else(|error| panic!("tracker pass of {host}: {error}"));
+            reports.push(report);
+        }
+        reports
+    }
+
+    pub async fn rebalance(&self) -> ringmaster::actors::rebalancer::RebalanceReport {
+        let report = self
+            .actors
+            .rebalancer
+            .send(ringmaster::actors::rebalancer::RebalanceNow)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(report.leader, "the only rebalancer leads");
+        report
+    }
+
+    pub fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
+        use ringmaster::domain::clock::Clock;
+        self.clock.now()
+    }
+
+    pub fn advance(&self, seconds: i64) {
+        self.clock.advance(chrono::Duration::seconds(seconds));
+    }
+
+    /// Panics naming every broken invariant.
+    pub fn audit(&self) {
+        let mut conn = self.db.conn();
+        let violations = ringmaster::db::audit::check_invariants(&mut conn).unwrap();
+        assert!(violations.is_empty(), "invariants broken: {violations:#?}");
+    }
+
+    pub fn nodes(&self) -> Vec<ringmaster::db::registry::NodeView> {
+        ringmaster::db::registry::list_node_views(&mut self.db.conn()).unwrap()
+    }
+
+    /// Each node's compute-node and provider uuid.
+    pub fn identities(
+        &self,
+    ) -> std::collections::BTreeMap<uuid::Uuid, (Option<uuid::Uuid>, Option<uuid::Uuid>)> {
+        self.nodes()
+            .into_iter()
+            .map(|node| {
+                (
+                    node.uuid,
+                    (node.compute_node_uuid, node.resource_provider_uuid),
+                )
+            })
+            .collect()
+    }
+
+    pub fn owner_of(&self, node: &str) -> Option<String> {
+        self.nodes()
+            .into_iter()
+            .find(|view| view.uuid.to_string() == node)
+            .and_then(|view| view.host)
+    }
+
+    pub async fn boot(
+        &self,
+        name: &str,
+    ) -> Result<ringmaster::domain::instance::Instance, ringmaster::actors::scheduler::BootError>
+    {
+        self.actors
+            .scheduler
+            .send(ringmaster::actors::scheduler::Boot {
+                name: name.to_owned(),
+                resource_class: "baremetal".to_owned(),
+                project: "project".to_owned(),
+                user: "user".to_owned(),
+            })
+            .await
+            .unwrap()
+    }
+
+    /// Allocations as (consumer, provider uuid, used), sorted.
+    pub fn allocations(&self) -> Vec<(uuid::Uuid, uuid::Uuid, i32)> {
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            consumer: uuid::Uuid,
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            provider: uuid::Uuid,
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            used: i32,
+        }
+        use diesel::RunQueryDsl;
+        diesel::sql_query(
+            "SELECT a.consumer_id AS consumer, rp.uuid AS provider, a.used FROM allocations a
+               JOIN resource_providers rp ON rp.id = a.resource_provider_id ORDER BY 1, 2",
+        )
+        .load::<Row>(&mut self.db.conn())
+        .unwrap()
+        .into_iter()
+        .map(|row| (row.consumer, row.provider, row.used))
+        .collect()
+    }
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, or panics after `timeout`.
+pub fn eventually<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Sends one HTTP/1.0 request and returns the status code and body.
+pub fn http(address: &str, method: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Length: 0\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+/// Returns `host:port` from the "listening on http://host:port/" line.
+pub fn address_of(line: &str) -> String {
+    line.rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned()
 }

@@ -76,8 +76,8 @@ pub enum Command {
     /// Message scripts.
     #[command(subcommand)]
     Script(ScriptCommand),
-    /// Checks the invariants of a live database (not implemented yet).
-    Audit(PendingArgs),
+    /// Checks every invariant of DESIGN.md against the database; exits 1 on a violation.
+    Audit,
 }
 
 #[derive(Debug, Args)]
@@ -155,7 +155,7 @@ pub enum CliError {
     Open(#[from] OpenError),
     #[error(transparent)]
     App(#[from] AppError),
-    #[error("cannot start the deployment: {0}")]
+    #[error("database work failed: {0}")]
     Startup(DbError),
     #[error("`ringmaster {0}` is not implemented yet")]
     NotImplemented(&'static str),
@@ -189,7 +189,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Db(DbCommand::Purge(_)) => Err(CliError::NotImplemented("db purge")),
         Command::Script(ScriptCommand::Run(_)) => Err(CliError::NotImplemented("script run")),
-        Command::Audit(_) => Err(CliError::NotImplemented("audit")),
+        Command::Audit => audit(&database),
     }
 }
 
@@ -288,6 +288,24 @@ fn migrate(source: &DatabaseSource) -> Result<ExitCode, CliError> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn audit(source: &DatabaseSource) -> Result<ExitCode, CliError> {
+    let database = open(source, 1)?;
+    let mut conn = database
+        .pool
+        .get()
+        .map_err(|error| CliError::Startup(DbError::from(error)))?;
+    let violations = db::audit::check_invariants(&mut conn).map_err(CliError::Startup)?;
+    if violations.is_empty() {
+        println!("audit: ok, every invariant holds");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for violation in &violations {
+        println!("invariant {}: {}", violation.invariant, violation.message);
+    }
+    println!("audit: {} violations", violations.len());
+    Ok(ExitCode::FAILURE)
 }
 
 fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {

@@ -9,7 +9,6 @@ fn lines(text: &str) -> Vec<String> {
 #[test]
 fn commands_of_later_issues_say_they_are_not_implemented() {
     for args in [
-        vec!["audit"],
         vec!["script", "run", "tests/scripts/x.yaml"],
         vec![
             "db",

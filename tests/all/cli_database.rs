@@ -98,3 +98,29 @@ fn flags_come_from_ringmaster_environment_variables() {
     );
     assert_eq!(http(&address, "GET", "/api/v1/hosts").0, 200);
 }
+
+#[test]
+fn audit_reports_ok_and_exits_non_zero_on_a_violation() {
+    let db = crate::helpers::TestDb::new();
+    let (code, stdout, stderr) =
+        run_to_end(ringmaster().arg("audit").env("DATABASE_URL", db.url()));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "audit: ok, every invariant holds");
+
+    use diesel::RunQueryDsl;
+    diesel::sql_query(
+        "INSERT INTO ironic_nodes (uuid, resource_class, provision_state)
+         VALUES ('11111111-1111-1111-1111-111111111111', 'baremetal', 'available')",
+    )
+    .execute(&mut db.conn())
+    .unwrap();
+    let (code, stdout, _) = run_to_end(ringmaster().arg("audit").env("DATABASE_URL", db.url()));
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stdout.lines().collect::<Vec<_>>(),
+        vec![
+            "invariant 1: ironic node 11111111-1111-1111-1111-111111111111 has 0 live compute nodes",
+            "audit: 1 violations"
+        ]
+    );
+}

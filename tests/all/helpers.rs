@@ -82,6 +82,10 @@ impl TestDb {
         self.db.name()
     }
 
+    pub fn url(&self) -> &str {
+        self.db.url()
+    }
+
     pub fn conn(&self) -> PgConnection {
         PgConnection::establish(self.db.url()).expect("connect to test database")
     }
@@ -95,6 +99,7 @@ impl TestDb {
 pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
+    pub actors: ringmaster::actors::Actors,
     handle: actix_web::dev::ServerHandle,
     // Last, so that it drops last.
     pub db: TestDb,
@@ -118,13 +123,14 @@ impl TestApp {
             std::sync::Arc::new(SystemClock::new()),
             quiet_settings(),
         );
-        let application = Application::build(&config, pool, actors).expect("build app");
+        let application = Application::build(&config, pool, actors.clone()).expect("build app");
         let address = format!("http://{}", application.local_addr());
         let handle = application.handle();
         actix_rt::spawn(application.run_until_stopped(None));
         TestApp {
             address,
             client: reqwest::Client::new(),
+            actors,
             handle,
             db,
         }

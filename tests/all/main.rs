@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod api_admin;
 mod api_admin_token;
 mod api_basics;
 mod cli_commands;

@@ -1,0 +1,393 @@
+//! The admin API of the HA core over real HTTP: every route with its exact shape, and bad
+//! input answered with a 4xx envelope that changes nothing.
+
+use ringmaster::actors::compute_host::{Heartbeat, UpdateAvailableResource};
+use ringmaster::actors::rebalancer::RebalanceNow;
+use serde_json::{Value, json};
+
+use crate::helpers::TestApp;
+
+async fn send(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let mut request = app.client.request(method, app.url(path));
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+async fn get(app: &TestApp, path: &str) -> Value {
+    let (status, body) = send(app, reqwest::Method::GET, path, None).await;
+    assert_eq!(status, 200, "{path}: {body}");
+    body
+}
+
+/// Starts cmp-1 through the API, enrolls 4 nodes and lets the host own and report them.
+async fn one_host_four_nodes(app: &TestApp) -> Vec<String> {
+    let (status, body) = send(
+        app,
+        reqwest::Method::POST,
+        "/api/v1/hosts",
+        Some(json!({"host": "cmp-1"})),
+    )
+    .await;
+    assert_eq!((status, body), (201, json!({"host": "cmp-1"})));
+    let host = app.actors.hosts.get("cmp-1").unwrap();
+    assert!(host.send(Heartbeat).await.unwrap().unwrap());
+
+    let (status, body) = send(
+        app,
+        reqwest::Method::POST,
+        "/api/v1/nodes",
+        Some(json!({"count": 4, "resource_class": "baremetal"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["enrolled"], 4);
+    app.actors
+        .rebalancer
+        .send(RebalanceNow)
+        .await
+        .unwrap()
+        .unwrap();
+    host.send(UpdateAvailableResource).await.unwrap().unwrap();
+    body["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|uuid| uuid.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[actix_web::test]
+async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
+    let app = TestApp::spawn().await;
+    let enrolled = one_host_four_nodes(&app).await;
+
+    let hosts = get(&app, "/api/v1/hosts").await;
+    assert_eq!(hosts[0]["host"], "cmp-1");
+    assert_eq!(hosts[0]["state"], "up");
+    assert_eq!(hosts[0]["nodes"], 4);
+    assert!(hosts[0]["last_seen_up"].is_string());
+
+    let nodes = get(&app, "/api/v1/nodes").await;
+    assert_eq!(nodes.as_array().unwrap().len(), 4);
+    for node in nodes.as_array().unwrap() {
+        assert!(enrolled.contains(&node["uuid"].as_str().unwrap().to_owned()));
+        assert_eq!(node["resource_class"], "baremetal");
+        assert_eq!(node["host"], "cmp-1");
+        assert_eq!(node["compute_node_uuid"], node["resource_provider_uuid"]);
+        assert_eq!(node["owner_epoch"], 1);
+        assert_eq!(node["instance_uuid"], Value::Null);
+        assert_eq!(node["provision_state"], "available");
+    }
+
+    let ring = get(&app, "/api/v1/ring").await;
+    assert_eq!(ring["algorithm"], "default");
+    assert_eq!(ring["members"], json!(["cmp-1"]));
+    assert_eq!(ring["counts"], json!({"cmp-1": 4}));
+    assert_eq!(ring["version"], 1);
+
+    let (status, instance) = send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/instances",
+        Some(json!({"name": "vm-1", "resource_class": "baremetal"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{instance}");
+    assert_eq!(instance["name"], "vm-1");
+    assert_eq!(instance["host"], "cmp-1");
+    assert_eq!(instance["vm_state"], "active");
+    assert!(enrolled.contains(&instance["node"].as_str().unwrap().to_owned()));
+    assert_eq!(
+        get(&app, "/api/v1/instances").await,
+        json!([instance.clone()])
+    );
+
+    let providers = get(&app, "/api/v1/providers").await;
+    let used: i64 = providers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|provider| {
+            assert_eq!(
+                provider["inventory"]["CUSTOM_BAREMETAL"],
+                json!({"total": 1, "reserved": 0})
+            );
+            provider["usages"]["CUSTOM_BAREMETAL"].as_i64().unwrap()
+        })
+        .sum();
+    assert_eq!(used, 1);
+
+    let free = enrolled
+        .iter()
+        .find(|uuid| **uuid != instance["node"])
+        .unwrap();
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::POST,
+            &format!("/api/v1/nodes/{free}/lock"),
+            None
+        )
+        .await
+        .0,
+        204
+    );
+    let locked = get(&app, "/api/v1/nodes").await;
+    assert!(
+        locked
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|node| node["uuid"] == json!(free) && node["locked"] == true)
+    );
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::POST,
+            &format!("/api/v1/nodes/{free}/unlock"),
+            None
+        )
+        .await
+        .0,
+        204
+    );
+
+    let uuid = instance["uuid"].as_str().unwrap();
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::DELETE,
+            &format!("/api/v1/instances/{uuid}"),
+            None
+        )
+        .await
+        .0,
+        204
+    );
+    assert_eq!(get(&app, "/api/v1/instances").await, json!([]));
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::DELETE,
+            &format!("/api/v1/nodes/{free}"),
+            None
+        )
+        .await
+        .0,
+        204
+    );
+    assert_eq!(
+        get(&app, "/api/v1/nodes").await.as_array().unwrap().len(),
+        3
+    );
+
+    assert_eq!(get(&app, "/api/v1/moves?limit=5").await, json!([]));
+    assert_eq!(
+        get(&app, "/api/v1/audit").await,
+        json!({"ok": true, "violations": []})
+    );
+
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::POST,
+            "/api/v1/hosts/cmp-1/crash",
+            None
+        )
+        .await
+        .0,
+        202
+    );
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::POST,
+            "/api/v1/hosts/cmp-1/crash",
+            None
+        )
+        .await
+        .0,
+        404
+    );
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::POST,
+            "/api/v1/hosts/cmp-1/start",
+            None
+        )
+        .await
+        .0,
+        202
+    );
+    assert_eq!(
+        send(
+            &app,
+            reqwest::Method::POST,
+            "/api/v1/hosts/cmp-1/drain",
+            None
+        )
+        .await
+        .0,
+        202
+    );
+    assert_eq!(get(&app, "/api/v1/hosts").await[0]["state"], "disabled");
+}
+
+#[actix_web::test]
+async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let nodes_before = get(&app, "/api/v1/nodes").await;
+    let hosts_before = get(&app, "/api/v1/hosts").await;
+    let unknown = "9b2f3c1e-0000-4000-8000-000000000000";
+
+    let cases: Vec<(reqwest::Method, String, Option<Value>, u16)> = vec![
+        (
+            reqwest::Method::POST,
+            "/api/v1/hosts".into(),
+            Some(json!({"host": ""})),
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/hosts".into(),
+            Some(json!({"host": "a b"})),
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/hosts".into(),
+            Some(json!({"hots": "cmp-9"})),
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/nodes".into(),
+            Some(json!({"count": 0})),
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/nodes".into(),
+            Some(json!({})),
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/nodes".into(),
+            Some(json!({"count": 2, "resource_class": "bad class"})),
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/nodes".into(),
+            Some(json!({"nodes": [{"uuid": "nope", "resource_class": "x"}]})),
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/nodes/not-a-uuid/lock".into(),
+            None,
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            format!("/api/v1/nodes/{unknown}/lock"),
+            None,
+            404,
+        ),
+        (
+            reqwest::Method::DELETE,
+            format!("/api/v1/nodes/{unknown}"),
+            None,
+            404,
+        ),
+        (
+            reqwest::Method::DELETE,
+            format!("/api/v1/instances/{unknown}"),
+            None,
+            404,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/hosts/nobody/crash".into(),
+            None,
+            404,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/hosts/nobody/start".into(),
+            None,
+            404,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/hosts/nobody/drain".into(),
+            None,
+            404,
+        ),
+        (
+            reqwest::Method::GET,
+            "/api/v1/moves?limit=0".into(),
+            None,
+            400,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/instances".into(),
+            Some(json!({"name": "vm", "resource_class": "gold"})),
+            409,
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/v1/instances".into(),
+            Some(json!({"name": "", "resource_class": "baremetal"})),
+            400,
+        ),
+    ];
+    for (method, path, body, expected) in cases {
+        let (status, answer) = send(&app, method.clone(), &path, body.clone()).await;
+        assert_eq!(status, expected, "{method} {path} {body:?}: {answer}");
+        assert!(
+            answer["error"]["code"].is_string(),
+            "{method} {path}: envelope {answer}"
+        );
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+    let malformed = app
+        .client
+        .post(app.url("/api/v1/hosts"))
+        .header("content-type", "application/json")
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(malformed.status(), 400);
+
+    assert_eq!(
+        get(&app, "/api/v1/nodes").await,
+        nodes_before,
+        "nothing changed"
+    );
+    assert_eq!(
+        get(&app, "/api/v1/hosts").await.as_array().unwrap().len(),
+        hosts_before.as_array().unwrap().len()
+    );
+    assert_eq!(get(&app, "/api/v1/instances").await, json!([]));
+    assert_eq!(get(&app, "/api/v1/audit").await["ok"], true);
+}

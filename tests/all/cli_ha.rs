@@ -127,3 +127,72 @@ fn the_survivor_takes_over_leadership_and_the_killed_processs_nodes() {
     let audit = get_json(&second_address, "/api/v1/audit");
     assert_eq!(audit["ok"], true, "{audit}");
 }
+
+/// The demo keeps every invariant while hosts are crashed and restarted from the admin API.
+#[test]
+fn the_demo_audit_stays_ok_through_crashes_and_restarts() {
+    let dir = crate::helpers::TempDir::new("demo-ha");
+    let mut command = ringmaster();
+    command
+        .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path.join("pg"))
+        .args(FAST)
+        .env("RUST_LOG", "warn");
+    let mut demo = Running::spawn(command);
+    let address =
+        address_of(&demo.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    let audit_ok = |address: &str| {
+        let audit = get_json(address, "/api/v1/audit");
+        assert_eq!(audit["ok"], true, "{audit}");
+    };
+    let owned_by = |address: &str, host: &str| {
+        nodes(address)
+            .values()
+            .filter(|(owner, _, _)| owner.as_deref() == Some(host))
+            .count()
+    };
+    eventually(
+        Duration::from_secs(20),
+        "the 12 demo nodes to be owned",
+        || {
+            audit_ok(&address);
+            (nodes(&address)
+                .values()
+                .filter(|(host, _, _)| host.is_some())
+                .count()
+                == 12)
+                .then_some(())
+        },
+    );
+
+    for host in ["cmp-1", "cmp-2"] {
+        assert_eq!(
+            http(&address, "POST", &format!("/api/v1/hosts/{host}/crash")).0,
+            202
+        );
+        eventually(
+            Duration::from_secs(20),
+            "the crashed host's nodes to move",
+            || {
+                audit_ok(&address);
+                (owned_by(&address, host) == 0).then_some(())
+            },
+        );
+        assert_eq!(
+            http(&address, "POST", &format!("/api/v1/hosts/{host}/start")).0,
+            202
+        );
+        eventually(
+            Duration::from_secs(20),
+            "the restarted host to receive nodes again",
+            || {
+                audit_ok(&address);
+                (owned_by(&address, host) > 0).then_some(())
+            },
+        );
+    }
+    audit_ok(&address);
+    demo.interrupt();
+    let (code, stderr) = demo.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, Some(0), "{stderr:#?}");
+}

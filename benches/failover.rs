@@ -1,0 +1,161 @@
+//! Failover benchmark: one of 10 hosts dies; how long from the rebalancer tick that detects
+//! it to the commit of the last move, with 1,000 / 10,000 / 100,000 nodes in all. Also the
+//! pure ring: planning a fresh 100-host × 100,000-node assignment, and building and querying
+//! the tooz ring. Real PostgreSQL (a throwaway cluster), real actors, a manual clock.
+//!
+//! Run: `cargo bench --bench failover` (add `-- 1000 10000` to choose the sizes).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::DateTime;
+use ringmaster::actors::compute_host::HostSettings;
+use ringmaster::actors::rebalancer::{RebalanceNow, RebalancerSettings};
+use ringmaster::actors::{ActorSettings, spawn_all};
+use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
+use ringmaster::db::scratch::ScratchServer;
+use ringmaster::db::{build_pool, connect};
+use ringmaster::domain::clock::{Clock, ManualClock};
+use ringmaster::domain::host::Liveness;
+use ringmaster::domain::ring::{
+    NodeOwner, PlanInput, RingAlgorithm, TOOZ_PARTITIONS, ToozRing, plan,
+};
+use uuid::Uuid;
+
+const HOSTS: usize = 10;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|arg| arg.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![1_000, 10_000, 100_000]
+    } else {
+        sizes
+    };
+    ring_figures();
+    let server = ScratchServer::start_private(None)?;
+    println!("\n| nodes | moved | detection to last commit | first claim of all nodes |");
+    println!("|---:|---:|---:|---:|");
+    for nodes in sizes {
+        let (moved, failover, claim) = failover(&server, nodes)?;
+        println!(
+            "| {nodes} | {moved} | {} | {} |",
+            millis(failover),
+            millis(claim)
+        );
+    }
+    Ok(())
+}
+
+fn millis(duration: Duration) -> String {
+    format!("{:.0} ms", duration.as_secs_f64() * 1_000.0)
+}
+
+fn ring_figures() {
+    let hosts: Vec<String> = (1..=100).map(|index| format!("compute-{index}")).collect();
+    let nodes: Vec<NodeOwner> = (0..100_000)
+        .map(|_| NodeOwner {
+            node: Uuid::new_v4().to_string(),
+            owner: None,
+        })
+        .collect();
+    let started = Instant::now();
+    let planned = plan(PlanInput {
+        algorithm: RingAlgorithm::Default,
+        nodes: &nodes,
+        eligible: &hosts,
+        draining: &[],
+        holding: &[],
+        joining: &[],
+        max_join_moves: 0,
+    });
+    let plan_time = started.elapsed();
+    let mut load = std::collections::HashMap::new();
+    for assignment in &planned {
+        *load.entry(assignment.to.as_str()).or_insert(0usize) += 1;
+    }
+    let max = load.values().copied().max().unwrap_or(0);
+    let started = Instant::now();
+    let ring = ToozRing::new(&hosts, TOOZ_PARTITIONS);
+    let build_time = started.elapsed();
+    let started = Instant::now();
+    let mut tooz_load = std::collections::HashMap::new();
+    for node in &nodes {
+        if let Some(owner) = ring.owner(node.node.as_bytes()) {
+            *tooz_load.entry(owner).or_insert(0usize) += 1;
+        }
+    }
+    let lookup_time = started.elapsed();
+    let tooz_max = tooz_load.values().copied().max().unwrap_or(0);
+    println!("| ring (100 hosts, 100,000 nodes) | time | max/mean load |");
+    println!("|---|---:|---:|");
+    println!(
+        "| default: plan every node from scratch | {} | {:.3} |",
+        millis(plan_time),
+        max as f64 / 1_000.0
+    );
+    println!(
+        "| tooz: build the ring / look up every node | {:.2} ms / {} | {:.3} |",
+        build_time.as_secs_f64() * 1_000.0,
+        millis(lookup_time),
+        tooz_max as f64 / 1_000.0
+    );
+}
+
+/// Returns (nodes moved, detection-to-commit time, time of the first claim of every node).
+fn failover(
+    server: &ScratchServer,
+    nodes: usize,
+) -> Result<(usize, Duration, Duration), Box<dyn std::error::Error>> {
+    let db = server.create_database()?;
+    let pool = build_pool(db.url(), 8)?;
+    let clock = Arc::new(ManualClock::new(
+        DateTime::from_timestamp(1_800_000_000, 0).ok_or("time")?,
+    ));
+    let hosts: Vec<String> = (1..=HOSTS).map(|index| format!("cmp-{index}")).collect();
+    {
+        let mut conn = connect(db.url())?;
+        let batch: Vec<NewIronicNode> = (0..nodes)
+            .map(|_| NewIronicNode::enrolling(Uuid::new_v4(), None, "baremetal"))
+            .collect();
+        enroll_nodes(&mut conn, &batch)?;
+        for host in &hosts {
+            ringmaster::db::hosts::register_host(&mut conn, host, clock.now())?;
+            ringmaster::db::hosts::heartbeat(&mut conn, host, clock.now())?;
+        }
+    }
+    let liveness = Liveness::with_down_time(chrono::Duration::seconds(10));
+    let settings = ActorSettings {
+        host: HostSettings {
+            report_interval: Duration::ZERO,
+            update_resources_interval: Duration::ZERO,
+            liveness,
+        },
+        rebalancer: RebalancerSettings {
+            interval: Duration::ZERO,
+            liveness,
+            algorithm: RingAlgorithm::Default,
+            max_join_moves: 1_000,
+        },
+    };
+    let system = actix::System::new();
+    system.block_on(async move {
+        let actors = spawn_all(pool, clock.clone(), settings);
+        let started = Instant::now();
+        let claimed = actors.rebalancer.send(RebalanceNow).await??;
+        let claim_time = started.elapsed();
+        assert_eq!(claimed.claimed.len(), nodes);
+
+        clock.advance(chrono::Duration::seconds(11));
+        let mut conn = connect(db.url())?;
+        for host in hosts.iter().skip(1) {
+            ringmaster::db::hosts::heartbeat(&mut conn, host, clock.now())?;
+        }
+        let started = Instant::now();
+        let report = actors.rebalancer.send(RebalanceNow).await??;
+        let failover_time = started.elapsed();
+        Ok::<_, Box<dyn std::error::Error>>((report.moved.len(), failover_time, claim_time))
+    })
+}

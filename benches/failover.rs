@@ -132,6 +132,7 @@ fn failover(
             report_interval: Duration::ZERO,
             update_resources_interval: Duration::ZERO,
             liveness,
+            pci_devices_per_node: 2,
         },
         rebalancer: RebalancerSettings {
             interval: Duration::ZERO,

@@ -2,6 +2,7 @@
 //! defined next to their actor. `HostDirectory` keeps this process's compute hosts, so the
 //! admin API can crash and start them and the rebalancer can tell them about new nodes.
 
+pub mod archiver;
 pub mod compute_host;
 pub mod ironic;
 pub mod rebalancer;
@@ -31,6 +32,7 @@ pub struct ActorSettings {
 /// The running actors of this process.
 #[derive(Clone)]
 pub struct Actors {
+    pub archiver: Addr<archiver::Archiver>,
     pub registry: Addr<Registry>,
     pub ironic: Addr<Ironic>,
     pub rebalancer: Addr<Rebalancer>,
@@ -40,7 +42,7 @@ pub struct Actors {
     pub settings: ActorSettings,
 }
 
-/// Starts the registry (one thread), Ironic, the rebalancer and the scheduler, and an
+/// Starts the registry (one thread), Ironic, the archiver, the rebalancer and the scheduler, and an
 /// arbiter for the compute hosts. Call inside an actix system.
 pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Actors {
     let registry = {
@@ -50,6 +52,12 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
     let ironic = {
         let (pool, clock) = (pool.clone(), clock.clone());
         SyncArbiter::start(2, move || Ironic::new(pool.clone(), clock.clone()))
+    };
+    let archiver = {
+        let (pool, clock) = (pool.clone(), clock.clone());
+        SyncArbiter::start(1, move || {
+            archiver::Archiver::new(pool.clone(), clock.clone())
+        })
     };
     let hosts = HostDirectory {
         hosts: Arc::new(Mutex::new(BTreeMap::new())),
@@ -73,6 +81,7 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
     let scheduler =
         Scheduler::new(pool, clock.clone(), settings.host.liveness, hosts.clone()).start();
     Actors {
+        archiver,
         registry,
         ironic,
         rebalancer,

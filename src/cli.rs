@@ -7,10 +7,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod archive;
+
 use clap::{Args, Parser, Subcommand};
 
 use uuid::Uuid;
 
+use crate::actors::archiver::ArchiveRequest;
 use crate::actors::compute_host::HostSettings;
 use crate::actors::ironic::EnrollNodes;
 use crate::actors::rebalancer::{RebalancerSettings, Resign};
@@ -19,6 +22,7 @@ use crate::app::{AppError, Application};
 use crate::config::{
     AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig, ServerConfig,
 };
+use crate::db::archive::ArchiveOptions;
 use crate::db::cluster::{self, ClusterOptions};
 use crate::db::database::{Database, OpenError};
 use crate::db::ironic::NewIronicNode;
@@ -112,6 +116,12 @@ pub struct ServeArgs {
     /// Hash ring: default (rendezvous, bounded loads) or tooz (Nova's md5 ring, bit for bit).
     #[arg(long, env = "RINGMASTER_RING", default_value = "default")]
     pub ring: RingAlgorithm,
+    /// Simulated PCI devices on each node (instances may ask for them).
+    #[arg(long, env = "RINGMASTER_PCI_DEVICES", default_value_t = 2)]
+    pub pci_devices: u32,
+    /// Run archive_deleted_rows on this schedule (off by default), e.g. 1h.
+    #[arg(long, env = "RINGMASTER_ARCHIVE_INTERVAL", value_parser = parse_duration)]
+    pub archive_interval: Option<Duration>,
     /// The most nodes a joining host pulls in one rebalancer tick.
     #[arg(long, env = "RINGMASTER_MAX_JOIN_MOVES", default_value_t = 1000)]
     pub max_join_moves: usize,
@@ -127,10 +137,10 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 pub enum DbCommand {
     /// Applies pending migrations.
     Migrate,
-    /// Moves soft-deleted rows to the shadow tables (not implemented yet).
-    ArchiveDeletedRows(PendingArgs),
-    /// Deletes rows from the shadow tables (not implemented yet).
-    Purge(PendingArgs),
+    /// Moves soft-deleted rows to the shadow tables (Nova's archive_deleted_rows).
+    ArchiveDeletedRows(archive::ArchiveArgs),
+    /// Deletes rows from the shadow tables (--all or --before DATE).
+    Purge(archive::PurgeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -184,10 +194,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Serve(args) => serve(config(database, &cli.database, args)?, "serve"),
         Command::Db(DbCommand::Migrate) => migrate(&database),
-        Command::Db(DbCommand::ArchiveDeletedRows(_)) => {
-            Err(CliError::NotImplemented("db archive-deleted-rows"))
+        Command::Db(DbCommand::ArchiveDeletedRows(args)) => {
+            archive::archive_deleted_rows(&database, args)
         }
-        Command::Db(DbCommand::Purge(_)) => Err(CliError::NotImplemented("db purge")),
+        Command::Db(DbCommand::Purge(args)) => archive::purge(&database, args),
         Command::Script(ScriptCommand::Run(_)) => Err(CliError::NotImplemented("script run")),
         Command::Audit => audit(&database),
     }
@@ -251,6 +261,7 @@ fn config(
             handle_signals: true,
         },
         deployment: DeploymentConfig {
+            archive_interval: args.archive_interval,
             hosts,
             nodes: args.nodes,
             resource_class: args.resource_class,
@@ -259,6 +270,7 @@ fn config(
                     report_interval: args.report_interval,
                     update_resources_interval: args.update_resources_interval,
                     liveness,
+                    pci_devices_per_node: args.pci_devices,
                 },
                 rebalancer: RebalancerSettings {
                     interval: args.rebalance_interval,
@@ -339,6 +351,26 @@ async fn start_deployment(pool: &Pool, deployment: &DeploymentConfig) -> Result<
     let actors = actors::spawn_all(pool.clone(), clock, deployment.actors);
     for host in &deployment.hosts {
         actors.hosts.start(host);
+    }
+    if let Some(interval) = deployment
+        .archive_interval
+        .filter(|interval| !interval.is_zero())
+    {
+        let request = ArchiveRequest {
+            options: ArchiveOptions {
+                max_rows: 1000,
+                before: None,
+                task_log: false,
+                until_complete: true,
+                sleep: Duration::ZERO,
+            },
+            purge: false,
+        };
+        actors::archiver::schedule(actors.archiver.clone(), interval, request);
+        log::info!(
+            "archiving deleted rows every {}",
+            humantime::format_duration(interval)
+        );
     }
     if let Some(count) = deployment.nodes {
         let existing = db::run(pool, |conn| Ok(db::ironic::list_nodes(conn)?.len()))

@@ -125,6 +125,8 @@ pub struct DeploymentConfig {
     pub nodes: Option<u32>,
     /// Their Ironic resource class.
     pub resource_class: String,
+    /// How often to archive deleted rows; `None` for never.
+    pub archive_interval: Option<std::time::Duration>,
     pub actors: ActorSettings,
 }
 

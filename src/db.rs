@@ -3,6 +3,7 @@
 //! transactions, so callers can combine them; `run` and `transaction` are the entry points
 //! from async code and keep every blocking call off the async runtime.
 
+pub mod archive;
 pub mod audit;
 pub mod cluster;
 pub mod database;
@@ -11,6 +12,7 @@ pub mod hosts;
 pub mod instances;
 pub mod ironic;
 pub mod models;
+pub mod pci;
 pub mod placement;
 pub mod registry;
 pub mod schema;

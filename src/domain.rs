@@ -1,5 +1,6 @@
 //! Pure types and rules of ringmaster: no IO, no diesel, no actix, no logging.
 
+pub mod archive;
 pub mod clock;
 pub mod error;
 pub mod host;

@@ -2,6 +2,7 @@
 //! or an actor, and shape the reply. Nothing imports `http`.
 
 pub mod admin_token;
+pub mod archive;
 pub mod deployment;
 pub mod dto;
 pub mod error;
@@ -60,7 +61,9 @@ pub fn configure(
                     .route(
                         "/instances/{uuid}",
                         web::delete().to(instances::delete_instance),
-                    ),
+                    )
+                    .route("/archive", web::post().to(archive::run_archive))
+                    .route("/archive/runs", web::get().to(archive::list_archive_runs)),
             )
             .route("/", web::get().to(static_files::get_index))
             .route("/{file:.+}", web::get().to(static_files::get_static_file))

@@ -30,6 +30,8 @@ pub struct HostSettings {
     pub report_interval: Duration,
     pub update_resources_interval: Duration,
     pub liveness: Liveness,
+    /// Simulated PCI devices each node carries.
+    pub pci_devices_per_node: u32,
 }
 
 /// Says why a host could not do what it was asked.
@@ -190,6 +192,8 @@ pub struct TrackerReport {
     pub orphans_deleted: Vec<String>,
     /// Orphans kept because their provider holds allocations.
     pub orphans_kept: Vec<String>,
+    /// PCI devices freed after their instance was deleted.
+    pub devices_freed: usize,
 }
 
 /// Runs the resource-tracker pass (Nova's `update_available_resource`).
@@ -208,10 +212,10 @@ impl Handler<UpdateAvailableResource> for ComputeHost {
         let host = self.name.clone();
         let clock = self.clock.clone();
         let registry = self.registry.clone();
-        let liveness = self.settings.liveness;
+        let settings = self.settings;
         let last_ok = self.last_heartbeat_ok;
         AtomicResponse::new(Box::pin(
-            tracker_pass(pool, host, clock, registry, liveness, last_ok)
+            tracker_pass(pool, host, clock, registry, settings, last_ok)
                 .into_actor(self)
                 .map(|report, actor, _| {
                     if let Ok(report) = &report {
@@ -233,15 +237,17 @@ async fn tracker_pass(
     host: String,
     clock: SharedClock,
     registry: Addr<Registry>,
-    liveness: Liveness,
+    settings: HostSettings,
     last_ok: Option<DateTime<Utc>>,
 ) -> Result<TrackerReport, HostError> {
+    let liveness = settings.liveness;
     let owned = {
         let host = host.clone();
         db::run(&pool, move |conn| db::tracker::owned_nodes(conn, &host)).await?
     };
     let mut report = TrackerReport::default();
     let mut to_report = Vec::new();
+    let owned_ids: Vec<i64> = owned.iter().map(|node| node.compute_node.id).collect();
     for node in owned {
         let compute_node = node.compute_node;
         let Some(ironic) = node.ironic else {
@@ -285,7 +291,9 @@ async fn tracker_pass(
         }
         to_report.push((compute_node, ironic.inventory()));
     }
+    let pass_clock = clock.clone();
     let reported = db::run(&pool, move |conn| {
+        let clock = pass_clock;
         conn.transaction(|conn| {
             let mut lost = Vec::new();
             let mut reported = 0;
@@ -299,6 +307,13 @@ async fn tracker_pass(
                     inventory,
                     now,
                 )? {
+                    // The row lock taken for the inventory fences the PCI writes too.
+                    db::pci::sync_devices(
+                        conn,
+                        compute_node.id,
+                        settings.pci_devices_per_node,
+                        now,
+                    )?;
                     reported += 1;
                 } else {
                     lost.push(compute_node.node.clone());
@@ -314,7 +329,41 @@ async fn tracker_pass(
     .await?;
     report.reported = reported.0;
     report.lost.extend(reported.1);
+    report.devices_freed = free_lagging_devices(&pool, &clock, owned_ids).await?;
     Ok(report)
+}
+
+/// Frees, device by device by key, the PCI devices still allocated to instances that are
+/// deleted or archived (a free may lag behind the delete). A device that no longer matches
+/// is reported and skipped: the next pass reloads.
+async fn free_lagging_devices(
+    pool: &Pool,
+    clock: &SharedClock,
+    compute_node_ids: Vec<i64>,
+) -> Result<usize, HostError> {
+    let clock = clock.clone();
+    Ok(db::run(pool, move |conn| {
+        let stale = db::pci::stale_allocations(conn, &compute_node_ids)?;
+        let mut freed = 0;
+        for device in stale {
+            match db::pci::update_device(
+                conn,
+                device.compute_node_id,
+                &device.address,
+                "available",
+                None,
+                clock.now(),
+            ) {
+                Ok(()) => freed += 1,
+                Err(DbError::NotFound(what)) => {
+                    log::warn!("{what} vanished before it was freed; reloading")
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(freed)
+    })
+    .await?)
 }
 
 /// Tells a host it now owns these nodes: it runs its tracker pass for them.
@@ -343,6 +392,8 @@ impl Handler<NodesAssigned> for ComputeHost {
 pub struct Spawn {
     pub instance: Uuid,
     pub node: String,
+    /// PCI devices the instance asks for, claimed on the node before the deploy.
+    pub pci_devices: u32,
 }
 
 impl Handler<Spawn> for ComputeHost {
@@ -361,13 +412,33 @@ impl Handler<Spawn> for ComputeHost {
         AtomicResponse::new(Box::pin(
             async move {
                 let node_uuid = require_owned(&pool, &host, &message.node).await?;
-                let deployed = ironic
-                    .send(Deploy {
-                        node: node_uuid,
-                        instance: message.instance,
-                    })
-                    .await?;
                 let instance = message.instance;
+                let claimed = if message.pci_devices > 0 {
+                    let (node, now) = (message.node.clone(), clock.now());
+                    let count = i32::try_from(message.pci_devices).unwrap_or(i32::MAX);
+                    db::transaction(&pool, move |conn| {
+                        let compute_node = db::registry::find_compute_node(conn, &node)?
+                            .ok_or_else(|| {
+                                DbError::NotFound(format!("compute node of node {node}"))
+                            })?;
+                        db::pci::claim_devices(conn, compute_node.id, instance, count, now)
+                    })
+                    .await
+                    .map(|_| ())
+                } else {
+                    Ok(())
+                };
+                let deployed = match claimed {
+                    Ok(()) => {
+                        ironic
+                            .send(Deploy {
+                                node: node_uuid,
+                                instance,
+                            })
+                            .await?
+                    }
+                    Err(failure) => Err(failure),
+                };
                 match deployed {
                     Ok(()) => {
                         let now = clock.now();
@@ -383,6 +454,7 @@ impl Handler<Spawn> for ComputeHost {
                         db::transaction(&pool, move |conn| {
                             db::instances::add_fault(conn, instance, &text, &host, now)?;
                             db::placement::delete_consumer_allocations(conn, instance, now)?;
+                            db::pci::free_instance_devices(conn, instance, now)?;
                             db::instances::set_state(conn, instance, ERROR, None, now)
                         })
                         .await?;
@@ -443,6 +515,16 @@ impl Handler<DestroyInstance> for ComputeHost {
                     db::instances::soft_delete_instance(conn, instance, now)
                 })
                 .await?;
+                // Freeing the devices is its own step, as in Nova: it may lag behind the delete
+                // (this host busy or down), and the tracker pass finishes it then.
+                let now = clock.now();
+                if let Err(error) = db::run(&pool, move |conn| {
+                    db::pci::free_instance_devices(conn, instance, now)
+                })
+                .await
+                {
+                    log::warn!("pci devices of instance {instance} not freed yet: {error}");
+                }
                 Ok(())
             }
             .into_actor(self),

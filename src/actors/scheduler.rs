@@ -81,6 +81,8 @@ pub struct Boot {
     pub resource_class: String,
     pub project: String,
     pub user: String,
+    /// PCI devices the instance asks for.
+    pub pci_devices: u32,
 }
 
 impl Handler<Boot> for Scheduler {
@@ -162,6 +164,7 @@ impl Handler<Boot> for Scheduler {
             host.send(Spawn {
                 instance,
                 node: placed.node,
+                pci_devices: message.pci_devices,
             })
             .await??;
             Ok(db::run(&pool, move |conn| {

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 
 use super::DbError;
+use crate::domain::archive::{TASK_LOG, lifecycle_parent};
 
 /// The archivable tables: each row is in its table or its shadow twin, never both.
 pub const ARCHIVABLE_TABLES: &[&str] = &[
@@ -121,11 +122,14 @@ pub fn check_invariants(conn: &mut PgConnection) -> Result<Vec<Violation>, DbErr
     }
     for table in ARCHIVABLE_TABLES {
         // Invariant 9: in its table or its shadow, never both; a live row is never archived
-        // (task_log is archived by age, not by its deleted marker).
-        let live_clause = if *table == "task_log" {
-            "FALSE"
-        } else {
-            "s.deleted = 0"
+        // unless it rode along with its archived lifecycle parent (task_log is archived by
+        // age, not by its deleted marker).
+        let live_clause = match lifecycle_parent(table) {
+            _ if *table == TASK_LOG => "FALSE".to_owned(),
+            Some((column, parent, parent_column)) => format!(
+                "s.deleted = 0 AND NOT EXISTS (SELECT 1 FROM shadow_{parent} p WHERE p.{parent_column} = s.{column})"
+            ),
+            None => "s.deleted = 0".to_owned(),
         };
         let findings: Vec<Finding> = diesel::sql_query(format!(
             "SELECT format('{table} row %s is in {table} and shadow_{table}', t.id) AS message

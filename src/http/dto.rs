@@ -144,6 +144,9 @@ pub struct InventoryResponse {
 pub struct BootRequest {
     pub name: String,
     pub resource_class: String,
+    /// PCI devices to claim on the node (default none).
+    #[serde(default)]
+    pub pci_devices: u32,
 }
 
 /// One instance.

@@ -45,6 +45,7 @@ pub async fn create_instance(
             resource_class: body.resource_class,
             project: ADMIN_PROJECT.to_owned(),
             user: ADMIN_PROJECT.to_owned(),
+            pci_devices: body.pci_devices,
         })
         .await??;
     Ok(HttpResponse::Created().json(response(instance)))

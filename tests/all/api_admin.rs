@@ -391,3 +391,65 @@ async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
     assert_eq!(get(&app, "/api/v1/instances").await, json!([]));
     assert_eq!(get(&app, "/api/v1/audit").await["ok"], true);
 }
+
+#[actix_web::test]
+async fn archive_runs_from_the_api_and_is_recorded() {
+    let app = TestApp::spawn().await;
+    use diesel::RunQueryDsl;
+    diesel::sql_query(
+        "INSERT INTO services (uuid, host, \"binary\") VALUES (gen_random_uuid(), 'old', 'b')",
+    )
+    .execute(&mut app.db.conn())
+    .unwrap();
+    diesel::sql_query("UPDATE services SET deleted = id, deleted_at = now()")
+        .execute(&mut app.db.conn())
+        .unwrap();
+
+    let (status, body) = send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/archive",
+        Some(json!({"max_rows": 10, "purge": true})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["tables"], json!({"services": 1}));
+    assert_eq!(body["total"], 1);
+    assert_eq!(body["purged"], json!({"shadow_services": 1}));
+
+    let runs = get(&app, "/api/v1/archive/runs").await;
+    assert_eq!(runs[0]["id"], body["run_id"]);
+    assert_eq!(runs[0]["status"], "complete");
+    assert_eq!(runs[0]["total_rows"], 1);
+    assert_eq!(runs[0]["purged_rows"], 1);
+
+    for (request, message) in [
+        (
+            json!({"max_rows": -1}),
+            "Must supply a positive value for max_rows",
+        ),
+        (
+            json!({"before": "soon"}),
+            "Invalid value for --before: soon",
+        ),
+    ] {
+        let (status, body) = send(
+            &app,
+            reqwest::Method::POST,
+            "/api/v1/archive",
+            Some(request),
+        )
+        .await;
+        assert_eq!(status, 400);
+        assert_eq!(body["error"]["message"], message);
+    }
+    assert_eq!(
+        get(&app, "/api/v1/archive/runs")
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "bad input ran nothing"
+    );
+}

@@ -28,6 +28,7 @@ pub fn quiet_settings() -> ActorSettings {
             report_interval: Duration::ZERO,
             update_resources_interval: Duration::ZERO,
             liveness,
+            pci_devices_per_node: 2,
         },
         rebalancer: RebalancerSettings {
             interval: Duration::ZERO,
@@ -478,6 +479,15 @@ impl TestDeployment {
         name: &str,
     ) -> Result<ringmaster::domain::instance::Instance, ringmaster::actors::scheduler::BootError>
     {
+        self.boot_with_devices(name, 0).await
+    }
+
+    pub async fn boot_with_devices(
+        &self,
+        name: &str,
+        pci_devices: u32,
+    ) -> Result<ringmaster::domain::instance::Instance, ringmaster::actors::scheduler::BootError>
+    {
         self.actors
             .scheduler
             .send(ringmaster::actors::scheduler::Boot {
@@ -485,6 +495,7 @@ impl TestDeployment {
                 resource_class: "baremetal".to_owned(),
                 project: "project".to_owned(),
                 user: "user".to_owned(),
+                pci_devices,
             })
             .await
             .unwrap()

@@ -7,6 +7,8 @@ mod helpers;
 mod api_admin;
 mod api_admin_token;
 mod api_basics;
+mod archive;
+mod cli_archive;
 mod cli_commands;
 mod cli_database;
 mod cli_ha;

@@ -1,0 +1,149 @@
+//! `Archiver`: `archive_deleted_rows` and `purge` on demand (`ArchiveOnce`) and, optionally, on
+//! a schedule. A `SyncArbiter` actor with one thread: one archive run at a time per process,
+//! each recorded in `archive_runs`. `run_archive` is the same work for the command line.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use actix::prelude::*;
+
+use crate::db::archive::{self, ArchiveOptions, ArchiveSummary};
+use crate::db::{DbError, Pool};
+use crate::domain::clock::SharedClock;
+
+/// One archive request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveRequest {
+    pub options: ArchiveOptions,
+    /// Purge every shadow table afterwards if anything was archived.
+    pub purge: bool,
+}
+
+/// What an archive run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchiveReport {
+    pub run_id: i64,
+    pub summary: ArchiveSummary,
+    /// (shadow table, timestamp column, rows deleted) of the purge, if one ran.
+    pub purged: Vec<(String, &'static str, i64)>,
+}
+
+/// Runs and records one archive (blocking): batches as asked, then the purge if asked and
+/// anything moved. `stop` ends an `until_complete` run between batches.
+pub fn run_archive(
+    pool: &Pool,
+    clock: &SharedClock,
+    request: &ArchiveRequest,
+    stop: &AtomicBool,
+    on_batch: impl FnMut(&BTreeMap<String, i64>),
+) -> Result<ArchiveReport, DbError> {
+    let options = &request.options;
+    let recorded = serde_json::json!({
+        "max_rows": options.max_rows,
+        "before": options.before,
+        "until_complete": options.until_complete,
+        "purge": request.purge,
+        "task_log": options.task_log,
+        "sleep_seconds": options.sleep.as_secs(),
+    });
+    let run_id = archive::start_run(&mut *pool.get()?, &recorded, clock.now())?;
+    let summary = match archive::archive_deleted_rows(pool, options, stop, on_batch) {
+        Ok(summary) => summary,
+        Err(error) => {
+            let failed = ArchiveSummary::default();
+            if let Err(record) =
+                archive::finish_run(&mut *pool.get()?, run_id, &failed, 0, "failed", clock.now())
+            {
+                log::warn!("could not record failed archive run {run_id}: {record}");
+            }
+            return Err(error);
+        }
+    };
+    let purged = if request.purge && summary.total() > 0 {
+        archive::purge(&mut *pool.get()?, None)?
+    } else {
+        Vec::new()
+    };
+    let purged_rows = purged.iter().map(|(_, _, count)| count).sum();
+    let status = if summary.stopped {
+        "stopped"
+    } else {
+        "complete"
+    };
+    archive::finish_run(
+        &mut *pool.get()?,
+        run_id,
+        &summary,
+        purged_rows,
+        status,
+        clock.now(),
+    )?;
+    if summary.total() > 0 {
+        log::info!("archive run {run_id} moved {} rows", summary.total());
+    }
+    Ok(ArchiveReport {
+        run_id,
+        summary,
+        purged,
+    })
+}
+
+/// The archiver actor.
+pub struct Archiver {
+    pool: Pool,
+    clock: SharedClock,
+}
+
+impl Archiver {
+    /// Returns an archiver over `pool`.
+    pub fn new(pool: Pool, clock: SharedClock) -> Archiver {
+        Archiver { pool, clock }
+    }
+}
+
+impl Actor for Archiver {
+    type Context = SyncContext<Self>;
+}
+
+/// Runs one archive now.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<ArchiveReport, DbError>")]
+pub struct ArchiveOnce {
+    pub request: ArchiveRequest,
+}
+
+impl Handler<ArchiveOnce> for Archiver {
+    type Result = Result<ArchiveReport, DbError>;
+
+    fn handle(&mut self, message: ArchiveOnce, _: &mut Self::Context) -> Self::Result {
+        let never = AtomicBool::new(false);
+        run_archive(&self.pool, &self.clock, &message.request, &never, |_| {})
+    }
+}
+
+/// Sends `ArchiveOnce` with `request` every `interval` (the optional schedule).
+pub fn schedule(archiver: Addr<Archiver>, interval: Duration, request: ArchiveRequest) {
+    let request = Arc::new(request);
+    actix::spawn(async move {
+        let mut ticks = actix::clock::interval(interval);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            match archiver
+                .send(ArchiveOnce {
+                    request: (*request).clone(),
+                })
+                .await
+            {
+                Ok(Ok(_)) => {}
+                Ok(Err(error)) => log::error!("scheduled archive failed: {error}"),
+                Err(error) => {
+                    log::error!("archiver unavailable, schedule stopped: {error}");
+                    return;
+                }
+            }
+        }
+    });
+}

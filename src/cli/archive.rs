@@ -1,0 +1,242 @@
+//! `ringmaster db archive-deleted-rows` and `ringmaster db purge`, with Nova's options, words and
+//! exit codes (nova-manage db archive_deleted_rows / purge).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use clap::Args;
+
+use super::CliError;
+use crate::actors::archiver::{ArchiveRequest, run_archive};
+use crate::config::DatabaseSource;
+use crate::db::archive::ArchiveOptions;
+use crate::db::{self, DbError};
+use crate::domain::archive::{check_max_rows, parse_before};
+use crate::domain::clock::{SharedClock, SystemClock};
+
+/// Options of `db archive-deleted-rows`.
+#[derive(Debug, Args)]
+pub struct ArchiveArgs {
+    /// Maximum number of deleted rows to archive per batch, shared across tables.
+    #[arg(
+        long = "max_rows",
+        visible_alias = "max-rows",
+        default_value_t = 1000,
+        allow_negative_numbers = true
+    )]
+    pub max_rows: i64,
+    /// Archive only rows deleted before this date (YYYY-MM-DD [HH:MM:SS], or `date` output).
+    #[arg(long)]
+    pub before: Option<String>,
+    /// Print how many rows were archived per table.
+    #[arg(long)]
+    pub verbose: bool,
+    /// Run batches of max_rows until everything deleted is archived.
+    #[arg(long = "until-complete", visible_alias = "until_complete")]
+    pub until_complete: bool,
+    /// Purge the shadow tables afterwards if anything was archived.
+    #[arg(long)]
+    pub purge: bool,
+    /// Also archive task_log rows (by updated_at with --before).
+    #[arg(long = "task-log", visible_alias = "task_log")]
+    pub task_log: bool,
+    /// Seconds to sleep between batches with --until-complete.
+    #[arg(long, default_value_t = 0)]
+    pub sleep: u64,
+}
+
+/// Options of `db purge`.
+#[derive(Debug, Args)]
+pub struct PurgeArgs {
+    /// Purge every row of the shadow tables.
+    #[arg(long)]
+    pub all: bool,
+    /// Purge shadow rows older than this date.
+    #[arg(long)]
+    pub before: Option<String>,
+    /// Print what was purged.
+    #[arg(long)]
+    pub verbose: bool,
+}
+
+/// Runs `db archive-deleted-rows`: exit 0 when nothing was archived, 1 when rows were, 2 for an
+/// invalid --max_rows, 4 for an invalid --before.
+pub fn archive_deleted_rows(
+    source: &DatabaseSource,
+    args: ArchiveArgs,
+) -> Result<ExitCode, CliError> {
+    let max_rows = match check_max_rows(args.max_rows) {
+        Ok(max_rows) => max_rows,
+        Err(message) => {
+            println!("{message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let before = match args.before.as_deref().map(parse_before).transpose() {
+        Ok(before) => before,
+        Err(message) => {
+            println!("{message}");
+            return Ok(ExitCode::from(4));
+        }
+    };
+    let database = super::open(source, 2)?;
+    let request = ArchiveRequest {
+        options: ArchiveOptions {
+            max_rows,
+            before,
+            task_log: args.task_log,
+            until_complete: args.until_complete,
+            sleep: Duration::from_secs(args.sleep),
+        },
+        purge: args.purge,
+    };
+    let progress = args.until_complete && args.verbose;
+    if progress {
+        print!("Archiving..");
+        flush();
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let pool = database.pool.clone();
+    let clock: SharedClock = Arc::new(SystemClock::new());
+    let report = actix::System::new().block_on(async move {
+        let on_interrupt = stop.clone();
+        actix::spawn(async move {
+            if actix_rt::signal::ctrl_c().await.is_ok() {
+                on_interrupt.store(true, Ordering::Relaxed);
+            }
+        });
+        actix_rt::task::spawn_blocking(move || {
+            run_archive(&pool, &clock, &request, &stop, |_| {
+                if progress {
+                    print!(".");
+                    flush();
+                }
+            })
+        })
+        .await
+        .map_err(|_| DbError::Canceled)
+    });
+    let report = report
+        .and_then(|report| report)
+        .map_err(CliError::Startup)?;
+    if progress {
+        println!(
+            ".{}",
+            if report.summary.stopped {
+                "stopped"
+            } else {
+                "complete"
+            }
+        );
+    }
+    if args.verbose {
+        if report.summary.tables.is_empty() {
+            println!("Nothing was archived.");
+        } else {
+            print!(
+                "{}",
+                table("Table", "Number of Rows Archived", &report.summary.tables)
+            );
+        }
+    }
+    if args.purge && args.verbose && report.summary.total() > 0 {
+        println!("Rows were archived, running purge...");
+        print_purged(&report.purged);
+    }
+    Ok(ExitCode::from(u8::from(report.summary.total() > 0)))
+}
+
+/// Runs `db purge`: exit 0 when rows were deleted, 1 with neither --all nor --before, 2 for an
+/// invalid --before, 3 when nothing was deleted.
+pub fn purge(source: &DatabaseSource, args: PurgeArgs) -> Result<ExitCode, CliError> {
+    if args.before.is_none() && !args.all {
+        println!("Either --before or --all is required");
+        return Ok(ExitCode::from(1));
+    }
+    let before = match args.before.as_deref().map(parse_before).transpose() {
+        Ok(before) => before,
+        Err(message) => {
+            println!("{message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let database = super::open(source, 1)?;
+    let mut conn = database
+        .pool
+        .get()
+        .map_err(|error| CliError::Startup(DbError::from(error)))?;
+    let purged = db::archive::purge(&mut conn, before).map_err(CliError::Startup)?;
+    if args.verbose {
+        print_purged(&purged);
+    }
+    Ok(ExitCode::from(if purged.is_empty() { 3 } else { 0 }))
+}
+
+fn print_purged(purged: &[(String, &'static str, i64)]) {
+    for (table, column, count) in purged {
+        println!("Deleted {count} rows from {table} based on timestamp column {column}");
+    }
+}
+
+fn flush() {
+    let _ = std::io::stdout().flush();
+}
+
+/// Renders `rows` as prettytable does for nova-manage: left-aligned, sorted by key.
+pub fn table(key_header: &str, value_header: &str, rows: &BTreeMap<String, i64>) -> String {
+    let values: Vec<String> = rows.values().map(ToString::to_string).collect();
+    let key_width = rows
+        .keys()
+        .map(String::len)
+        .chain([key_header.len()])
+        .max()
+        .unwrap_or(0);
+    let value_width = values
+        .iter()
+        .map(String::len)
+        .chain([value_header.len()])
+        .max()
+        .unwrap_or(0);
+    let rule = format!(
+        "+-{}-+-{}-+\n",
+        "-".repeat(key_width),
+        "-".repeat(value_width)
+    );
+    let mut out = rule.clone();
+    out.push_str(&format!(
+        "| {key_header:<key_width$} | {value_header:<value_width$} |\n"
+    ));
+    out.push_str(&rule);
+    for ((key, _), value) in rows.iter().zip(&values) {
+        out.push_str(&format!("| {key:<key_width$} | {value:<value_width$} |\n"));
+    }
+    out.push_str(&rule);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_looks_like_nova_manages() {
+        let rows: BTreeMap<String, i64> = [
+            ("instances".to_owned(), 2),
+            ("block_device_mapping".to_owned(), 10),
+        ]
+        .into();
+        assert_eq!(
+            table("Table", "Number of Rows Archived", &rows),
+            "+----------------------+-------------------------+\n\
+             | Table                | Number of Rows Archived |\n\
+             +----------------------+-------------------------+\n\
+             | block_device_mapping | 10                      |\n\
+             | instances            | 2                       |\n\
+             +----------------------+-------------------------+\n"
+        );
+    }
+}

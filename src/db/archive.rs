@@ -1,0 +1,329 @@
+//! `archive_deleted_rows` and `purge` against the database. One transaction per batch; rows are
+//! chosen by keyset (`id > last`) in batches, locked `FOR UPDATE SKIP LOCKED` with the
+//! soft-delete and `--before` conditions evaluated on the locked row, and moved with
+//! `WITH moved AS (DELETE … RETURNING *) INSERT INTO shadow_… SELECT * FROM moved`, lifecycle
+//! children first. Table and column names come only from `domain::archive`'s static graph.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Jsonb, Nullable, Text, Timestamptz};
+
+use super::{DbError, Pool};
+use crate::domain::archive::{
+    ARCHIVE_ORDER, ArchiveTable, LifecycleChild, TASK_LOG, purge_column, shadowed_tables,
+};
+
+/// What one archive call is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveOptions {
+    /// Row budget of a batch, shared across tables.
+    pub max_rows: i64,
+    /// Only rows deleted strictly before this moment.
+    pub before: Option<DateTime<Utc>>,
+    /// Also archive `task_log` (by `updated_at`).
+    pub task_log: bool,
+    /// Repeat batches until one moves nothing.
+    pub until_complete: bool,
+    /// Pause between batches.
+    pub sleep: Duration,
+}
+
+/// Where each table's keyset scan has got to within one run.
+#[derive(Debug, Default)]
+pub struct ArchiveCursor {
+    last_id: HashMap<&'static str, i64>,
+}
+
+#[derive(QueryableByName)]
+struct Id {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+}
+
+#[derive(QueryableByName)]
+struct Count {
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+/// Moves one batch: up to `options.max_rows` parent rows across the tables (their lifecycle
+/// children riding along), in the caller's transaction. Returns rows moved per table.
+pub fn archive_batch(
+    conn: &mut PgConnection,
+    options: &ArchiveOptions,
+    cursor: &mut ArchiveCursor,
+) -> Result<BTreeMap<String, i64>, DbError> {
+    let mut moved: BTreeMap<String, i64> = BTreeMap::new();
+    let mut budget = options.max_rows;
+    for table in ARCHIVE_ORDER {
+        if budget <= 0 {
+            break;
+        }
+        let ids = lock_archivable(conn, table, options.before, budget, cursor)?;
+        if ids.is_empty() {
+            continue;
+        }
+        let condition = "id = ANY($1)";
+        let mut rows = 0;
+        for child in table.children {
+            rows += move_lifecycle(conn, table.name, condition, child, &ids, &mut moved)?;
+        }
+        let parents = move_rows(
+            conn,
+            table.name,
+            &format!("{condition} AND deleted <> 0"),
+            &ids,
+        )?;
+        *moved.entry(table.name.to_owned()).or_default() += parents;
+        rows += parents;
+        budget -= rows.max(1);
+    }
+    if options.task_log && budget > 0 {
+        let last = cursor.last_id.get(TASK_LOG).copied().unwrap_or(0);
+        let ids: Vec<i64> = diesel::sql_query(
+            "SELECT id FROM task_log WHERE id > $1 AND ($2::timestamptz IS NULL OR updated_at < $2)
+              ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED",
+        )
+        .bind::<BigInt, _>(last)
+        .bind::<Nullable<Timestamptz>, _>(options.before)
+        .bind::<BigInt, _>(budget)
+        .load::<Id>(conn)?
+        .into_iter()
+        .map(|row| row.id)
+        .collect();
+        if let Some(max) = ids.iter().max() {
+            cursor.last_id.insert(TASK_LOG, *max);
+            let count = move_rows(conn, TASK_LOG, "id = ANY($1)", &ids)?;
+            *moved.entry(TASK_LOG.to_owned()).or_default() += count;
+        }
+    }
+    moved.retain(|_, count| *count > 0);
+    Ok(moved)
+}
+
+/// Locks up to `limit` soft-deleted rows of `table` after the cursor that nothing blocks.
+fn lock_archivable(
+    conn: &mut PgConnection,
+    table: &ArchiveTable,
+    before: Option<DateTime<Utc>>,
+    limit: i64,
+    cursor: &mut ArchiveCursor,
+) -> Result<Vec<i64>, DbError> {
+    let blockers: String = table
+        .blockers
+        .iter()
+        .map(|blocker| {
+            format!(
+                " AND NOT EXISTS (SELECT 1 FROM {} b WHERE b.{} = t.{})",
+                blocker.table, blocker.column, blocker.parent_column
+            )
+        })
+        .collect();
+    let last = cursor.last_id.get(table.name).copied().unwrap_or(0);
+    let ids: Vec<i64> = diesel::sql_query(format!(
+        "SELECT t.id FROM {} t
+          WHERE t.deleted <> 0 AND t.id > $1 AND ($2::timestamptz IS NULL OR t.deleted_at < $2){blockers}
+          ORDER BY t.id LIMIT $3 FOR UPDATE OF t SKIP LOCKED",
+        table.name
+    ))
+    .bind::<BigInt, _>(last)
+    .bind::<Nullable<Timestamptz>, _>(before)
+    .bind::<BigInt, _>(limit)
+    .load::<Id>(conn)?
+    .into_iter()
+    .map(|row| row.id)
+    .collect();
+    if let Some(max) = ids.iter().max() {
+        cursor.last_id.insert(table.name, *max);
+    }
+    Ok(ids)
+}
+
+/// Moves `child`'s rows referencing the parent rows selected by `parent_condition` (and their
+/// own lifecycle children first). Returns the rows moved.
+fn move_lifecycle(
+    conn: &mut PgConnection,
+    parent: &str,
+    parent_condition: &str,
+    child: &LifecycleChild,
+    ids: &[i64],
+    moved: &mut BTreeMap<String, i64>,
+) -> Result<i64, DbError> {
+    let condition = format!(
+        "{} IN (SELECT {} FROM {parent} WHERE {parent_condition})",
+        child.column, child.parent_column
+    );
+    let mut rows = 0;
+    for grandchild in child.children {
+        rows += move_lifecycle(conn, child.table, &condition, grandchild, ids, moved)?;
+    }
+    let count = move_rows(conn, child.table, &condition, ids)?;
+    *moved.entry(child.table.to_owned()).or_default() += count;
+    Ok(rows + count)
+}
+
+/// Moves the rows of `table` matching `condition` (which may use `$1`, the parent ids) to its
+/// shadow twin in one statement. Returns how many moved.
+fn move_rows(
+    conn: &mut PgConnection,
+    table: &str,
+    condition: &str,
+    ids: &[i64],
+) -> Result<i64, DbError> {
+    let count: Count = diesel::sql_query(format!(
+        "WITH moved AS (DELETE FROM {table} WHERE {condition} RETURNING *),
+              copied AS (INSERT INTO shadow_{table} SELECT * FROM moved RETURNING 1)
+         SELECT count(*) AS count FROM copied"
+    ))
+    .bind::<Array<BigInt>, _>(ids)
+    .get_result(conn)?;
+    Ok(count.count)
+}
+
+/// What a whole archive call moved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchiveSummary {
+    pub tables: BTreeMap<String, i64>,
+    pub batches: usize,
+    /// Whether `stop` ended the run before it was complete.
+    pub stopped: bool,
+}
+
+impl ArchiveSummary {
+    /// Returns the rows moved in all.
+    pub fn total(&self) -> i64 {
+        self.tables.values().sum()
+    }
+}
+
+/// Runs batches (each in its own transaction) as `options` say: one, or until one moves nothing
+/// or `stop` is set. `on_batch` hears of each batch that moved rows.
+pub fn archive_deleted_rows(
+    pool: &Pool,
+    options: &ArchiveOptions,
+    stop: &AtomicBool,
+    mut on_batch: impl FnMut(&BTreeMap<String, i64>),
+) -> Result<ArchiveSummary, DbError> {
+    let mut summary = ArchiveSummary::default();
+    let mut cursor = ArchiveCursor::default();
+    let mut conn = pool.get()?;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            summary.stopped = true;
+            break;
+        }
+        let batch = conn.transaction(|conn| archive_batch(conn, options, &mut cursor))?;
+        summary.batches += 1;
+        if batch.is_empty() {
+            break;
+        }
+        for (table, count) in &batch {
+            *summary.tables.entry(table.clone()).or_default() += count;
+        }
+        on_batch(&batch);
+        if !options.until_complete {
+            break;
+        }
+        if !options.sleep.is_zero() {
+            std::thread::sleep(options.sleep);
+        }
+    }
+    Ok(summary)
+}
+
+/// Deletes shadow rows older than `before` (all when `None`) by each table's timestamp column.
+/// Returns (shadow table, column, rows deleted) for each table that lost rows.
+pub fn purge(
+    conn: &mut PgConnection,
+    before: Option<DateTime<Utc>>,
+) -> Result<Vec<(String, &'static str, i64)>, DbError> {
+    let mut deleted = Vec::new();
+    for table in shadowed_tables() {
+        let column = purge_column(table);
+        let count: Count = diesel::sql_query(format!(
+            "WITH gone AS (DELETE FROM shadow_{table} WHERE $1::timestamptz IS NULL OR {column} < $1 RETURNING 1)
+             SELECT count(*) AS count FROM gone"
+        ))
+        .bind::<Nullable<Timestamptz>, _>(before)
+        .get_result(conn)?;
+        if count.count > 0 {
+            deleted.push((format!("shadow_{table}"), column, count.count));
+        }
+    }
+    Ok(deleted)
+}
+
+/// Records the start of an archive run; returns its id.
+pub fn start_run(
+    conn: &mut PgConnection,
+    options: &serde_json::Value,
+    now: DateTime<Utc>,
+) -> Result<i64, DbError> {
+    let row: Id = diesel::sql_query(
+        "INSERT INTO archive_runs (options, started_at) VALUES ($1, $2) RETURNING id",
+    )
+    .bind::<Jsonb, _>(options)
+    .bind::<Timestamptz, _>(now)
+    .get_result(conn)?;
+    Ok(row.id)
+}
+
+/// Records how archive run `id` ended.
+pub fn finish_run(
+    conn: &mut PgConnection,
+    id: i64,
+    summary: &ArchiveSummary,
+    purged: i64,
+    status: &str,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    let tables =
+        serde_json::to_value(&summary.tables).map_err(|error| DbError::Other(error.to_string()))?;
+    diesel::sql_query(
+        "UPDATE archive_runs SET finished_at = $2, tables = $3, total_rows = $4, purged_rows = $5, status = $6
+          WHERE id = $1",
+    )
+    .bind::<BigInt, _>(id)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Jsonb, _>(tables)
+    .bind::<BigInt, _>(summary.total())
+    .bind::<BigInt, _>(purged)
+    .bind::<Text, _>(status)
+    .execute(conn)?;
+    Ok(())
+}
+
+/// One recorded archive run.
+#[derive(Debug, Clone, PartialEq, QueryableByName)]
+pub struct ArchiveRunRow {
+    #[diesel(sql_type = BigInt)]
+    pub id: i64,
+    #[diesel(sql_type = Timestamptz)]
+    pub started_at: DateTime<Utc>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub finished_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Jsonb)]
+    pub options: serde_json::Value,
+    #[diesel(sql_type = Jsonb)]
+    pub tables: serde_json::Value,
+    #[diesel(sql_type = BigInt)]
+    pub total_rows: i64,
+    #[diesel(sql_type = BigInt)]
+    pub purged_rows: i64,
+    #[diesel(sql_type = Text)]
+    pub status: String,
+}
+
+/// Lists the latest `limit` archive runs, newest first.
+pub fn list_runs(conn: &mut PgConnection, limit: i64) -> Result<Vec<ArchiveRunRow>, DbError> {
+    Ok(diesel::sql_query(
+        "SELECT id, started_at, finished_at, options, tables, total_rows, purged_rows, status::text AS status
+           FROM archive_runs ORDER BY id DESC LIMIT $1",
+    )
+    .bind::<BigInt, _>(limit)
+    .load(conn)?)
+}

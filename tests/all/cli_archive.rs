@@ -1,0 +1,141 @@
+//! `ringmaster db archive-deleted-rows` and `db purge`: Nova's words and exit codes.
+
+use diesel::RunQueryDsl;
+
+use crate::helpers::{TestDb, ringmaster, run_to_end};
+
+fn run(db: &TestDb, args: &[&str]) -> (Option<i32>, String) {
+    let (code, stdout, stderr) = run_to_end(
+        ringmaster()
+            .args(args)
+            .env("DATABASE_URL", db.url())
+            .env("RUST_LOG", "warn"),
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (code, stdout)
+}
+
+fn deleted_services(db: &TestDb, count: usize) {
+    for index in 0..count {
+        diesel::sql_query(format!(
+            "INSERT INTO services (uuid, host, \"binary\") VALUES (gen_random_uuid(), 'h{index}', 'b')"
+        ))
+        .execute(&mut db.conn())
+        .unwrap();
+    }
+    diesel::sql_query("UPDATE services SET deleted = id, deleted_at = now()")
+        .execute(&mut db.conn())
+        .unwrap();
+}
+
+#[test]
+fn archive_validates_max_rows_and_before_with_novas_words() {
+    let db = TestDb::new();
+    let archive = ["db", "archive-deleted-rows"];
+    assert_eq!(
+        run(&db, &[&archive[..], &["--max_rows", "-1"]].concat()),
+        (
+            Some(2),
+            "Must supply a positive value for max_rows\n".to_owned()
+        )
+    );
+    assert_eq!(
+        run(&db, &[&archive[..], &["--max-rows", "2147483648"]].concat()),
+        (Some(2), "max rows must be <= 2147483647\n".to_owned())
+    );
+    assert_eq!(
+        run(&db, &[&archive[..], &["--before", "not-a-date"]].concat()),
+        (
+            Some(4),
+            "Invalid value for --before: not-a-date\n".to_owned()
+        )
+    );
+    assert_eq!(
+        run(&db, &[&archive[..], &["--verbose"]].concat()),
+        (Some(0), "Nothing was archived.\n".to_owned())
+    );
+}
+
+#[test]
+fn archive_reports_a_table_and_exits_1_when_rows_moved() {
+    let db = TestDb::new();
+    deleted_services(&db, 3);
+    let (code, stdout) = run(
+        &db,
+        &["db", "archive-deleted-rows", "--max_rows", "2", "--verbose"],
+    );
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stdout,
+        "+----------+-------------------------+\n\
+         | Table    | Number of Rows Archived |\n\
+         +----------+-------------------------+\n\
+         | services | 2                       |\n\
+         +----------+-------------------------+\n"
+    );
+    let (code, stdout) = run(
+        &db,
+        &[
+            "db",
+            "archive-deleted-rows",
+            "--until-complete",
+            "--verbose",
+            "--purge",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(
+        stdout.starts_with("Archiving....complete\n"),
+        "Nova: two dots, one per batch, then .complete: {stdout}"
+    );
+    assert!(
+        stdout.contains("| services | 1                       |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Rows were archived, running purge...\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("Deleted 3 rows from shadow_services based on timestamp column deleted_at\n"),
+        "{stdout}"
+    );
+    assert_eq!(
+        run(&db, &["db", "archive-deleted-rows"]).0,
+        Some(0),
+        "nothing left"
+    );
+}
+
+#[test]
+fn purge_exit_codes_and_words() {
+    let db = TestDb::new();
+    assert_eq!(
+        run(&db, &["db", "purge"]),
+        (Some(1), "Either --before or --all is required\n".to_owned())
+    );
+    assert_eq!(
+        run(&db, &["db", "purge", "--before", "bogus"]),
+        (Some(2), "Invalid value for --before: bogus\n".to_owned())
+    );
+    assert_eq!(
+        run(&db, &["db", "purge", "--all"]),
+        (Some(3), String::new()),
+        "nothing to delete"
+    );
+    deleted_services(&db, 2);
+    assert_eq!(run(&db, &["db", "archive-deleted-rows"]).0, Some(1));
+    assert_eq!(
+        run(&db, &["db", "purge", "--before", "2000-01-01"]).0,
+        Some(3),
+        "nothing that old"
+    );
+    assert_eq!(
+        run(&db, &["db", "purge", "--all", "--verbose"]),
+        (
+            Some(0),
+            "Deleted 2 rows from shadow_services based on timestamp column deleted_at\n".to_owned()
+        )
+    );
+}

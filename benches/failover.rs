@@ -9,14 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::DateTime;
-use ringmaster::actors::compute_host::HostSettings;
-use ringmaster::actors::rebalancer::{RebalanceNow, RebalancerSettings};
+use ringmaster::actors::rebalancer::RebalanceNow;
 use ringmaster::actors::{ActorSettings, spawn_all};
 use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
 use ringmaster::db::scratch::ScratchServer;
 use ringmaster::db::{build_pool, connect};
 use ringmaster::domain::clock::{Clock, ManualClock};
-use ringmaster::domain::host::Liveness;
 use ringmaster::domain::ring::{
     NodeOwner, PlanInput, RingAlgorithm, TOOZ_PARTITIONS, ToozRing, plan,
 };
@@ -126,21 +124,7 @@ fn failover(
             ringmaster::db::hosts::heartbeat(&mut conn, host, clock.now())?;
         }
     }
-    let liveness = Liveness::with_down_time(chrono::Duration::seconds(10));
-    let settings = ActorSettings {
-        host: HostSettings {
-            report_interval: Duration::ZERO,
-            update_resources_interval: Duration::ZERO,
-            liveness,
-            pci_devices_per_node: 2,
-        },
-        rebalancer: RebalancerSettings {
-            interval: Duration::ZERO,
-            liveness,
-            algorithm: RingAlgorithm::Default,
-            max_join_moves: 1_000,
-        },
-    };
+    let settings = ActorSettings::driven_by_messages(chrono::Duration::seconds(10));
     let system = actix::System::new();
     system.block_on(async move {
         let actors = spawn_all(pool, clock.clone(), settings);

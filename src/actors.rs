@@ -29,6 +29,28 @@ pub struct ActorSettings {
     pub rebalancer: RebalancerSettings,
 }
 
+impl ActorSettings {
+    /// Returns settings with every timer off, so that tests and benchmarks drive the actors by
+    /// message (`Heartbeat`, `UpdateAvailableResource`, `RebalanceNow`).
+    pub fn driven_by_messages(service_down_time: chrono::Duration) -> ActorSettings {
+        let liveness = crate::domain::host::Liveness::with_down_time(service_down_time);
+        ActorSettings {
+            host: HostSettings {
+                report_interval: std::time::Duration::ZERO,
+                update_resources_interval: std::time::Duration::ZERO,
+                liveness,
+                pci_devices_per_node: 2,
+            },
+            rebalancer: RebalancerSettings {
+                interval: std::time::Duration::ZERO,
+                liveness,
+                algorithm: crate::domain::ring::RingAlgorithm::Default,
+                max_join_moves: 1_000,
+            },
+        }
+    }
+}
+
 /// The running actors of this process.
 #[derive(Clone)]
 pub struct Actors {

@@ -8,6 +8,7 @@ use super::AppState;
 use super::dto::{CreateHostRequest, HostResponse};
 use super::error::ApiError;
 use super::validate;
+use crate::actors::compute_host::Heartbeat;
 use crate::db;
 
 /// Lists the compute hosts with their state and node count.
@@ -41,7 +42,14 @@ pub async fn create_host(
     body: web::Json<CreateHostRequest>,
 ) -> Result<HttpResponse, ApiError> {
     validate::host_name(&body.host)?;
-    state.actors.hosts.start(&body.host);
+    // The reply waits for the host's registration and first heartbeat, so a request that
+    // follows (a drain, say) sees it registered.
+    state
+        .actors
+        .hosts
+        .start(&body.host)
+        .send(Heartbeat)
+        .await??;
     Ok(HttpResponse::Created().json(serde_json::json!({ "host": body.host })))
 }
 
@@ -70,7 +78,7 @@ pub async fn start_host(
     if !known {
         return Err(ApiError::NotFound(format!("host {host} not found")));
     }
-    state.actors.hosts.start(&host);
+    state.actors.hosts.start(&host).send(Heartbeat).await??;
     Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": "start" })))
 }
 

@@ -4,32 +4,25 @@ use super::error::ApiError;
 
 /// Checks a host name: 1–255 characters of letters, digits, `.`, `-` and `_`.
 pub fn host_name(name: &str) -> Result<(), ApiError> {
-    let valid = !name.is_empty()
-        && name.len() <= 255
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
-    if valid {
-        Ok(())
-    } else {
-        Err(ApiError::BadRequest(format!(
-            "invalid host name {name:?}: use 1-255 letters, digits, '.', '-' or '_'"
-        )))
-    }
+    identifier("host name", name, 255)
 }
 
 /// Checks an Ironic resource class: 1–80 characters of letters, digits, `.`, `-` and `_`.
 pub fn resource_class(class: &str) -> Result<(), ApiError> {
-    let valid = !class.is_empty()
-        && class.len() <= 80
-        && class
+    identifier("resource_class", class, 80)
+}
+
+fn identifier(what: &str, value: &str, max_len: usize) -> Result<(), ApiError> {
+    let valid = !value.is_empty()
+        && value.len() <= max_len
+        && value
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
     if valid {
         Ok(())
     } else {
         Err(ApiError::BadRequest(format!(
-            "invalid resource_class {class:?}: use 1-80 letters, digits, '.', '-' or '_'"
+            "invalid {what} {value:?}: use 1-{max_len} letters, digits, '.', '-' or '_'"
         )))
     }
 }

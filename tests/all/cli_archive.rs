@@ -139,3 +139,44 @@ fn purge_exit_codes_and_words() {
         )
     );
 }
+
+#[test]
+fn ctrl_c_stops_an_until_complete_run_between_batches() {
+    let db = TestDb::new();
+    deleted_services(&db, 6);
+    let mut command = ringmaster();
+    command
+        .args([
+            "db",
+            "archive-deleted-rows",
+            "--until-complete",
+            "--verbose",
+            "--max_rows",
+            "1",
+            "--sleep",
+            "1",
+        ])
+        .env("DATABASE_URL", db.url())
+        .env("RUST_LOG", "warn");
+    let mut running = crate::helpers::Running::spawn(command);
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    running.interrupt();
+    let (code, _) = running.wait_exit(std::time::Duration::from_secs(20));
+    assert_eq!(code, Some(1), "rows were archived before the stop");
+    let stdout = running.stdout_text();
+    assert!(stdout.starts_with("Archiving.."), "{stdout}");
+    assert!(stdout.contains(".stopped\n"), "{stdout}");
+    let archived = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("| services | "))
+        .unwrap();
+    let archived: i64 = archived
+        .trim_end_matches(['|', ' '])
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        (1..6).contains(&archived),
+        "stopped part way: {archived} of 6"
+    );
+}

@@ -10,33 +10,15 @@ use std::time::{Duration, Instant};
 
 use diesel::{Connection, PgConnection};
 use ringmaster::actors::ActorSettings;
-use ringmaster::actors::compute_host::HostSettings;
-use ringmaster::actors::rebalancer::RebalancerSettings;
 use ringmaster::app::Application;
 use ringmaster::config::{AdminToken, ServerConfig};
 use ringmaster::db::scratch::{ScratchDb, ScratchServer};
 use ringmaster::db::{Pool, build_pool};
 use ringmaster::domain::clock::SystemClock;
-use ringmaster::domain::host::Liveness;
-use ringmaster::domain::ring::RingAlgorithm;
 
 /// Actor settings with every timer off: tests drive the actors by message.
 pub fn quiet_settings() -> ActorSettings {
-    let liveness = Liveness::with_down_time(chrono::Duration::seconds(10));
-    ActorSettings {
-        host: HostSettings {
-            report_interval: Duration::ZERO,
-            update_resources_interval: Duration::ZERO,
-            liveness,
-            pci_devices_per_node: 2,
-        },
-        rebalancer: RebalancerSettings {
-            interval: Duration::ZERO,
-            liveness,
-            algorithm: RingAlgorithm::Default,
-            max_join_moves: 1_000,
-        },
-    }
+    ActorSettings::driven_by_messages(chrono::Duration::seconds(10))
 }
 
 /// The one PostgreSQL server of this test run: TEST_DATABASE_URL when set, otherwise a
@@ -261,6 +243,16 @@ impl Running {
         while let Ok(line) = self.stderr.try_recv() {
             self.stderr_lines.push(line);
         }
+    }
+
+    /// Returns what the process wrote to stdout so far, lines joined with newlines.
+    pub fn stdout_text(&mut self) -> String {
+        let mut text = String::new();
+        while let Ok(line) = self.stdout.try_recv() {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
     }
 
     /// Sends SIGINT, as Ctrl-C does.

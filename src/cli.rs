@@ -26,6 +26,7 @@ use crate::db::archive::ArchiveOptions;
 use crate::db::cluster::{self, ClusterOptions};
 use crate::db::database::{Database, OpenError};
 use crate::db::ironic::NewIronicNode;
+use crate::db::scratch::ScratchServer;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SystemClock;
 use crate::domain::host::Liveness;
@@ -35,9 +36,6 @@ use crate::domain::ring::RingAlgorithm;
 const DEMO_HOSTS: &[&str] = &["cmp-1", "cmp-2", "cmp-3"];
 /// The nodes `demo` enrolls unless told otherwise.
 const DEMO_NODES: u32 = 12;
-
-/// Exit code of a command that exists but is not implemented yet.
-const EXIT_NOT_IMPLEMENTED: u8 = 70;
 
 /// ringmaster: a control plane for bare-metal (ironic) compute.
 #[derive(Debug, Parser)]
@@ -145,15 +143,16 @@ pub enum DbCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum ScriptCommand {
-    /// Runs message scripts (not implemented yet).
-    Run(PendingArgs),
+    /// Runs message scripts, each on a fresh database; exit 0 only if all pass.
+    Run(ScriptArgs),
 }
 
-/// Accepts any arguments of a command that is not implemented yet.
+/// The scripts to run.
 #[derive(Debug, Args)]
-pub struct PendingArgs {
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0.., hide = true)]
-    pub args: Vec<String>,
+pub struct ScriptArgs {
+    /// YAML script files (docs/scripts.md).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
 }
 
 /// Says why a command failed; each variant has its exit code.
@@ -167,8 +166,8 @@ pub enum CliError {
     App(#[from] AppError),
     #[error("database work failed: {0}")]
     Startup(DbError),
-    #[error("`ringmaster {0}` is not implemented yet")]
-    NotImplemented(&'static str),
+    #[error("cannot run scripts: {0}")]
+    Scripts(String),
 }
 
 impl CliError {
@@ -176,9 +175,17 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Config(_) => ExitCode::from(2),
-            CliError::NotImplemented(_) => ExitCode::from(EXIT_NOT_IMPLEMENTED),
-            CliError::Open(_) | CliError::App(_) | CliError::Startup(_) => ExitCode::FAILURE,
+            CliError::Open(_) | CliError::App(_) | CliError::Startup(_) | CliError::Scripts(_) => {
+                ExitCode::FAILURE
+            }
         }
+    }
+}
+
+impl Cli {
+    /// Says whether this command runs message scripts.
+    pub fn runs_scripts(&self) -> bool {
+        matches!(self.command, Command::Script(_))
     }
 }
 
@@ -198,7 +205,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
             archive::archive_deleted_rows(&database, args)
         }
         Command::Db(DbCommand::Purge(args)) => archive::purge(&database, args),
-        Command::Script(ScriptCommand::Run(_)) => Err(CliError::NotImplemented("script run")),
+        Command::Script(ScriptCommand::Run(args)) => run_scripts(&database, &args.files),
         Command::Audit => audit(&database),
     }
 }
@@ -300,6 +307,22 @@ fn migrate(source: &DatabaseSource) -> Result<ExitCode, CliError> {
         ),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs scripts on throwaway databases: of the server at DATABASE_URL when given, otherwise
+/// of a private throwaway cluster.
+fn run_scripts(source: &DatabaseSource, files: &[PathBuf]) -> Result<ExitCode, CliError> {
+    let server = match source {
+        DatabaseSource::Url(url) => ScratchServer::from_url(&url.0),
+        DatabaseSource::Embedded(options) => ScratchServer::start_private(options.bin_dir.clone()),
+    }
+    .map_err(|error| CliError::Scripts(error.to_string()))?;
+    let summary = crate::script::run_files(files, &server);
+    Ok(if summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 fn audit(source: &DatabaseSource) -> Result<ExitCode, CliError> {

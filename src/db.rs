@@ -130,6 +130,17 @@ pub fn create_database_if_missing(
     Ok(())
 }
 
+/// Runs `sql`, a `SELECT count(*) AS count …` built by the caller from known names, and
+/// returns the count.
+pub fn count_rows(conn: &mut PgConnection, sql: &str) -> Result<i64, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    Ok(diesel::sql_query(sql).get_result::<Count>(conn)?.count)
+}
+
 /// Checks that the database answers a trivial query.
 pub fn ping(conn: &mut PgConnection) -> Result<(), DbError> {
     diesel::sql_query("SELECT 1").execute(conn)?;

@@ -11,3 +11,4 @@ pub mod config;
 pub mod db;
 pub mod domain;
 pub mod http;
+pub mod script;

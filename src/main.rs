@@ -7,7 +7,12 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = ringmaster::cli::Cli::parse();
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    if cli.runs_scripts() {
+        // Scripts can expect log lines: capture them (stderr shows warnings unless RUST_LOG says).
+        ringmaster::script::capture::install();
+    } else {
+        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    }
     match ringmaster::cli::run(cli) {
         Ok(code) => code,
         Err(error) => {

@@ -473,6 +473,8 @@ impl Handler<Spawn> for ComputeHost {
 #[rtype(result = "Result<(), HostError>")]
 pub struct DestroyInstance {
     pub instance: Uuid,
+    /// Leave the PCI devices for the next tracker pass, as a busy host does (fault injection).
+    pub defer_pci_free: bool,
 }
 
 impl Handler<DestroyInstance> for ComputeHost {
@@ -517,6 +519,9 @@ impl Handler<DestroyInstance> for ComputeHost {
                 .await?;
                 // Freeing the devices is its own step, as in Nova: it may lag behind the delete
                 // (this host busy or down), and the tracker pass finishes it then.
+                if message.defer_pci_free {
+                    return Ok(());
+                }
                 let now = clock.now();
                 if let Err(error) = db::run(&pool, move |conn| {
                     db::pci::free_instance_devices(conn, instance, now)

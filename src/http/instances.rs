@@ -74,6 +74,11 @@ pub async fn delete_instance(
             message: format!("host {host} of instance {uuid} is not running in this process"),
         });
     };
-    address.send(DestroyInstance { instance: uuid }).await??;
+    address
+        .send(DestroyInstance {
+            instance: uuid,
+            defer_pci_free: false,
+        })
+        .await??;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -7,15 +7,6 @@ fn lines(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn commands_of_later_issues_say_they_are_not_implemented() {
-    let args = ["script", "run", "tests/scripts/x.yaml"];
-    let (code, stdout, stderr) = run_to_end(ringmaster().args(args));
-    assert_eq!(code, Some(70), "{args:?}");
-    assert_eq!(stdout, "", "{args:?} must not report anything done");
-    assert_one_error_line(&lines(&stderr), "is not implemented yet");
-}
-
-#[test]
 fn a_non_loopback_bind_without_an_admin_token_is_refused() {
     let (code, _, stderr) = run_to_end(ringmaster().args(["serve", "--bind", "0.0.0.0:0"]));
     assert_eq!(code, Some(2));

@@ -42,6 +42,7 @@ async fn bug_1714248_a_dead_hosts_nodes_keep_their_identity_and_stay_schedulable
     let destroyed = host
         .send(DestroyInstance {
             instance: instance.uuid,
+            defer_pci_free: false,
         })
         .await
         .unwrap();

@@ -17,3 +17,4 @@ mod db_migrations;
 mod db_registry;
 mod db_schema;
 mod ha_incidents;
+mod scripts;

@@ -1,0 +1,618 @@
+//! The message-script format (docs/scripts.md): parsing and validation. A script is checked
+//! whole before anything runs; every error names `file:line` and says what is wrong.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_norway::Value;
+
+/// A script, parsed and validated.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub path: String,
+    pub name: String,
+    pub config: ScriptConfig,
+    /// Each step with the line it starts on.
+    pub steps: Vec<(usize, Step)>,
+}
+
+/// Settings of a script's deployment.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptConfig {
+    /// Down time of compute services (the fence time is 3/4 of it).
+    #[serde(default = "default_down_time")]
+    pub service_down_time: String,
+    /// `default` or `tooz`.
+    #[serde(default = "default_ring")]
+    pub ring: String,
+    /// Simulated PCI devices per node.
+    #[serde(default = "default_pci")]
+    pub pci_devices: u32,
+    /// Seed of the node uuids a script enrolls.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_down_time() -> String {
+    "10s".to_owned()
+}
+fn default_ring() -> String {
+    "default".to_owned()
+}
+fn default_pci() -> u32 {
+    2
+}
+fn default_seed() -> u64 {
+    1
+}
+
+impl Default for ScriptConfig {
+    fn default() -> Self {
+        ScriptConfig {
+            service_down_time: default_down_time(),
+            ring: default_ring(),
+            pci_devices: default_pci(),
+            seed: default_seed(),
+        }
+    }
+}
+
+/// Who a `send` goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Rebalancer,
+    Registry,
+    Archiver,
+    Ironic,
+    Scheduler,
+    /// `host:NAME` (the name may hold `${…}`).
+    Host(String),
+}
+
+/// A number, or a `${…}` reference to a saved one.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum IntOrRef {
+    Int(i64),
+    Ref(String),
+}
+
+/// Every message a script can send, with its arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    RebalanceNow,
+    Resign,
+    CreateProvider {
+        uuid: String,
+        name: String,
+    },
+    DeleteOrphan {
+        node: String,
+        host: String,
+        epoch: IntOrRef,
+    },
+    ArchiveOnce(ArchiveArgs),
+    EnrollNodes(EnrollArgs),
+    DeleteNode {
+        node: String,
+    },
+    LockNode {
+        node: String,
+    },
+    UnlockNode {
+        node: String,
+    },
+    Boot(BootArgs),
+    Heartbeat,
+    UpdateAvailableResource,
+    Crash,
+    Start,
+    DestroyInstance {
+        instance: String,
+        defer_pci_free: bool,
+    },
+    IsFenced,
+}
+
+/// Arguments of `ArchiveOnce`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArchiveArgs {
+    #[serde(default = "default_max_rows")]
+    pub max_rows: i64,
+    pub before: Option<String>,
+    #[serde(default)]
+    pub until_complete: bool,
+    #[serde(default)]
+    pub purge: bool,
+    #[serde(default)]
+    pub task_log: bool,
+}
+
+fn default_max_rows() -> i64 {
+    1000
+}
+
+/// Arguments of `EnrollNodes` and of the `enroll` step.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnrollArgs {
+    pub count: u32,
+    #[serde(default = "default_class")]
+    pub resource_class: String,
+}
+
+/// Arguments of `Boot`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BootArgs {
+    pub name: String,
+    #[serde(default = "default_class")]
+    pub resource_class: String,
+    #[serde(default)]
+    pub pci_devices: u32,
+}
+
+fn default_class() -> String {
+    "baremetal".to_owned()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSend {
+    to: String,
+    message: String,
+    #[serde(default)]
+    args: Option<Value>,
+    #[serde(default)]
+    expect: Option<Value>,
+    #[serde(default)]
+    save: Option<String>,
+}
+
+/// What to check of an HTTP answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpStep {
+    pub method: String,
+    pub path: String,
+    #[serde(default)]
+    pub body: Option<serde_json::Value>,
+    #[serde(default)]
+    pub status: Option<u16>,
+    /// Fields the JSON answer must have (dotted paths to values).
+    #[serde(default)]
+    pub json: Option<BTreeMap<String, serde_json::Value>>,
+    #[serde(default)]
+    pub save: Option<String>,
+}
+
+/// A snapshot `save` can take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Snapshot {
+    /// Every node's compute-node and provider uuid.
+    Identities,
+    /// Every allocation (consumer, provider, class, used).
+    Allocations,
+    /// Every node's owner.
+    Owners,
+}
+
+/// Facts an `expect` step checks; every given one must hold.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Facts {
+    /// Exactly this many nodes on each listed host.
+    pub nodes_on: Option<BTreeMap<String, usize>>,
+    /// Every node is owned by one of these hosts.
+    pub all_nodes_on: Option<Vec<String>>,
+    /// A saved snapshot equals the same snapshot now.
+    pub unchanged: Option<Vec<String>>,
+    /// Fields of an instance (by `uuid`).
+    pub instance: Option<BTreeMap<String, String>>,
+    /// The owner of a node: {node: uuid, host: name}.
+    pub owner: Option<BTreeMap<String, String>>,
+    /// The state of hosts as the admin API shows it (up, down, fenced, disabled).
+    pub host_state: Option<BTreeMap<String, String>>,
+    /// Row counts of tables (archivable tables, their shadows, allocations, pci_devices …).
+    pub rows: Option<BTreeMap<String, i64>>,
+    /// A log line containing this text was emitted.
+    pub log: Option<String>,
+    /// How many `baremetal` nodes the scheduler could place an instance on now.
+    pub free_nodes: Option<usize>,
+}
+
+/// Which periodic work a `tick` runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tick {
+    /// Heartbeat every running host, run the rebalancer, then every host's tracker pass.
+    All,
+    Heartbeats,
+    Rebalancer,
+    Trackers,
+    /// One host's heartbeat and tracker pass.
+    Host(String),
+}
+
+/// One validated step.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    StartHosts(Vec<String>),
+    Enroll(EnrollArgs),
+    Send {
+        to: Target,
+        message: Message,
+        expect: Option<serde_json::Value>,
+        save: Option<String>,
+    },
+    Advance(chrono::Duration),
+    Tick(Tick),
+    Http(HttpStep),
+    Save(BTreeMap<String, Snapshot>),
+    Expect(Facts),
+}
+
+impl Step {
+    /// Returns the step's kind, as written in the script.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Step::StartHosts(_) => "start_hosts",
+            Step::Enroll(_) => "enroll",
+            Step::Send { .. } => "send",
+            Step::Advance(_) => "advance",
+            Step::Tick(_) => "tick",
+            Step::Http(_) => "http",
+            Step::Save(_) => "save",
+            Step::Expect(_) => "expect",
+        }
+    }
+}
+
+/// Tables whose rows an `expect: rows` may count.
+pub const COUNTABLE_TABLES: &[&str] = &[
+    "allocations",
+    "archive_runs",
+    "compute_nodes",
+    "consumers",
+    "instances",
+    "instance_actions",
+    "ironic_nodes",
+    "node_moves",
+    "pci_devices",
+    "resource_providers",
+    "services",
+    "shadow_compute_nodes",
+    "shadow_instances",
+    "shadow_instance_actions",
+    "shadow_pci_devices",
+    "shadow_services",
+];
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScript {
+    name: Option<String>,
+    #[serde(default)]
+    config: Option<ScriptConfig>,
+    steps: Vec<BTreeMap<String, Value>>,
+}
+
+/// Parses and validates `text` (read from `path`); the error is `path:line: message`.
+pub fn parse(path: &str, text: &str) -> Result<Script, String> {
+    let raw: RawScript = serde_norway::from_str(text).map_err(|error| {
+        let line = error
+            .location()
+            .map(|location| location.line())
+            .unwrap_or(1);
+        format!(
+            "{path}:{line}: invalid script: {}",
+            strip_location(&error.to_string())
+        )
+    })?;
+    let lines = step_lines(text);
+    let config = raw.config.unwrap_or_default();
+    if humantime::parse_duration(&config.service_down_time).is_err() {
+        return Err(format!(
+            "{path}:1: config.service_down_time {:?} is not a duration (2s, 500ms, 1m)",
+            config.service_down_time
+        ));
+    }
+    if !matches!(config.ring.as_str(), "default" | "tooz") {
+        return Err(format!(
+            "{path}:1: config.ring {:?}: expected default or tooz",
+            config.ring
+        ));
+    }
+    let mut steps = Vec::with_capacity(raw.steps.len());
+    for (index, raw_step) in raw.steps.into_iter().enumerate() {
+        let line = lines.get(index).copied().unwrap_or(1);
+        let step = parse_step(raw_step)
+            .map_err(|message| format!("{path}:{line}: step {}: {message}", index + 1))?;
+        steps.push((line, step));
+    }
+    if steps.is_empty() {
+        return Err(format!("{path}:1: the script has no steps"));
+    }
+    Ok(Script {
+        path: path.to_owned(),
+        name: raw.name.unwrap_or_else(|| path.to_owned()),
+        config,
+        steps,
+    })
+}
+
+fn strip_location(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(at) => message[..at].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// Finds the line (1-based) where each item of the top-level `steps:` list starts.
+fn step_lines(text: &str) -> Vec<usize> {
+    let mut lines = Vec::new();
+    let mut in_steps = false;
+    let mut item_indent: Option<usize> = None;
+    for (number, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if indent == 0 {
+            in_steps = trimmed.starts_with("steps:");
+            continue;
+        }
+        if in_steps && (trimmed.starts_with("- ") || trimmed == "-") {
+            let expected = *item_indent.get_or_insert(indent);
+            if indent == expected {
+                lines.push(number + 1);
+            }
+        }
+    }
+    lines
+}
+
+/// Deserializes `value` as a `T`; the error names the field at fault (`pci_devices: …`).
+fn typed<T: DeserializeOwned>(what: &str, value: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = strip_location(&error.into_inner().to_string());
+        if path == "." || path.is_empty() {
+            format!("invalid {what}: {inner}")
+        } else {
+            format!("invalid {what}: {path}: {inner}")
+        }
+    })
+}
+
+fn parse_step(raw: BTreeMap<String, Value>) -> Result<Step, String> {
+    if raw.len() != 1 {
+        let keys: Vec<&String> = raw.keys().collect();
+        return Err(format!("a step has exactly one kind, found {keys:?}"));
+    }
+    let Some((kind, value)) = raw.into_iter().next() else {
+        return Err("empty step".to_owned());
+    };
+    match kind.as_str() {
+        "start_hosts" => Ok(Step::StartHosts(typed(
+            "start_hosts (a list of host names)",
+            value,
+        )?)),
+        "enroll" => Ok(Step::Enroll(typed("enroll", value)?)),
+        "advance" => {
+            let text: String = typed("advance (a duration such as 61s)", value)?;
+            let duration = humantime::parse_duration(&text)
+                .map_err(|error| format!("invalid advance {text:?}: {error}"))?;
+            chrono::Duration::from_std(duration)
+                .map(Step::Advance)
+                .map_err(|_| format!("advance {text:?} is too long"))
+        }
+        "tick" => {
+            let text: String = typed("tick", value)?;
+            let tick = match text.as_str() {
+                "all" => Tick::All,
+                "heartbeats" => Tick::Heartbeats,
+                "rebalancer" => Tick::Rebalancer,
+                "trackers" => Tick::Trackers,
+                other => match other.strip_prefix("host:") {
+                    Some(host) if !host.is_empty() => Tick::Host(host.to_owned()),
+                    _ => {
+                        return Err(format!(
+                            "unknown tick {other:?}: expected all, heartbeats, rebalancer, trackers or host:NAME"
+                        ));
+                    }
+                },
+            };
+            Ok(Step::Tick(tick))
+        }
+        "http" => Ok(Step::Http(typed("http", value)?)),
+        "save" => Ok(Step::Save(typed(
+            "save (name: identities|allocations|owners)",
+            value,
+        )?)),
+        "expect" => Ok(Step::Expect(typed("expect", value)?)),
+        "send" => {
+            let send: RawSend = typed("send", value)?;
+            let to = parse_target(&send.to)?;
+            let message = parse_message(&to, &send.message, send.args)?;
+            let expect = send
+                .expect
+                .map(|value| {
+                    serde_json::to_value(value).map_err(|error| format!("invalid expect: {error}"))
+                })
+                .transpose()?;
+            Ok(Step::Send {
+                to,
+                message,
+                expect,
+                save: send.save,
+            })
+        }
+        other => Err(format!(
+            "unknown step kind {other:?}: expected start_hosts, enroll, send, advance, tick, http, save or expect"
+        )),
+    }
+}
+
+fn parse_target(to: &str) -> Result<Target, String> {
+    match to {
+        "rebalancer" => Ok(Target::Rebalancer),
+        "registry" => Ok(Target::Registry),
+        "archiver" => Ok(Target::Archiver),
+        "ironic" => Ok(Target::Ironic),
+        "scheduler" => Ok(Target::Scheduler),
+        other => match other.strip_prefix("host:") {
+            Some(host) if !host.is_empty() => Ok(Target::Host(host.to_owned())),
+            _ => Err(format!(
+                "unknown actor {other:?}: expected rebalancer, registry, archiver, ironic, scheduler or host:NAME"
+            )),
+        },
+    }
+}
+
+/// The messages each actor accepts.
+fn accepted(to: &Target) -> &'static [&'static str] {
+    match to {
+        Target::Rebalancer => &["RebalanceNow", "Resign"],
+        Target::Registry => &["CreateProvider", "DeleteOrphan"],
+        Target::Archiver => &["ArchiveOnce"],
+        Target::Ironic => &["EnrollNodes", "DeleteNode", "LockNode", "UnlockNode"],
+        Target::Scheduler => &["Boot"],
+        Target::Host(_) => &[
+            "Heartbeat",
+            "UpdateAvailableResource",
+            "Crash",
+            "Start",
+            "DestroyInstance",
+            "IsFenced",
+        ],
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeArg {
+    node: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderArgs {
+    uuid: String,
+    name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OrphanArgs {
+    node: String,
+    host: String,
+    epoch: IntOrRef,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DestroyArgs {
+    instance: String,
+    #[serde(default)]
+    defer_pci_free: bool,
+}
+
+fn parse_message(to: &Target, name: &str, args: Option<Value>) -> Result<Message, String> {
+    let names = accepted(to);
+    if !names.contains(&name) {
+        let actor = match to {
+            Target::Host(host) => format!("host:{host}"),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        return Err(format!(
+            "unknown message {name:?} for {actor}: expected one of {}",
+            names.join(", ")
+        ));
+    }
+    let args = args.unwrap_or(Value::Mapping(Default::default()));
+    let what = format!("arguments of {name}");
+    let no_args = |args: &Value| -> Result<(), String> {
+        match args {
+            Value::Mapping(map) if map.is_empty() => Ok(()),
+            Value::Null => Ok(()),
+            _ => Err(format!("{name} takes no arguments")),
+        }
+    };
+    Ok(match name {
+        "RebalanceNow" => no_args(&args).map(|()| Message::RebalanceNow)?,
+        "Resign" => no_args(&args).map(|()| Message::Resign)?,
+        "Heartbeat" => no_args(&args).map(|()| Message::Heartbeat)?,
+        "UpdateAvailableResource" => no_args(&args).map(|()| Message::UpdateAvailableResource)?,
+        "Crash" => no_args(&args).map(|()| Message::Crash)?,
+        "Start" => no_args(&args).map(|()| Message::Start)?,
+        "IsFenced" => no_args(&args).map(|()| Message::IsFenced)?,
+        "CreateProvider" => {
+            let parsed: ProviderArgs = typed(&what, args)?;
+            Message::CreateProvider {
+                uuid: parsed.uuid,
+                name: parsed.name,
+            }
+        }
+        "DeleteOrphan" => {
+            let parsed: OrphanArgs = typed(&what, args)?;
+            Message::DeleteOrphan {
+                node: parsed.node,
+                host: parsed.host,
+                epoch: parsed.epoch,
+            }
+        }
+        "ArchiveOnce" => Message::ArchiveOnce(typed(&what, args)?),
+        "EnrollNodes" => Message::EnrollNodes(typed(&what, args)?),
+        "DeleteNode" => Message::DeleteNode {
+            node: typed::<NodeArg>(&what, args)?.node,
+        },
+        "LockNode" => Message::LockNode {
+            node: typed::<NodeArg>(&what, args)?.node,
+        },
+        "UnlockNode" => Message::UnlockNode {
+            node: typed::<NodeArg>(&what, args)?.node,
+        },
+        "Boot" => Message::Boot(typed(&what, args)?),
+        "DestroyInstance" => {
+            let parsed: DestroyArgs = typed(&what, args)?;
+            Message::DestroyInstance {
+                instance: parsed.instance,
+                defer_pci_free: parsed.defer_pci_free,
+            }
+        }
+        other => return Err(format!("unknown message {other:?}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_get_their_lines() {
+        let text = "# comment\nname: x\nsteps:\n  - advance: 1s\n\n  - send:\n      to: rebalancer\n      message: RebalanceNow\n";
+        let script = parse("s.yaml", text).unwrap();
+        assert_eq!(
+            script
+                .steps
+                .iter()
+                .map(|(line, _)| *line)
+                .collect::<Vec<_>>(),
+            vec![4, 6]
+        );
+    }
+
+    #[test]
+    fn an_unknown_message_names_the_file_line_and_the_choices() {
+        let text = "steps:\n  - send: {to: rebalancer, message: Explode}\n";
+        assert_eq!(
+            parse("bad.yaml", text).unwrap_err(),
+            "bad.yaml:2: step 1: unknown message \"Explode\" for rebalancer: expected one of RebalanceNow, Resign"
+        );
+    }
+}

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod cluster;
 pub mod database;
 pub mod error;
+pub mod events;
 pub mod hosts;
 pub mod instances;
 pub mod ironic;

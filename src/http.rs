@@ -6,6 +6,7 @@ pub mod archive;
 pub mod deployment;
 pub mod dto;
 pub mod error;
+pub mod events;
 pub mod health;
 pub mod hosts;
 pub mod instances;
@@ -62,6 +63,7 @@ pub fn configure(
                         "/instances/{uuid}",
                         web::delete().to(instances::delete_instance),
                     )
+                    .route("/events", web::get().to(events::stream_events))
                     .route("/archive", web::post().to(archive::run_archive))
                     .route("/archive/runs", web::get().to(archive::list_archive_runs)),
             )

@@ -1,50 +1,271 @@
-// The dashboard: reads the admin API only, and shows what it answers or the error it gives.
+// The dashboard: reads the admin API, redraws what changed when the event stream says so,
+// and drives hosts, nodes, instances and the archiver. Rows are keyed, so an event rewrites
+// only the rows whose data changed.
 
-async function getJson(path) {
-  const response = await fetch(path, { headers: { Accept: "application/json" } });
-  const body = await response.json().catch(() => null);
-  if (!response.ok) {
-    const message = body && body.error ? body.error.message : `HTTP ${response.status}`;
-    throw new Error(message);
-  }
-  return body;
+import { del, get, needsToken, post, setToken, token } from "./api.js";
+import { Ring, hostColour } from "./ring.js";
+
+const $ = (selector) => document.querySelector(selector);
+const ring = new Ring($("#ring"), $("#legend"));
+let hostNames = [];
+let lastNodes = [];
+let refreshing = null;
+let again = false;
+
+function showError(message) {
+  const banner = $("#error");
+  banner.textContent = message;
+  banner.hidden = false;
+  clearTimeout(showError.timer);
+  showError.timer = setTimeout(() => (banner.hidden = true), 8000);
 }
 
-function cell(text) {
-  const td = document.createElement("td");
-  td.textContent = text;
-  return td;
+// Runs an action; a failure shows the API's message. `question` asks for confirmation first.
+async function act(run, question) {
+  if (question && !window.confirm(question)) return;
+  try {
+    await run();
+    scheduleRefresh();
+  } catch (error) {
+    showError(error.message);
+  }
+}
+
+function button(label, onClick, extra = "") {
+  const element = document.createElement("button");
+  element.type = "button";
+  element.textContent = label;
+  element.className = extra;
+  element.addEventListener("click", onClick);
+  return element;
+}
+
+function short(uuid) {
+  return uuid ? uuid.slice(0, 8) : "";
+}
+
+// Replaces the rows of `tbody` by `items`, touching only rows whose data changed.
+function renderRows(tbody, items, key, cells) {
+  const existing = new Map([...tbody.rows].map((row) => [row.dataset.key, row]));
+  const rows = items.map((item) => {
+    const id = key(item);
+    const signature = JSON.stringify(item);
+    let row = existing.get(id);
+    if (!row || row.dataset.signature !== signature) {
+      row = document.createElement("tr");
+      row.dataset.key = id;
+      row.dataset.signature = signature;
+      for (const content of cells(item)) {
+        const cell = document.createElement("td");
+        if (content instanceof Node) cell.append(content);
+        else if (Array.isArray(content)) cell.append(...content);
+        else cell.textContent = content ?? "";
+        row.append(cell);
+      }
+    }
+    return row;
+  });
+  const same = rows.length === tbody.rows.length && rows.every((row, index) => tbody.rows[index] === row);
+  if (!same) tbody.replaceChildren(...rows);
+}
+
+function age(timestamp) {
+  if (!timestamp) return "never";
+  const seconds = Math.max(0, (Date.now() - Date.parse(timestamp)) / 1000);
+  return seconds < 60 ? `${seconds.toFixed(1)} s` : `${Math.round(seconds / 60)} min`;
+}
+
+function renderHosts(hosts) {
+  hostNames = hosts.map((host) => host.host);
+  renderRows($("#hosts tbody"), hosts.map((host) => ({ ...host, age: age(host.last_seen_up) })), (host) => host.host, (host) => {
+    const badge = document.createElement("span");
+    badge.className = `badge ${host.state}`;
+    badge.textContent = host.state;
+    const name = document.createElement("span");
+    name.className = "swatch";
+    name.style.background = hostColour(hostNames, host.host);
+    const actions = [
+      button("Crash", () => act(() => post(`/api/v1/hosts/${host.host}/crash`), `Crash ${host.host}? It stops at once, without clean-up.`), "danger"),
+      button("Start", () => act(() => post(`/api/v1/hosts/${host.host}/start`))),
+      button("Drain", () => act(() => post(`/api/v1/hosts/${host.host}/drain`), `Drain ${host.host}? Its nodes move to other hosts.`)),
+    ];
+    actions.forEach((action) => (action.dataset.host = host.host));
+    actions[0].dataset.action = "crash";
+    actions[1].dataset.action = "start";
+    actions[2].dataset.action = "drain";
+    return [[name, host.host], badge, host.age, String(host.nodes), actions];
+  });
+}
+
+function renderNodes(nodes) {
+  lastNodes = nodes;
+  const filter = $("#node-filter").value.trim().toLowerCase();
+  const shown = filter
+    ? nodes.filter((node) => [node.uuid, node.host, node.provision_state, node.instance_uuid, node.compute_node_uuid]
+      .some((field) => (field || "").toLowerCase().includes(filter)))
+    : nodes;
+  $("#nodes-count").textContent = `(${shown.length} of ${nodes.length})`;
+  renderRows($("#nodes tbody"), shown, (node) => node.uuid, (node) => {
+    const lock = node.locked
+      ? button("Unlock", () => act(() => post(`/api/v1/nodes/${node.uuid}/unlock`)))
+      : button("Lock", () => act(() => post(`/api/v1/nodes/${node.uuid}/lock`), `Lock ${short(node.uuid)}? Deploys and destroys on it will fail.`));
+    const owner = document.createElement("span");
+    owner.className = "owner";
+    owner.textContent = node.host || "—";
+    return [short(node.uuid), owner, short(node.compute_node_uuid), short(node.resource_provider_uuid),
+      short(node.instance_uuid), node.provision_state + (node.locked ? " (locked)" : ""), lock];
+  });
+  for (const row of $("#nodes tbody").rows) {
+    const node = shown.find((item) => item.uuid === row.dataset.key);
+    row.dataset.owner = node ? node.host || "" : "";
+  }
+}
+
+function renderInstances(instances) {
+  renderRows($("#instances tbody"), instances, (instance) => instance.uuid, (instance) => [
+    instance.name, instance.host, short(instance.node), instance.vm_state,
+    button("Delete", () => act(() => del(`/api/v1/instances/${instance.uuid}`), `Delete instance ${instance.name}?`), "danger"),
+  ]);
+}
+
+function renderUsage(providers) {
+  const classes = new Map();
+  for (const provider of providers) {
+    for (const [name, inventory] of Object.entries(provider.inventory)) {
+      const entry = classes.get(name) || { name, total: 0, reserved: 0, used: 0 };
+      entry.total += inventory.total;
+      entry.reserved += inventory.reserved;
+      entry.used += provider.usages[name] || 0;
+      classes.set(name, entry);
+    }
+  }
+  renderRows($("#usage tbody"), [...classes.values()], (entry) => entry.name, (entry) => [
+    entry.name, String(entry.total), String(entry.reserved), String(entry.used),
+  ]);
+}
+
+function renderMoves(moves) {
+  const items = moves.map((move) => {
+    const item = document.createElement("li");
+    const time = document.createElement("time");
+    time.dateTime = move.moved_at;
+    time.textContent = new Date(move.moved_at).toLocaleTimeString();
+    item.append(time, ` ${short(move.node)} ${move.from_host || "—"} → ${move.to_host} `);
+    const reason = document.createElement("span");
+    reason.className = `badge ${move.reason}`;
+    reason.textContent = move.reason;
+    item.append(reason);
+    return item;
+  });
+  $("#moves").replaceChildren(...items);
+}
+
+function renderArchiveRuns(runs) {
+  renderRows($("#archive-runs tbody"), runs, (run) => String(run.id), (run) => [
+    String(run.id), new Date(run.started_at).toLocaleString(), run.status, String(run.total_rows), String(run.purged_rows),
+  ]);
+}
+
+function renderAudit(audit) {
+  const banner = $("#audit");
+  if (audit.ok) {
+    banner.className = "banner ok";
+    banner.textContent = "All invariants hold";
+  } else {
+    banner.className = "banner bad";
+    const list = document.createElement("ul");
+    for (const violation of audit.violations) {
+      const item = document.createElement("li");
+      item.textContent = `invariant ${violation.invariant}: ${violation.message}`;
+      list.append(item);
+    }
+    banner.replaceChildren(`${audit.violations.length} invariant violations:`, list);
+  }
 }
 
 async function refresh() {
-  const health = document.getElementById("health");
-  try {
-    await getJson("/healthz");
-    health.textContent = "healthy";
-    health.className = "ok";
-  } catch (error) {
-    health.textContent = `unhealthy: ${error.message}`;
-    health.className = "bad";
-  }
-  try {
-    const hosts = await getJson("/api/v1/hosts");
-    const rows = hosts.map((host) => {
-      const tr = document.createElement("tr");
-      tr.append(
-        cell(host.host),
-        cell(host.state),
-        cell(String(host.nodes)),
-        cell(host.last_seen_up ?? "never"),
-      );
-      return tr;
-    });
-    document.querySelector("#hosts tbody").replaceChildren(...rows);
-    document.getElementById("hosts-empty").hidden = hosts.length > 0;
-  } catch (error) {
-    health.textContent = `cannot list hosts: ${error.message}`;
-    health.className = "bad";
-  }
+  const [hosts, nodes, ring_, instances, providers, moves, runs, audit] = await Promise.all([
+    get("/api/v1/hosts"), get("/api/v1/nodes"), get("/api/v1/ring"), get("/api/v1/instances"),
+    get("/api/v1/providers"), get("/api/v1/moves?limit=50"), get("/api/v1/archive/runs?limit=20"), get("/api/v1/audit"),
+  ]);
+  renderHosts(hosts);
+  ring.render(hostNames, nodes);
+  $("#ring-meta").textContent = `v${ring_.version}, ${ring_.algorithm}`;
+  renderNodes(nodes);
+  renderInstances(instances);
+  renderUsage(providers);
+  renderMoves(moves);
+  renderArchiveRuns(runs);
+  renderAudit(audit);
 }
 
-refresh();
-setInterval(refresh, 2000);
+// Coalesces refreshes: at most one runs, and one more follows if asked meanwhile.
+function scheduleRefresh() {
+  if (refreshing) {
+    again = true;
+    return;
+  }
+  refreshing = refresh()
+    .catch((error) => showError(`cannot refresh: ${error.message}`))
+    .finally(() => {
+      refreshing = null;
+      if (again) {
+        again = false;
+        scheduleRefresh();
+      }
+    });
+}
+
+function connect() {
+  const status = $("#connection");
+  const events = new EventSource("/api/v1/events");
+  events.addEventListener("open", () => {
+    status.textContent = "live";
+    status.className = "ok";
+  });
+  events.addEventListener("change", scheduleRefresh);
+  events.addEventListener("error", () => {
+    status.textContent = "reconnecting…";
+    status.className = "bad";
+  });
+}
+
+$("#node-filter").addEventListener("input", () => renderNodes(lastNodes));
+$("#add-host").addEventListener("submit", (event) => {
+  event.preventDefault();
+  act(() => post("/api/v1/hosts", { host: $("#new-host").value.trim() }));
+});
+$("#enroll").addEventListener("submit", (event) => {
+  event.preventDefault();
+  act(() => post("/api/v1/nodes", { count: Number($("#enroll-count").value), resource_class: $("#enroll-class").value.trim() }));
+});
+$("#boot").addEventListener("submit", (event) => {
+  event.preventDefault();
+  act(() => post("/api/v1/instances", { name: $("#boot-name").value.trim(), resource_class: $("#boot-class").value.trim() }));
+});
+$("#archive").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const body = { max_rows: Number($("#archive-max").value), purge: $("#archive-purge").checked };
+  const before = $("#archive-before").value.trim();
+  if (before) body.before = before;
+  act(() => post("/api/v1/archive", body), body.purge ? "Archive and purge the shadow tables?" : undefined);
+});
+if (needsToken() && !token()) {
+  const form = $("#token-form");
+  form.hidden = false;
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    setToken($("#token").value);
+    form.hidden = true;
+  });
+}
+
+setInterval(() => {
+  // Heartbeat ages tick even when nothing changes.
+  for (const row of $("#hosts tbody").rows) {
+    const data = JSON.parse(row.dataset.signature);
+    row.cells[2].textContent = age(data.last_seen_up);
+  }
+}, 1000);
+scheduleRefresh();
+connect();

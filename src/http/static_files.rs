@@ -19,6 +19,16 @@ pub const STATIC_FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../static/app.js"),
     ),
     (
+        "api.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../static/api.js"),
+    ),
+    (
+        "ring.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../static/ring.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_bytes!("../../static/style.css"),

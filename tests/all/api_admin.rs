@@ -453,3 +453,45 @@ async fn archive_runs_from_the_api_and_is_recorded() {
         "bad input ran nothing"
     );
 }
+
+#[actix_web::test]
+async fn the_event_stream_announces_changes() {
+    let app = TestApp::spawn().await;
+    let mut response = app
+        .client
+        .get(app.url("/api/v1/events"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let mut received = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !received.contains("event: change") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no change event: {received:?}"
+        );
+        let chunk = response.chunk().await.unwrap().unwrap();
+        received.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(received.starts_with("retry: 2000\n\n"), "{received:?}");
+
+    // A change (a new host) produces another event.
+    let seen = received.matches("event: change").count();
+    send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/hosts",
+        Some(json!({"host": "cmp-9"})),
+    )
+    .await;
+    while received.matches("event: change").count() == seen {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no event after a change: {received:?}"
+        );
+        let chunk = response.chunk().await.unwrap().unwrap();
+        received.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}

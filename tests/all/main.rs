@@ -8,6 +8,7 @@ mod api_admin;
 mod api_admin_token;
 mod api_basics;
 mod archive;
+mod browser;
 mod cli_archive;
 mod cli_commands;
 mod cli_database;

@@ -61,12 +61,16 @@ pub fn build_pool(url: &str, max_size: u32) -> Result<Pool, DbError> {
 }
 
 /// Applies every pending migration under an advisory lock, so that processes starting at the
-/// same time migrate one after the other. Returns the versions it applied.
+/// same time migrate one after the other, then makes sure Placement's standard resource classes
+/// and traits exist. Returns the versions it applied.
 pub fn migrate(conn: &mut PgConnection) -> Result<Vec<String>, DbError> {
     with_advisory_lock(conn, MIGRATION_LOCK_KEY, |conn| {
-        conn.run_pending_migrations(MIGRATIONS)
+        let applied = conn
+            .run_pending_migrations(MIGRATIONS)
             .map(|versions| versions.iter().map(ToString::to_string).collect())
-            .map_err(|error| DbError::Migration(error.to_string()))
+            .map_err(|error| DbError::Migration(error.to_string()))?;
+        placement::seed_standard_names(conn)?;
+        Ok(applied)
     })
 }
 

@@ -6,4 +6,5 @@ pub mod error;
 pub mod host;
 pub mod instance;
 pub mod node;
+pub mod placement;
 pub mod ring;

@@ -9,6 +9,26 @@ use uuid::Uuid;
 
 use super::DbError;
 
+/// Makes sure the standard resource classes (with their fixed ids) and traits exist, as an
+/// empty Placement has them. Idempotent.
+pub fn seed_standard_names(conn: &mut PgConnection) -> Result<(), DbError> {
+    let classes: Vec<&str> = crate::domain::placement::standard_resource_classes().collect();
+    let traits: Vec<&str> = crate::domain::placement::standard_traits().collect();
+    diesel::sql_query(
+        "INSERT INTO resource_classes (id, name)
+         SELECT (ordinality - 1)::int, name FROM unnest($1::text[]) WITH ORDINALITY AS t(name, ordinality)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind::<diesel::sql_types::Array<Text>, _>(&classes)
+    .execute(conn)?;
+    diesel::sql_query(
+        "INSERT INTO traits (name) SELECT unnest($1::text[]) ON CONFLICT (name) DO NOTHING",
+    )
+    .bind::<diesel::sql_types::Array<Text>, _>(&traits)
+    .execute(conn)?;
+    Ok(())
+}
+
 /// Creates resource class `name` unless it exists.
 pub fn ensure_resource_class(conn: &mut PgConnection, name: &str) -> Result<(), DbError> {
     diesel::sql_query(

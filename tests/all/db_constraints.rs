@@ -136,11 +136,6 @@ fn an_allocation_never_exists_without_its_consumer() {
     let mut conn = db.conn();
     exec(
         &mut conn,
-        "INSERT INTO resource_classes (id, name) VALUES (0, 'VCPU')",
-    )
-    .unwrap();
-    exec(
-        &mut conn,
         "INSERT INTO resource_providers (uuid, name) VALUES (gen_random_uuid(), 'rp')",
     )
     .unwrap();

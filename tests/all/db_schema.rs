@@ -116,3 +116,23 @@ fn every_foreign_key_column_is_indexed() {
         "foreign keys without a leading index: {names:?}"
     );
 }
+
+#[test]
+fn a_migrated_database_has_placements_standard_names() {
+    use diesel::RunQueryDsl;
+    #[derive(QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Text)]
+        line: String,
+    }
+    let db = TestDb::new();
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT format('%s classes, %s traits, VCPU=%s, PCPU=%s',
+                (SELECT count(*) FROM resource_classes), (SELECT count(*) FROM traits),
+                (SELECT id FROM resource_classes WHERE name = 'VCPU'),
+                (SELECT id FROM resource_classes WHERE name = 'PCPU')) AS line",
+    )
+    .load(&mut db.conn())
+    .unwrap();
+    assert_eq!(rows[0].line, "21 classes, 377 traits, VCPU=0, PCPU=14");
+}

@@ -11,6 +11,7 @@ use actix::prelude::*;
 
 use crate::db::archive::{self, ArchiveOptions, ArchiveSummary};
 use crate::db::{DbError, Pool};
+use crate::domain::archive::{check_max_rows, parse_before};
 use crate::domain::clock::SharedClock;
 
 /// One archive request.
@@ -19,6 +20,50 @@ pub struct ArchiveRequest {
     pub options: ArchiveOptions,
     /// Purge every shadow table afterwards if anything was archived.
     pub purge: bool,
+}
+
+/// Why an archive request's options were refused, in Nova's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidArchiveOption {
+    #[error("{0}")]
+    MaxRows(String),
+    #[error("{0}")]
+    Before(String),
+}
+
+/// The options of an archive request as `nova-manage db archive_deleted_rows` takes them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NovaArchiveOptions<'a> {
+    pub max_rows: i64,
+    pub before: Option<&'a str>,
+    pub until_complete: bool,
+    pub purge: bool,
+    pub task_log: bool,
+    pub sleep: Duration,
+}
+
+impl ArchiveRequest {
+    /// Checks `--max_rows` and `--before` as Nova does and builds the request.
+    pub fn from_nova(
+        options: NovaArchiveOptions<'_>,
+    ) -> Result<ArchiveRequest, InvalidArchiveOption> {
+        let max_rows = check_max_rows(options.max_rows).map_err(InvalidArchiveOption::MaxRows)?;
+        let before = options
+            .before
+            .map(parse_before)
+            .transpose()
+            .map_err(InvalidArchiveOption::Before)?;
+        Ok(ArchiveRequest {
+            options: ArchiveOptions {
+                max_rows,
+                before,
+                task_log: options.task_log,
+                until_complete: options.until_complete,
+                sleep: options.sleep,
+            },
+            purge: options.purge,
+        })
+    }
 }
 
 /// What an archive run did.

@@ -11,11 +11,12 @@ use std::time::Duration;
 use clap::Args;
 
 use super::CliError;
-use crate::actors::archiver::{ArchiveRequest, run_archive};
+use crate::actors::archiver::{
+    ArchiveRequest, InvalidArchiveOption, NovaArchiveOptions, run_archive,
+};
 use crate::config::DatabaseSource;
-use crate::db::archive::ArchiveOptions;
 use crate::db::{self, DbError};
-use crate::domain::archive::{check_max_rows, parse_before};
+use crate::domain::archive::parse_before;
 use crate::domain::clock::{SharedClock, SystemClock};
 
 /// Options of `db archive-deleted-rows`.
@@ -69,31 +70,26 @@ pub fn archive_deleted_rows(
     source: &DatabaseSource,
     args: ArchiveArgs,
 ) -> Result<ExitCode, CliError> {
-    let max_rows = match check_max_rows(args.max_rows) {
-        Ok(max_rows) => max_rows,
-        Err(message) => {
-            println!("{message}");
-            return Ok(ExitCode::from(2));
-        }
-    };
-    let before = match args.before.as_deref().map(parse_before).transpose() {
-        Ok(before) => before,
-        Err(message) => {
-            println!("{message}");
-            return Ok(ExitCode::from(4));
+    let request = ArchiveRequest::from_nova(NovaArchiveOptions {
+        max_rows: args.max_rows,
+        before: args.before.as_deref(),
+        until_complete: args.until_complete,
+        purge: args.purge,
+        task_log: args.task_log,
+        sleep: Duration::from_secs(args.sleep),
+    });
+    let request = match request {
+        Ok(request) => request,
+        Err(invalid) => {
+            println!("{invalid}");
+            let code = match invalid {
+                InvalidArchiveOption::MaxRows(_) => 2,
+                InvalidArchiveOption::Before(_) => 4,
+            };
+            return Ok(ExitCode::from(code));
         }
     };
     let database = super::open(source, 2)?;
-    let request = ArchiveRequest {
-        options: ArchiveOptions {
-            max_rows,
-            before,
-            task_log: args.task_log,
-            until_complete: args.until_complete,
-            sleep: Duration::from_secs(args.sleep),
-        },
-        purge: args.purge,
-    };
     let progress = args.until_complete && args.verbose;
     if progress {
         print!("Archiving..");

@@ -5,10 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::error::ApiError;
-use crate::actors::archiver::{ArchiveOnce, ArchiveRequest};
+use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
 use crate::db;
-use crate::db::archive::ArchiveOptions;
-use crate::domain::archive::{check_max_rows, parse_before};
 
 /// Body of `POST /api/v1/archive`; every field optional.
 #[derive(Debug, Default, Deserialize)]
@@ -59,23 +57,15 @@ pub async fn run_archive(
     body: Option<web::Json<ArchiveRequestBody>>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.map(web::Json::into_inner).unwrap_or_default();
-    let max_rows = check_max_rows(body.max_rows.unwrap_or(1000)).map_err(ApiError::BadRequest)?;
-    let before = body
-        .before
-        .as_deref()
-        .map(parse_before)
-        .transpose()
-        .map_err(ApiError::BadRequest)?;
-    let request = ArchiveRequest {
-        options: ArchiveOptions {
-            max_rows,
-            before,
-            task_log: body.task_log,
-            until_complete: body.until_complete,
-            sleep: std::time::Duration::ZERO,
-        },
+    let request = ArchiveRequest::from_nova(NovaArchiveOptions {
+        max_rows: body.max_rows.unwrap_or(1000),
+        before: body.before.as_deref(),
+        until_complete: body.until_complete,
         purge: body.purge,
-    };
+        task_log: body.task_log,
+        sleep: std::time::Duration::ZERO,
+    })
+    .map_err(|invalid| ApiError::BadRequest(invalid.to_string()))?;
     let report = state
         .actors
         .archiver

@@ -12,14 +12,13 @@ use uuid::Uuid;
 
 use super::capture;
 use super::format::{IntOrRef, Message, Script, Snapshot, Step, Target, Tick};
-use crate::actors::archiver::{ArchiveOnce, ArchiveRequest};
+use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
 use crate::actors::compute_host::{DestroyInstance, Heartbeat, IsFenced, UpdateAvailableResource};
 use crate::actors::ironic::{DeleteNode, EnrollNodes, LockNode};
 use crate::actors::rebalancer::{RebalanceNow, Resign};
 use crate::actors::registry::{CreateProvider, DeleteOrphan};
 use crate::actors::scheduler::Boot;
 use crate::actors::{ActorSettings, Actors, spawn_all};
-use crate::db::archive::ArchiveOptions;
 use crate::db::ironic::NewIronicNode;
 use crate::db::registry::{OrphanOutcome, ProviderOutcome};
 use crate::db::{self, Pool};
@@ -271,22 +270,15 @@ impl Run {
                 Ok(json!({ "outcome": name }))
             }
             (Target::Archiver, Message::ArchiveOnce(args)) => {
-                let max_rows = crate::domain::archive::check_max_rows(args.max_rows)?;
-                let before = args
-                    .before
-                    .as_deref()
-                    .map(crate::domain::archive::parse_before)
-                    .transpose()?;
-                let request = ArchiveRequest {
-                    options: ArchiveOptions {
-                        max_rows,
-                        before,
-                        task_log: args.task_log,
-                        until_complete: args.until_complete,
-                        sleep: std::time::Duration::ZERO,
-                    },
+                let request = ArchiveRequest::from_nova(NovaArchiveOptions {
+                    max_rows: args.max_rows,
+                    before: args.before.as_deref(),
+                    until_complete: args.until_complete,
                     purge: args.purge,
-                };
+                    task_log: args.task_log,
+                    sleep: std::time::Duration::ZERO,
+                })
+                .map_err(|invalid| invalid.to_string())?;
                 let report = actors
                     .archiver
                     .send(ArchiveOnce { request })

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Running, TempDir, address_of, ringmaster};
+use crate::helpers::{FAST, Running, TempDir, address_of, ringmaster};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -225,16 +225,7 @@ async fn the_dashboard_shows_a_crash_move_nodes_on_the_ring_and_in_the_table() {
     command
         .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path.join("pg"))
-        .args([
-            "--report-interval",
-            "200ms",
-            "--service-down-time",
-            "2s",
-            "--rebalance-interval",
-            "200ms",
-            "--update-resources-interval",
-            "500ms",
-        ])
+        .args(FAST)
         .env("RUST_LOG", "warn");
     let mut demo = Running::spawn(command);
     let address =

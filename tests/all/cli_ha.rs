@@ -8,18 +8,7 @@ use std::time::Duration;
 use ringmaster::db::cluster::Cluster;
 use serde_json::Value;
 
-use crate::helpers::{Running, address_of, eventually, http, ringmaster};
-
-const FAST: [&str; 8] = [
-    "--report-interval",
-    "200ms",
-    "--service-down-time",
-    "2s",
-    "--rebalance-interval",
-    "200ms",
-    "--update-resources-interval",
-    "500ms",
-];
+use crate::helpers::{FAST, Running, address_of, eventually, http, ringmaster};
 
 fn serve(url: &str, hosts: &str, extra: &[&str]) -> (Running, String) {
     let mut command = ringmaster();

@@ -554,3 +554,15 @@ pub fn address_of(line: &str) -> String {
         .trim_end_matches('/')
         .to_owned()
 }
+
+/// Flags that make a `serve`/`demo` process react within a couple of seconds.
+pub const FAST: [&str; 8] = [
+    "--report-interval",
+    "200ms",
+    "--service-down-time",
+    "2s",
+    "--rebalance-interval",
+    "200ms",
+    "--update-resources-interval",
+    "500ms",
+];

@@ -139,6 +139,9 @@ pub enum DbCommand {
     ArchiveDeletedRows(archive::ArchiveArgs),
     /// Deletes rows from the shadow tables (--all or --before DATE).
     Purge(archive::PurgeArgs),
+    /// Empties Placement (providers, allocations, custom classes and traits …), keeping the
+    /// standard classes and traits: the RESET_CMD between Placement's gabbi files.
+    ResetPlacement,
 }
 
 #[derive(Debug, Subcommand)]
@@ -205,6 +208,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
             archive::archive_deleted_rows(&database, args)
         }
         Command::Db(DbCommand::Purge(args)) => archive::purge(&database, args),
+        Command::Db(DbCommand::ResetPlacement) => reset_placement(&database),
         Command::Script(ScriptCommand::Run(args)) => run_scripts(&database, &args.files),
         Command::Audit => audit(&database),
     }
@@ -323,6 +327,18 @@ fn run_scripts(source: &DatabaseSource, files: &[PathBuf]) -> Result<ExitCode, C
     } else {
         ExitCode::FAILURE
     })
+}
+
+fn reset_placement(source: &DatabaseSource) -> Result<ExitCode, CliError> {
+    let database = open(source, 1)?;
+    let mut conn = database
+        .pool
+        .get()
+        .map_err(|error| CliError::Startup(DbError::from(error)))?;
+    diesel::Connection::transaction(&mut *conn, db::placement_names::reset_placement)
+        .map_err(CliError::Startup)?;
+    println!("placement emptied: standard resource classes and traits only");
+    Ok(ExitCode::SUCCESS)
 }
 
 fn audit(source: &DatabaseSource) -> Result<ExitCode, CliError> {

@@ -15,6 +15,7 @@ pub mod ironic;
 pub mod models;
 pub mod pci;
 pub mod placement;
+pub mod placement_names;
 pub mod registry;
 pub mod schema;
 pub mod scratch;

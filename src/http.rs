@@ -11,6 +11,7 @@ pub mod health;
 pub mod hosts;
 pub mod instances;
 pub mod nodes;
+pub mod placement;
 pub mod static_files;
 pub mod validate;
 
@@ -67,6 +68,7 @@ pub fn configure(
                     .route("/archive", web::post().to(archive::run_archive))
                     .route("/archive/runs", web::get().to(archive::list_archive_runs)),
             )
+            .configure(placement::configure)
             .route("/", web::get().to(static_files::get_index))
             .route("/{file:.+}", web::get().to(static_files::get_static_file))
             .default_service(web::to(error::no_route));

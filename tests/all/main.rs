@@ -18,4 +18,5 @@ mod db_migrations;
 mod db_registry;
 mod db_schema;
 mod ha_incidents;
+mod placement_api;
 mod scripts;

@@ -1,0 +1,43 @@
+//! The Placement API under `/placement`, compatible with OpenStack Placement: microversions by
+//! the `OpenStack-API-Version` header (echoed, with `Vary`), noauth2-style `x-auth-token`
+//! authentication, and Placement's error envelope `{"errors": [{status, title, detail, code,
+//! request_id}]}`. Resource providers, inventories and allocations follow in later work.
+
+pub mod error;
+pub mod middleware;
+pub mod names;
+pub mod versions;
+
+use actix_web::middleware::from_fn;
+use actix_web::web;
+
+use error::PlacementError;
+
+/// Registers the Placement routes under `/placement`.
+pub fn configure(config: &mut web::ServiceConfig) {
+    config.service(
+        web::scope("/placement")
+            .wrap(from_fn(middleware::placement_request))
+            .app_data(web::QueryConfig::default().error_handler(|error, _| {
+                PlacementError::bad_request(format!(
+                    "Invalid query string parameters: Additional properties are not allowed: {error}"
+                ))
+                .into()
+            }))
+            .app_data(web::PathConfig::default().error_handler(|error, _| {
+                PlacementError::bad_request(format!("Invalid path: {error}")).into()
+            }))
+            .route("", web::get().to(versions::get_versions))
+            .route("/", web::get().to(versions::get_versions))
+            .route("/resource_classes", web::get().to(names::list_resource_classes))
+            .route("/resource_classes", web::post().to(names::create_resource_class))
+            .route("/resource_classes/{name}", web::get().to(names::show_resource_class))
+            .route("/resource_classes/{name}", web::put().to(names::put_resource_class))
+            .route("/resource_classes/{name}", web::delete().to(names::delete_resource_class))
+            .route("/traits", web::get().to(names::list_traits))
+            .route("/traits/{name}", web::get().to(names::show_trait))
+            .route("/traits/{name}", web::put().to(names::put_trait))
+            .route("/traits/{name}", web::delete().to(names::delete_trait))
+            .default_service(web::to(error::no_route)),
+    );
+}

@@ -1,0 +1,133 @@
+//! Placement's error envelope and codes. Internal failures carry a generic detail; the cause
+//! is logged once here.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+
+use crate::db::DbError;
+use crate::domain::error::ErrorKind;
+
+/// Placement's generic error code.
+pub const UNDEFINED_CODE: &str = "placement.undefined_code";
+
+/// A Placement API error: status, detail and Placement's error code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{detail}")]
+pub struct PlacementError {
+    pub status: StatusCode,
+    pub detail: String,
+    pub code: &'static str,
+}
+
+impl PlacementError {
+    pub fn new(status: StatusCode, detail: impl Into<String>) -> PlacementError {
+        PlacementError {
+            status,
+            detail: detail.into(),
+            code: UNDEFINED_CODE,
+        }
+    }
+
+    pub fn with_code(mut self, code: &'static str) -> PlacementError {
+        self.code = code;
+        self
+    }
+
+    pub fn bad_request(detail: impl Into<String>) -> PlacementError {
+        PlacementError::new(StatusCode::BAD_REQUEST, detail)
+    }
+
+    pub fn not_found(detail: impl Into<String>) -> PlacementError {
+        PlacementError::new(StatusCode::NOT_FOUND, detail)
+    }
+
+    pub fn conflict(detail: impl Into<String>) -> PlacementError {
+        PlacementError::new(StatusCode::CONFLICT, detail)
+    }
+
+    /// Renders the envelope Placement writes.
+    pub fn to_response(&self) -> HttpResponse {
+        let title = self.status.canonical_reason().unwrap_or("Error");
+        HttpResponse::build(self.status).json(json!({
+            "errors": [{
+                "status": self.status.as_u16(),
+                "title": title,
+                "detail": self.detail,
+                "code": self.code,
+                "request_id": format!("req-{}", uuid::Uuid::new_v4()),
+            }]
+        }))
+    }
+}
+
+impl ResponseError for PlacementError {
+    fn status_code(&self) -> StatusCode {
+        self.status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        self.to_response()
+    }
+}
+
+impl From<DbError> for PlacementError {
+    fn from(error: DbError) -> Self {
+        match error.kind() {
+            ErrorKind::Unavailable => {
+                log::error!("placement request failed: {error}");
+                PlacementError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The database is unavailable, try again.",
+                )
+            }
+            ErrorKind::Conflict => PlacementError::conflict(error.to_string()),
+            ErrorKind::NotFound => PlacementError::not_found(error.to_string()),
+            ErrorKind::Invalid | ErrorKind::Internal => {
+                log::error!("placement request failed: {error}");
+                PlacementError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Internal error; the server log has the details.",
+                )
+            }
+        }
+    }
+}
+
+/// The methods each Placement path accepts (for 405 answers with `Allow`).
+fn allowed_methods(path: &str) -> Option<&'static str> {
+    let path = path.strip_prefix("/placement").unwrap_or(path);
+    let segments: Vec<&str> = path
+        .split('/')
+        .filter(|segment| !segment.is_empty())
+        .collect();
+    match segments.as_slice() {
+        [] => Some("GET"),
+        ["resource_classes"] => Some("GET, POST"),
+        ["resource_classes", _] | ["traits", _] => Some("GET, PUT, DELETE"),
+        ["traits"] => Some("GET"),
+        _ => None,
+    }
+}
+
+/// Answers a request no route takes: 405 with `Allow` for a known path, 404 otherwise.
+pub async fn no_route(request: actix_web::HttpRequest) -> HttpResponse {
+    match allowed_methods(request.path()) {
+        Some(allowed) => {
+            let mut response = PlacementError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                format!(
+                    "The method specified is not allowed for this resource. Allowed: {allowed}"
+                ),
+            )
+            .to_response();
+            if let Ok(value) = actix_web::http::header::HeaderValue::from_str(allowed) {
+                response
+                    .headers_mut()
+                    .insert(actix_web::http::header::ALLOW, value);
+            }
+            response
+        }
+        None => PlacementError::not_found("The resource could not be found.").to_response(),
+    }
+}

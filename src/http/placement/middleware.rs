@@ -1,0 +1,138 @@
+//! Every Placement request: negotiates the microversion (400 for a malformed header, 406 for
+//! one outside 1.0–1.39), checks `x-auth-token` like Placement's noauth2 (required except on
+//! the version document; `admin` is an admin; with an admin token configured, only that token),
+//! and echoes `OpenStack-API-Version` with `Vary` on every answer.
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::{Error, HttpMessage, web};
+
+use super::error::PlacementError;
+use crate::domain::placement::{Microversion, VersionError, negotiate};
+use crate::http::admin_token::AdminTokenConfig;
+
+const VERSION_HEADER: &str = "openstack-api-version";
+
+/// Negotiates, authenticates and stamps the version headers.
+pub async fn placement_request(
+    request: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, Error> {
+    let values: Vec<&str> = request
+        .headers()
+        .get_all(VERSION_HEADER)
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    let negotiated = negotiate(&values);
+    let version = negotiated.as_ref().copied().unwrap_or(Microversion::MIN);
+    let refusal = match negotiated {
+        Err(VersionError::Invalid(text)) => Some(PlacementError::bad_request(format!(
+            "invalid version string: {text}"
+        ))),
+        Err(VersionError::Unacceptable(asked)) => Some(PlacementError::new(
+            StatusCode::NOT_ACCEPTABLE,
+            format!("Unacceptable version header: {asked}"),
+        )),
+        Ok(_) => authenticate(&request).err(),
+    };
+    let wants_html = request
+        .headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html"));
+    let caching = version.at_least(1, 15)
+        && matches!(*request.method(), Method::GET | Method::PUT | Method::POST);
+    let mut response = match refusal {
+        Some(error) if wants_html => request.into_response(
+            actix_web::HttpResponse::build(error.status)
+                .content_type("text/html; charset=UTF-8")
+                .body(error.detail),
+        ),
+        Some(error) => request.into_response(error.to_response()),
+        None => {
+            request.extensions_mut().insert(version);
+            next.call(request).await?.map_into_boxed_body()
+        }
+    };
+    let success = response.status().is_success();
+    let headers = response.headers_mut();
+    if caching && success {
+        // From 1.15 Placement marks answers uncacheable and dates them.
+        headers.insert(
+            actix_web::http::header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache"),
+        );
+        let now = chrono::Utc::now()
+            .format("%a, %d %b %Y %H:%M:%S GMT")
+            .to_string();
+        if let Ok(value) = HeaderValue::from_str(&now) {
+            headers.insert(actix_web::http::header::LAST_MODIFIED, value);
+        }
+    }
+    if let Ok(value) = HeaderValue::from_str(&format!("placement {version}")) {
+        headers.insert(HeaderName::from_static(VERSION_HEADER), value);
+    }
+    headers.insert(
+        actix_web::http::header::VARY,
+        HeaderValue::from_static(VERSION_HEADER),
+    );
+    Ok(response)
+}
+
+fn authenticate(request: &ServiceRequest) -> Result<(), PlacementError> {
+    // The root is open to everyone (Placement's auth middleware skips it, whatever the method).
+    let is_version_document = matches!(request.path(), "/placement" | "/placement/");
+    if is_version_document {
+        return Ok(());
+    }
+    let token = request
+        .headers()
+        .get("x-auth-token")
+        .and_then(|value| value.to_str().ok())
+        .filter(|token| !token.is_empty());
+    let Some(token) = token else {
+        return Err(PlacementError::new(
+            StatusCode::UNAUTHORIZED,
+            "The request you have made requires authentication.",
+        ));
+    };
+    let configured = request
+        .app_data::<web::Data<AdminTokenConfig>>()
+        .and_then(|config| config.0.clone());
+    if let Some(expected) = configured {
+        return if expected.matches(token) {
+            Ok(())
+        } else {
+            Err(PlacementError::new(
+                StatusCode::UNAUTHORIZED,
+                "The request you have made requires authentication.",
+            ))
+        };
+    }
+    let roles = request
+        .headers()
+        .get("x-roles")
+        .and_then(|value| value.to_str().ok())
+        .map(|roles| roles.split(',').any(|role| role.trim() == "admin"));
+    let is_admin = roles.unwrap_or(token == "admin");
+    if is_admin {
+        Ok(())
+    } else {
+        Err(PlacementError::new(
+            StatusCode::FORBIDDEN,
+            "Policy does not allow this request to be performed.",
+        ))
+    }
+}
+
+/// The microversion of the current request (set by the middleware).
+pub fn version_of(request: &actix_web::HttpRequest) -> Microversion {
+    request
+        .extensions()
+        .get::<Microversion>()
+        .copied()
+        .unwrap_or(Microversion::MIN)
+}

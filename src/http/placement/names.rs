@@ -1,0 +1,411 @@
+//! `/placement/resource_classes` and `/placement/traits`: the standard names and custom
+//! `CUSTOM_*` ones, with Placement's microversion gates (resource classes 1.2, PUT 1.7,
+//! traits 1.6) and answers.
+
+use actix_web::http::header::LOCATION;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::error::PlacementError;
+use super::middleware::version_of;
+use crate::db;
+use crate::http::AppState;
+
+fn custom_name_ok(name: &str) -> bool {
+    name.strip_prefix("CUSTOM_").is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+    }) && name.len() <= 255
+}
+
+fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
+    if version_of(request).at_least(1, minor) {
+        Ok(())
+    } else {
+        Err(PlacementError::not_found(
+            "The resource could not be found.",
+        ))
+    }
+}
+
+/// Where Placement is mounted: links and locations carry it, as upstream's do.
+const PREFIX: &str = "/placement";
+
+fn class_json(name: &str) -> serde_json::Value {
+    json!({"name": name, "links": [{"rel": "self", "href": format!("{PREFIX}/resource_classes/{name}")}]})
+}
+
+/// Refuses a body that is not declared JSON (415), as Placement does.
+fn require_json(request: &HttpRequest) -> Result<(), PlacementError> {
+    let content_type = request
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("None");
+    if content_type
+        .split(';')
+        .next()
+        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"))
+    {
+        Ok(())
+    } else {
+        Err(PlacementError::new(
+            actix_web::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("The media type {content_type} is not supported, use application/json"),
+        ))
+    }
+}
+
+/// Validates a `{"name": "CUSTOM_…"}` body as Placement's JSON schema does; returns the name.
+fn custom_name_body(body: &[u8]) -> Result<String, PlacementError> {
+    let invalid =
+        |why: String| PlacementError::bad_request(format!("JSON does not validate: {why}"));
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| invalid(format!("{value} is not of type 'object'")))?;
+    if let Some(extra) = object.keys().find(|key| *key != "name") {
+        return Err(invalid(format!(
+            "Additional properties are not allowed ('{extra}' was unexpected)"
+        )));
+    }
+    let name = object
+        .get("name")
+        .ok_or_else(|| invalid("'name' is a required property".to_owned()))?;
+    let name = name
+        .as_str()
+        .ok_or_else(|| invalid(format!("{name} is not of type 'string'")))?;
+    if name.len() > 255 {
+        return Err(invalid(format!(
+            "Failed validating 'maxLength': '{name}' is too long"
+        )));
+    }
+    if !custom_name_ok(name) {
+        return Err(invalid(format!(
+            "'{name}' does not match '^CUSTOM\\_[A-Z0-9_]+$'"
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+/// Lists every resource class (1.2+).
+pub async fn list_resource_classes(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 2)?;
+    let classes = db::run(&state.pool, db::placement_names::list_resource_classes).await?;
+    let body: Vec<_> = classes
+        .iter()
+        .map(|class| class_json(&class.name))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "resource_classes": body })))
+}
+
+/// Body of `POST /resource_classes`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateResourceClassRequest {
+    pub name: String,
+}
+
+/// Creates a custom resource class (1.2+): 201 with its location.
+pub async fn create_resource_class(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 2)?;
+    require_json(&request)?;
+    let parsed = CreateResourceClassRequest {
+        name: custom_name_body(&body)?,
+    };
+    let now = chrono::Utc::now();
+    let name = parsed.name.clone();
+    let created = db::run(&state.pool, move |conn| {
+        db::placement_names::create_resource_class(conn, &name, now)
+    })
+    .await?;
+    if !created {
+        return Err(PlacementError::conflict(format!(
+            "Conflicting resource class already exists: {}",
+            parsed.name
+        )));
+    }
+    Ok(HttpResponse::Created()
+        .insert_header((
+            LOCATION,
+            format!("{PREFIX}/resource_classes/{}", parsed.name),
+        ))
+        .finish())
+}
+
+/// Shows one resource class (1.2+).
+pub async fn show_resource_class(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 2)?;
+    let name = path.into_inner();
+    let lookup = name.clone();
+    match db::run(&state.pool, move |conn| {
+        db::placement_names::find_resource_class(conn, &lookup)
+    })
+    .await?
+    {
+        Some(class) => Ok(HttpResponse::Ok().json(class_json(&class.name))),
+        None => Err(PlacementError::not_found(format!(
+            "No such resource class {name}."
+        ))),
+    }
+}
+
+/// Creates a custom resource class if missing (1.7+): 201 created, 204 already there.
+/// Before 1.7 (from 1.2) it renames a custom class: `{"name": "CUSTOM_NEW"}`.
+pub async fn put_resource_class(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 2)?;
+    let name = path.into_inner();
+    if !version_of(&request).at_least(1, 7) {
+        return rename_resource_class(&request, &state, name, &body).await;
+    }
+    if !custom_name_ok(&name) {
+        return Err(PlacementError::bad_request(format!(
+            "Failed validating 'pattern': {name:?} does not match '^CUSTOM\\\\_[A-Z0-9_]+$'"
+        )));
+    }
+    let now = chrono::Utc::now();
+    let created_name = name.clone();
+    let created = db::run(&state.pool, move |conn| {
+        db::placement_names::create_resource_class(conn, &created_name, now)
+    })
+    .await?;
+    if created {
+        Ok(HttpResponse::Created()
+            .insert_header((LOCATION, format!("{PREFIX}/resource_classes/{name}")))
+            .finish())
+    } else {
+        Ok(HttpResponse::NoContent().finish())
+    }
+}
+
+async fn rename_resource_class(
+    request: &HttpRequest,
+    state: &AppState,
+    name: String,
+    body: &[u8],
+) -> Result<HttpResponse, PlacementError> {
+    require_json(request)?;
+    let new_name = custom_name_body(body)?;
+    if !name.starts_with("CUSTOM_") {
+        return Err(PlacementError::bad_request(format!(
+            "Cannot update standard resource class {name}"
+        )));
+    }
+    let (lookup, target) = (name.clone(), new_name.clone());
+    let renamed = db::run(&state.pool, move |conn| {
+        let Some(class) = db::placement_names::find_resource_class(conn, &lookup)? else {
+            return Ok(None);
+        };
+        db::placement_names::rename_resource_class(conn, class.id, &target).map(Some)
+    })
+    .await;
+    match renamed {
+        Ok(Some(())) => Ok(HttpResponse::Ok().json(class_json(&new_name))),
+        Ok(None) => Err(PlacementError::not_found(format!(
+            "No such resource class {name}."
+        ))),
+        Err(db::DbError::UniqueViolation { .. }) => Err(PlacementError::conflict(format!(
+            "Resource class already exists: {new_name}"
+        ))),
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Deletes a custom resource class (1.2+): never a standard one, never one in use.
+pub async fn delete_resource_class(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 2)?;
+    let name = path.into_inner();
+    let lookup = name.clone();
+    let found = db::run(&state.pool, move |conn| {
+        let Some(class) = db::placement_names::find_resource_class(conn, &lookup)? else {
+            return Ok(None);
+        };
+        let in_use = db::placement_names::resource_class_in_use(conn, class.id)?;
+        Ok(Some((class, in_use)))
+    })
+    .await?;
+    let Some((class, in_use)) = found else {
+        return Err(PlacementError::not_found(format!(
+            "No such resource class {name}."
+        )));
+    };
+    if !name.starts_with("CUSTOM_") {
+        return Err(PlacementError::bad_request(format!(
+            "Cannot delete standard resource class {name}: "
+        )));
+    }
+    if in_use {
+        return Err(PlacementError::conflict(format!(
+            "Unable to delete resource class {name}. The resource class is in use in inventory."
+        )));
+    }
+    db::run(&state.pool, move |conn| {
+        db::placement_names::delete_resource_class(conn, class.id)
+    })
+    .await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Query of `GET /traits`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraitsQuery {
+    pub name: Option<String>,
+    pub associated: Option<String>,
+}
+
+/// Lists traits (1.6+), filtered by `name=startswith:P` or `name=in:A,B`, and `associated`.
+pub async fn list_traits(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<TraitsQuery>,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 6)?;
+    let query = query.into_inner();
+    let (prefix, names) = match query.name.as_deref() {
+        None => (None, None),
+        Some(filter) => match (
+            filter.strip_prefix("startswith:"),
+            filter.strip_prefix("in:"),
+        ) {
+            (Some(prefix), _) => (Some(prefix.to_owned()), None),
+            (_, Some(list)) => (
+                None,
+                Some(list.split(',').map(str::to_owned).collect::<Vec<_>>()),
+            ),
+            _ => {
+                return Err(PlacementError::bad_request(format!(
+                    "Badly formatted name parameter. Expected name query string parameter in form: \
+                     ?name=[in|startswith]:[name1,name2|prefix]. Got: \"{filter}\""
+                )));
+            }
+        },
+    };
+    let associated = match query.associated.as_deref() {
+        None => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(_) => {
+            return Err(PlacementError::bad_request(
+                "The query parameter \"associated\" only accepts \"true\" or \"false\"",
+            ));
+        }
+    };
+    let traits = db::run(&state.pool, move |conn| {
+        db::placement_names::list_traits(conn, prefix.as_deref(), names.as_deref(), associated)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(json!({ "traits": traits })))
+}
+
+/// 204 when the trait exists (1.6+).
+pub async fn show_trait(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 6)?;
+    let name = path.into_inner();
+    let lookup = name.clone();
+    match db::run(&state.pool, move |conn| {
+        db::placement_names::find_trait(conn, &lookup)
+    })
+    .await?
+    {
+        Some(_) => Ok(HttpResponse::NoContent().finish()),
+        None => Err(PlacementError::not_found(format!(
+            "No such trait(s): {name}."
+        ))),
+    }
+}
+
+/// Creates a custom trait if missing (1.6+): 201 created, 204 already there.
+pub async fn put_trait(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 6)?;
+    let name = path.into_inner();
+    if !custom_name_ok(&name) {
+        return Err(PlacementError::bad_request(format!(
+            "The trait is invalid. A valid trait must be no longer than 255 characters, start with \
+             the prefix \"CUSTOM_\" and use following characters: \"A\"-\"Z\", \"0\"-\"9\" and \"_\": {name}"
+        )));
+    }
+    let now = chrono::Utc::now();
+    let created_name = name.clone();
+    let created = db::run(&state.pool, move |conn| {
+        db::placement_names::create_trait(conn, &created_name, now)
+    })
+    .await?;
+    let location = (LOCATION, format!("{PREFIX}/traits/{name}"));
+    if created {
+        Ok(HttpResponse::Created().insert_header(location).finish())
+    } else {
+        Ok(HttpResponse::NoContent().insert_header(location).finish())
+    }
+}
+
+/// Deletes a custom trait (1.6+): never a standard one, never one a provider has.
+pub async fn delete_trait(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    require(&request, 6)?;
+    let name = path.into_inner();
+    let lookup = name.clone();
+    let found = db::run(&state.pool, move |conn| {
+        let Some(found) = db::placement_names::find_trait(conn, &lookup)? else {
+            return Ok(None);
+        };
+        let in_use = db::placement_names::trait_in_use(conn, found.id)?;
+        Ok(Some((found, in_use)))
+    })
+    .await?;
+    let Some((found, in_use)) = found else {
+        return Err(PlacementError::not_found(format!(
+            "No such trait(s): {name}."
+        )));
+    };
+    if !name.starts_with("CUSTOM_") {
+        return Err(PlacementError::bad_request(format!(
+            "Cannot delete standard trait {name}."
+        )));
+    }
+    if in_use {
+        return Err(PlacementError::conflict(format!(
+            "The trait {name} is in use by a resource provider."
+        )));
+    }
+    db::run(&state.pool, move |conn| {
+        db::placement_names::delete_trait(conn, found.id)
+    })
+    .await?;
+    Ok(HttpResponse::NoContent().finish())
+}

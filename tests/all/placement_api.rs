@@ -1,0 +1,303 @@
+//! The Placement API's foundation: the version document, microversion negotiation, noauth2
+//! authentication, the error envelope, resource classes and traits.
+
+use serde_json::{Value, json};
+
+use crate::helpers::TestApp;
+
+async fn call(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    version: Option<&str>,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let mut request = app.client.request(method, app.url(path));
+    if let Some(version) = version {
+        request = request.header("openstack-api-version", format!("placement {version}"));
+    }
+    if let Some(token) = token {
+        request = request.header("x-auth-token", token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        headers,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+#[actix_web::test]
+async fn the_version_document_needs_no_token_and_versions_are_negotiated() {
+    let app = TestApp::spawn().await;
+    let (status, headers, body) =
+        call(&app, reqwest::Method::GET, "/placement/", None, None, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"versions": [{"id": "v1.0", "max_version": "1.39", "min_version": "1.0", "status": "CURRENT",
+                             "links": [{"rel": "self", "href": ""}]}]})
+    );
+    assert_eq!(headers["openstack-api-version"], "placement 1.0");
+    assert_eq!(headers["vary"], "openstack-api-version");
+
+    let (_, headers, _) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/",
+        Some("latest"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(headers["openstack-api-version"], "placement 1.39");
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/",
+        Some("1.40"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 406);
+    assert_eq!(
+        body["errors"][0]["detail"],
+        "Unacceptable version header: 1.40"
+    );
+    assert_eq!(body["errors"][0]["title"], "Not Acceptable");
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/",
+        Some("pony.horse"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        body["errors"][0]["detail"],
+        "invalid version string: pony.horse"
+    );
+}
+
+#[actix_web::test]
+async fn everything_else_needs_an_admin_token() {
+    let app = TestApp::spawn().await;
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_classes",
+        Some("1.2"),
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(body["errors"][0]["code"], "placement.undefined_code");
+    assert!(
+        body["errors"][0]["request_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("req-")
+    );
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_classes",
+        Some("1.2"),
+        Some("user"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 403);
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_classes",
+        Some("1.2"),
+        Some("admin"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+}
+
+#[actix_web::test]
+async fn custom_resource_classes_and_traits_come_and_go() {
+    let app = TestApp::spawn().await;
+    let admin = Some("admin");
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_classes",
+        Some("1.2"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body["resource_classes"].as_array().unwrap().len(),
+        21,
+        "the standard classes"
+    );
+    assert_eq!(
+        body["resource_classes"][0],
+        json!({"name": "VCPU", "links": [{"rel": "self", "href": "/placement/resource_classes/VCPU"}]})
+    );
+
+    let (status, headers, _) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_classes",
+        Some("1.2"),
+        admin,
+        Some(json!({"name": "CUSTOM_GOLD"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        headers["location"],
+        "/placement/resource_classes/CUSTOM_GOLD"
+    );
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_classes",
+        Some("1.2"),
+        admin,
+        Some(json!({"name": "CUSTOM_GOLD"})),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_classes",
+        Some("1.2"),
+        admin,
+        Some(json!({"name": "GOLD"})),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["errors"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("JSON does not validate")
+    );
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::PUT,
+        "/placement/resource_classes/CUSTOM_GOLD",
+        Some("1.7"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 204, "already there");
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::DELETE,
+        "/placement/resource_classes/VCPU",
+        Some("1.2"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "standard classes stay");
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::DELETE,
+        "/placement/resource_classes/CUSTOM_GOLD",
+        Some("1.2"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_classes/CUSTOM_GOLD",
+        Some("1.2"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404);
+
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::PUT,
+        "/placement/traits/CUSTOM_FAST",
+        Some("1.6"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 201);
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/traits?name=startswith:CUSTOM",
+        Some("1.6"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({"traits": ["CUSTOM_FAST"]})));
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/traits",
+        Some("1.6"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["traits"].as_array().unwrap().len()),
+        (200, 378)
+    );
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/traits",
+        Some("1.5"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "traits arrived in 1.6");
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::DELETE,
+        "/placement/traits/CUSTOM_FAST",
+        Some("1.6"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, headers, _) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/traits",
+        Some("1.6"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 405);
+    assert_eq!(headers["allow"], "GET");
+}

@@ -16,6 +16,7 @@ pub mod models;
 pub mod pci;
 pub mod placement;
 pub mod placement_names;
+pub mod providers;
 pub mod registry;
 pub mod schema;
 pub mod scratch;

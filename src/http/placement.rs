@@ -6,6 +6,7 @@
 pub mod error;
 pub mod middleware;
 pub mod names;
+pub mod providers;
 pub mod versions;
 
 use actix_web::middleware::from_fn;
@@ -34,6 +35,11 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/resource_classes/{name}", web::get().to(names::show_resource_class))
             .route("/resource_classes/{name}", web::put().to(names::put_resource_class))
             .route("/resource_classes/{name}", web::delete().to(names::delete_resource_class))
+            .route("/resource_providers", web::get().to(providers::list_providers))
+            .route("/resource_providers", web::post().to(providers::create_provider))
+            .route("/resource_providers/{uuid}", web::get().to(providers::show_provider))
+            .route("/resource_providers/{uuid}", web::put().to(providers::update_provider))
+            .route("/resource_providers/{uuid}", web::delete().to(providers::delete_provider))
             .route("/traits", web::get().to(names::list_traits))
             .route("/traits/{name}", web::get().to(names::show_trait))
             .route("/traits/{name}", web::put().to(names::put_trait))

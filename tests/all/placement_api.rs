@@ -301,3 +301,159 @@ async fn custom_resource_classes_and_traits_come_and_go() {
     assert_eq!(status, 405);
     assert_eq!(headers["allow"], "GET");
 }
+
+#[actix_web::test]
+async fn resource_providers_form_trees_and_keep_their_names_unique() {
+    let app = TestApp::spawn().await;
+    let admin = Some("admin");
+    let parent = "8d4b0b1e-6a64-4d8b-9b37-6d2f7a5f1a01";
+    let child = "8d4b0b1e-6a64-4d8b-9b37-6d2f7a5f1a02";
+    let (status, headers, body) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_providers",
+        Some("1.19"),
+        admin,
+        Some(json!({"name": "rack-1", "uuid": parent})),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (201, Value::Null),
+        "before 1.20: 201 without a body"
+    );
+    assert_eq!(
+        headers["location"],
+        format!("/placement/resource_providers/{parent}").as_str()
+    );
+
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_providers",
+        Some("1.20"),
+        admin,
+        Some(json!({"name": "node-1", "uuid": child, "parent_provider_uuid": parent})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["root_provider_uuid"], parent);
+    assert_eq!(body["parent_provider_uuid"], parent);
+    assert_eq!(body["generation"], 0);
+
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_providers",
+        Some("1.20"),
+        admin,
+        Some(json!({"name": "node-1"})),
+    )
+    .await;
+    assert_eq!(status, 409);
+    assert_eq!(body["errors"][0]["code"], "placement.duplicate_name");
+    assert_eq!(
+        body["errors"][0]["detail"],
+        "Conflicting resource provider name: node-1 already exists."
+    );
+
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        &format!("/placement/resource_providers?in_tree={child}"),
+        Some("1.14"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["resource_providers"].as_array().unwrap().len(), 2);
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_providers?uuid=nope",
+        Some("1.14"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["errors"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("Invalid query string parameters")
+    );
+
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::PUT,
+        &format!("/placement/resource_providers/{child}"),
+        Some("1.36"),
+        admin,
+        Some(json!({"name": "node-1b", "parent_provider_uuid": null})),
+    )
+    .await;
+    assert_eq!(status, 400, "un-parenting needs 1.37: {body}");
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::PUT,
+        &format!("/placement/resource_providers/{child}"),
+        Some("1.37"),
+        admin,
+        Some(json!({"name": "node-1b", "parent_provider_uuid": null})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        (body["name"].clone(), body["root_provider_uuid"].clone()),
+        (json!("node-1b"), json!(child))
+    );
+
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::PUT,
+        &format!("/placement/resource_providers/{child}"),
+        Some("1.37"),
+        admin,
+        Some(json!({"name": "node-1b", "parent_provider_uuid": parent})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::DELETE,
+        &format!("/placement/resource_providers/{parent}"),
+        None,
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 409);
+    assert_eq!(
+        body["errors"][0]["code"],
+        "placement.resource_provider.cannot_delete_parent"
+    );
+    for uuid in [child, parent] {
+        let (status, _, _) = call(
+            &app,
+            reqwest::Method::DELETE,
+            &format!("/placement/resource_providers/{uuid}"),
+            None,
+            admin,
+            None,
+        )
+        .await;
+        assert_eq!(status, 204);
+    }
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_providers",
+        None,
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!((status, body), (200, json!({"resource_providers": []})));
+}

@@ -103,7 +103,8 @@ fn allowed_methods(path: &str) -> Option<&'static str> {
         .collect();
     match segments.as_slice() {
         [] => Some("GET"),
-        ["resource_classes"] => Some("GET, POST"),
+        ["resource_classes"] | ["resource_providers"] => Some("GET, POST"),
+        ["resource_providers", _] => Some("GET, PUT, DELETE"),
         ["resource_classes", _] | ["traits", _] => Some("GET, PUT, DELETE"),
         ["traits"] => Some("GET"),
         _ => None,

@@ -1,0 +1,308 @@
+//! Placement's resource providers: trees (parent and root), create, update (rename, re-parent),
+//! delete — each in the caller's transaction, with the rules Placement enforces.
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use uuid::Uuid;
+
+use super::DbError;
+
+/// One provider as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct ProviderRow {
+    #[diesel(sql_type = BigInt)]
+    pub id: i64,
+    #[diesel(sql_type = SqlUuid)]
+    pub uuid: Uuid,
+    #[diesel(sql_type = Text)]
+    pub name: String,
+    #[diesel(sql_type = BigInt)]
+    pub generation: i64,
+    #[diesel(sql_type = SqlUuid)]
+    pub root_uuid: Uuid,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    pub parent_uuid: Option<Uuid>,
+}
+
+const SELECT: &str = "SELECT rp.id, rp.uuid, rp.name::text AS name, rp.generation,
+                             COALESCE(root.uuid, rp.uuid) AS root_uuid, parent.uuid AS parent_uuid
+                        FROM resource_providers rp
+                        LEFT JOIN resource_providers root ON root.id = rp.root_provider_id
+                        LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id";
+
+/// Filters of a provider listing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProviderFilter {
+    pub name: Option<String>,
+    pub uuid: Option<Uuid>,
+    /// Any provider of the tree this provider is in.
+    pub in_tree: Option<Uuid>,
+}
+
+/// Lists providers matching `filter`, ordered by id.
+pub fn list_providers(
+    conn: &mut PgConnection,
+    filter: &ProviderFilter,
+) -> Result<Vec<ProviderRow>, DbError> {
+    Ok(diesel::sql_query(format!(
+        "{SELECT}
+          WHERE ($1::text IS NULL OR rp.name = $1)
+            AND ($2::uuid IS NULL OR rp.uuid = $2)
+            AND ($3::uuid IS NULL OR rp.root_provider_id =
+                 (SELECT t.root_provider_id FROM resource_providers t WHERE t.uuid = $3))
+          ORDER BY rp.id"
+    ))
+    .bind::<Nullable<Text>, _>(filter.name.as_deref())
+    .bind::<Nullable<SqlUuid>, _>(filter.uuid)
+    .bind::<Nullable<SqlUuid>, _>(filter.in_tree)
+    .load(conn)?)
+}
+
+/// Returns provider `uuid`, if it exists.
+pub fn get_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<ProviderRow>, DbError> {
+    Ok(diesel::sql_query(format!("{SELECT} WHERE rp.uuid = $1"))
+        .bind::<SqlUuid, _>(uuid)
+        .load::<ProviderRow>(conn)?
+        .into_iter()
+        .next())
+}
+
+/// Why a provider could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("Conflicting resource provider name: {0} already exists.")]
+    DuplicateName(String),
+    #[error("Conflicting resource provider uuid: {0} already exists.")]
+    DuplicateUuid(Uuid),
+    #[error(
+        "parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent."
+    )]
+    SelfParent,
+    #[error("parent provider UUID does not exist.")]
+    ParentMissing,
+    #[error("un-parenting a provider is not currently allowed.")]
+    Unparent,
+    #[error("re-parenting a provider is not currently allowed.")]
+    Reparent,
+    #[error("creating loop in the provider tree is not allowed.")]
+    Loop,
+    #[error("No resource provider with uuid {0} found")]
+    NotFound(Uuid),
+    #[error("Unable to delete resource provider {0}: Resource provider has allocations.")]
+    HasAllocations(Uuid),
+    #[error("Unable to delete parent resource provider {0}: It has child resource providers.")]
+    HasChildren(Uuid),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<diesel::result::Error> for ProviderError {
+    fn from(error: diesel::result::Error) -> Self {
+        ProviderError::Db(DbError::from(error))
+    }
+}
+
+/// Creates provider `uuid` named `name`, under `parent` if given.
+pub fn create_provider(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    name: &str,
+    parent: Option<Uuid>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<ProviderRow, ProviderError> {
+    if parent == Some(uuid) {
+        return Err(ProviderError::SelfParent);
+    }
+    let parent_row = match parent {
+        Some(parent) => Some(get_provider(conn, parent)?.ok_or(ProviderError::ParentMissing)?),
+        None => None,
+    };
+    if !list_providers(
+        conn,
+        &ProviderFilter {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        },
+    )?
+    .is_empty()
+    {
+        return Err(ProviderError::DuplicateName(name.to_owned()));
+    }
+    if get_provider(conn, uuid)?.is_some() {
+        return Err(ProviderError::DuplicateUuid(uuid));
+    }
+    let (parent_id, root_id) = match &parent_row {
+        Some(parent) => (Some(parent.id), root_id_of(conn, parent.id)?),
+        None => (None, None),
+    };
+    let inserted = diesel::sql_query(
+        "INSERT INTO resource_providers (uuid, name, parent_provider_id, root_provider_id, created_at)
+         VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .bind::<Text, _>(name)
+    .bind::<Nullable<BigInt>, _>(parent_id)
+    .bind::<Nullable<BigInt>, _>(root_id)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)
+    .map_err(DbError::from);
+    match inserted {
+        Err(DbError::UniqueViolation { constraint }) if constraint.contains("name") => {
+            return Err(ProviderError::DuplicateName(name.to_owned()));
+        }
+        Err(DbError::UniqueViolation { .. }) => return Err(ProviderError::DuplicateUuid(uuid)),
+        other => other?,
+    };
+    diesel::sql_query("UPDATE resource_providers SET root_provider_id = id WHERE uuid = $1 AND root_provider_id IS NULL")
+        .bind::<SqlUuid, _>(uuid)
+        .execute(conn)?;
+    get_provider(conn, uuid)?.ok_or(ProviderError::NotFound(uuid))
+}
+
+fn root_id_of(conn: &mut PgConnection, id: i64) -> Result<Option<i64>, DbError> {
+    #[derive(QueryableByName)]
+    struct Root {
+        #[diesel(sql_type = Nullable<BigInt>)]
+        root: Option<i64>,
+    }
+    let root: Root =
+        diesel::sql_query("SELECT root_provider_id AS root FROM resource_providers WHERE id = $1")
+            .bind::<BigInt, _>(id)
+            .get_result(conn)?;
+    Ok(root.root.or(Some(id)))
+}
+
+/// Renames provider `uuid` and, when `parent` is given, moves it under that parent (`Some(None)`
+/// un-parents it). `reparenting_allowed` is microversion 1.37's rule.
+pub fn update_provider(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    name: &str,
+    parent: Option<Option<Uuid>>,
+    reparenting_allowed: bool,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<ProviderRow, ProviderError> {
+    let current = get_provider(conn, uuid)?.ok_or(ProviderError::NotFound(uuid))?;
+    if name != current.name
+        && list_providers(
+            conn,
+            &ProviderFilter {
+                name: Some(name.to_owned()),
+                ..Default::default()
+            },
+        )?
+        .iter()
+        .any(|other| other.uuid != uuid)
+    {
+        return Err(ProviderError::DuplicateName(name.to_owned()));
+    }
+    if let Some(new_parent) = parent
+        && new_parent != current.parent_uuid
+    {
+        match (current.parent_uuid, new_parent) {
+            (Some(_), None) if !reparenting_allowed => return Err(ProviderError::Unparent),
+            (Some(_), Some(_)) if !reparenting_allowed => return Err(ProviderError::Reparent),
+            _ => {}
+        }
+        if new_parent == Some(uuid) {
+            return Err(ProviderError::Loop);
+        }
+        let parent_row = match new_parent {
+            Some(parent) => Some(get_provider(conn, parent)?.ok_or(ProviderError::ParentMissing)?),
+            None => None,
+        };
+        if let Some(parent_row) = &parent_row
+            && is_descendant(conn, parent_row.id, current.id)?
+        {
+            return Err(ProviderError::Loop);
+        }
+        let new_root = match &parent_row {
+            Some(parent) => root_id_of(conn, parent.id)?.unwrap_or(parent.id),
+            None => current.id,
+        };
+        diesel::sql_query("UPDATE resource_providers SET parent_provider_id = $2 WHERE id = $1")
+            .bind::<BigInt, _>(current.id)
+            .bind::<Nullable<BigInt>, _>(parent_row.as_ref().map(|parent| parent.id))
+            .execute(conn)?;
+        // The whole subtree follows its new root.
+        diesel::sql_query(
+            "WITH RECURSIVE subtree AS (
+                 SELECT id FROM resource_providers WHERE id = $1
+                 UNION ALL
+                 SELECT child.id FROM resource_providers child JOIN subtree ON child.parent_provider_id = subtree.id
+             )
+             UPDATE resource_providers SET root_provider_id = $2 WHERE id IN (SELECT id FROM subtree)",
+        )
+        .bind::<BigInt, _>(current.id)
+        .bind::<BigInt, _>(new_root)
+        .execute(conn)?;
+    }
+    // As Placement: a rename or re-parent does not bump the generation.
+    diesel::sql_query("UPDATE resource_providers SET name = $2, updated_at = $3 WHERE id = $1")
+        .bind::<BigInt, _>(current.id)
+        .bind::<Text, _>(name)
+        .bind::<Timestamptz, _>(now)
+        .execute(conn)?;
+    get_provider(conn, uuid)?.ok_or(ProviderError::NotFound(uuid))
+}
+
+/// Says whether provider `candidate` lies in the subtree of provider `ancestor`.
+fn is_descendant(conn: &mut PgConnection, candidate: i64, ancestor: i64) -> Result<bool, DbError> {
+    #[derive(QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::Bool)]
+        found: bool,
+    }
+    let found: Found = diesel::sql_query(
+        "WITH RECURSIVE subtree AS (
+             SELECT id FROM resource_providers WHERE id = $2
+             UNION ALL
+             SELECT child.id FROM resource_providers child JOIN subtree ON child.parent_provider_id = subtree.id
+         )
+         SELECT EXISTS (SELECT 1 FROM subtree WHERE id = $1) AS found",
+    )
+    .bind::<BigInt, _>(candidate)
+    .bind::<BigInt, _>(ancestor)
+    .get_result(conn)?;
+    Ok(found.found)
+}
+
+/// Deletes provider `uuid` with its inventories, traits and aggregate links; refused while it
+/// has allocations or children.
+pub fn delete_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<(), ProviderError> {
+    let current = get_provider(conn, uuid)?.ok_or(ProviderError::NotFound(uuid))?;
+    #[derive(QueryableByName)]
+    struct Facts {
+        #[diesel(sql_type = BigInt)]
+        allocations: i64,
+        #[diesel(sql_type = BigInt)]
+        children: i64,
+    }
+    let facts: Facts = diesel::sql_query(
+        "SELECT (SELECT count(*) FROM allocations WHERE resource_provider_id = $1) AS allocations,
+                (SELECT count(*) FROM resource_providers WHERE parent_provider_id = $1) AS children",
+    )
+    .bind::<BigInt, _>(current.id)
+    .get_result(conn)?;
+    if facts.allocations > 0 {
+        return Err(ProviderError::HasAllocations(uuid));
+    }
+    if facts.children > 0 {
+        return Err(ProviderError::HasChildren(uuid));
+    }
+    for table in [
+        "inventories",
+        "resource_provider_traits",
+        "resource_provider_aggregates",
+    ] {
+        diesel::sql_query(format!(
+            "DELETE FROM {table} WHERE resource_provider_id = $1"
+        ))
+        .bind::<BigInt, _>(current.id)
+        .execute(conn)?;
+    }
+    diesel::sql_query("DELETE FROM resource_providers WHERE id = $1")
+        .bind::<BigInt, _>(current.id)
+        .execute(conn)?;
+    Ok(())
+}

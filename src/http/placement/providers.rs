@@ -1,0 +1,317 @@
+//! `/placement/resource_providers`: list (by name, uuid, in_tree), create, show, update
+//! (rename, re-parent) and delete, with Placement's shapes per microversion.
+
+use std::collections::BTreeMap;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::LOCATION;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::error::PlacementError;
+use super::middleware::version_of;
+use crate::db;
+use crate::db::providers::{ProviderError, ProviderFilter, ProviderRow};
+use crate::domain::placement::Microversion;
+use crate::http::AppState;
+
+const PREFIX: &str = "/placement";
+
+/// Renders a provider as Placement does at `version`.
+pub fn provider_json(provider: &ProviderRow, version: Microversion) -> Value {
+    let base = format!("{PREFIX}/resource_providers/{}", provider.uuid);
+    let mut links = vec![
+        json!({"rel": "self", "href": base}),
+        json!({"rel": "inventories", "href": format!("{base}/inventories")}),
+        json!({"rel": "usages", "href": format!("{base}/usages")}),
+    ];
+    if version.at_least(1, 1) {
+        links.push(json!({"rel": "aggregates", "href": format!("{base}/aggregates")}));
+    }
+    if version.at_least(1, 6) {
+        links.push(json!({"rel": "traits", "href": format!("{base}/traits")}));
+    }
+    if version.at_least(1, 11) {
+        links.push(json!({"rel": "allocations", "href": format!("{base}/allocations")}));
+    }
+    let mut body = json!({
+        "uuid": provider.uuid,
+        "name": provider.name,
+        "generation": provider.generation,
+        "links": links,
+    });
+    if version.at_least(1, 14)
+        && let Some(object) = body.as_object_mut()
+    {
+        object.insert("root_provider_uuid".to_owned(), json!(provider.root_uuid));
+        object.insert(
+            "parent_provider_uuid".to_owned(),
+            json!(provider.parent_uuid),
+        );
+    }
+    body
+}
+
+fn invalid(why: impl std::fmt::Display) -> PlacementError {
+    PlacementError::bad_request(format!("JSON does not validate: {why}"))
+}
+
+/// A provider body, validated as Placement's schema for `version` does.
+struct ProviderBody {
+    name: String,
+    uuid: Option<Uuid>,
+    parent: Option<Option<Uuid>>,
+}
+
+fn parse_body(
+    body: &[u8],
+    version: Microversion,
+    allow_uuid: bool,
+) -> Result<ProviderBody, PlacementError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
+    let object: &Map<String, Value> = value
+        .as_object()
+        .ok_or_else(|| invalid(format!("{value} is not of type 'object'")))?;
+    let mut allowed = vec!["name"];
+    if allow_uuid {
+        allowed.push("uuid");
+    }
+    if version.at_least(1, 14) {
+        allowed.push("parent_provider_uuid");
+    }
+    if let Some(extra) = object.keys().find(|key| !allowed.contains(&key.as_str())) {
+        return Err(invalid(format!(
+            "Additional properties are not allowed ('{extra}' was unexpected)"
+        )));
+    }
+    let name = object
+        .get("name")
+        .ok_or_else(|| invalid("'name' is a required property"))?;
+    let name = name
+        .as_str()
+        .ok_or_else(|| invalid(format!("{name} is not of type 'string'")))?;
+    if name.len() > 200 {
+        return Err(invalid(format!(
+            "Failed validating 'maxLength': '{name}' is too long"
+        )));
+    }
+    if name.is_empty() {
+        return Err(invalid(format!(
+            "Failed validating 'minLength': '{name}' is too short"
+        )));
+    }
+    let uuid_of = |field: &str| -> Result<Option<Uuid>, PlacementError> {
+        match object.get(field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Uuid::parse_str(text).map(Some).map_err(|_| {
+                invalid(format!(
+                    "Failed validating 'format': '{text}' is not a 'uuid'"
+                ))
+            }),
+            Some(other) => Err(invalid(format!("{other} is not of type 'string'"))),
+        }
+    };
+    let parent = if object.contains_key("parent_provider_uuid") {
+        Some(uuid_of("parent_provider_uuid")?)
+    } else {
+        None
+    };
+    Ok(ProviderBody {
+        name: name.to_owned(),
+        uuid: uuid_of("uuid")?,
+        parent,
+    })
+}
+
+fn provider_error(error: ProviderError, action: &str, name: &str, uuid: Uuid) -> PlacementError {
+    match error {
+        ProviderError::DuplicateName(_) => {
+            PlacementError::conflict(error.to_string()).with_code("placement.duplicate_name")
+        }
+        ProviderError::DuplicateUuid(_) => {
+            PlacementError::conflict(format!("Conflicting resource provider {error}"))
+        }
+        ProviderError::NotFound(_) => PlacementError::not_found(error.to_string()),
+        ProviderError::HasAllocations(_) => PlacementError::conflict(error.to_string())
+            .with_code("placement.resource_provider.inuse"),
+        ProviderError::HasChildren(_) => PlacementError::conflict(error.to_string())
+            .with_code("placement.resource_provider.cannot_delete_parent"),
+        ProviderError::SelfParent
+        | ProviderError::ParentMissing
+        | ProviderError::Unparent
+        | ProviderError::Reparent
+        | ProviderError::Loop => PlacementError::bad_request(format!(
+            "Unable to {action} resource provider \"{name}\", {uuid}: {error}"
+        )),
+        ProviderError::Db(db) => db.into(),
+    }
+}
+
+fn require_json(request: &HttpRequest) -> Result<(), PlacementError> {
+    let content_type = request
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("None");
+    if content_type
+        .split(';')
+        .next()
+        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"))
+    {
+        Ok(())
+    } else {
+        Err(PlacementError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("The media type {content_type} is not supported, use application/json"),
+        ))
+    }
+}
+
+/// Lists providers, filtered by `name`, `uuid` and (1.14+) `in_tree`.
+pub async fn list_providers(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<BTreeMap<String, String>>,
+) -> Result<HttpResponse, PlacementError> {
+    let version = version_of(&request);
+    let mut filter = ProviderFilter::default();
+    for (key, value) in query.into_inner() {
+        let bad_uuid = || {
+            PlacementError::bad_request(format!(
+                "Invalid query string parameters: '{value}' is not a 'uuid'"
+            ))
+        };
+        match key.as_str() {
+            "name" => filter.name = Some(value),
+            "uuid" => filter.uuid = Some(Uuid::parse_str(&value).map_err(|_| bad_uuid())?),
+            "in_tree" if version.at_least(1, 14) => {
+                filter.in_tree = Some(Uuid::parse_str(&value).map_err(|_| bad_uuid())?)
+            }
+            "member_of" | "resources" | "required"
+                if (key == "member_of" && version.at_least(1, 3))
+                    || (key == "resources" && version.at_least(1, 4))
+                    || (key == "required" && version.at_least(1, 18)) =>
+            {
+                return Err(PlacementError::bad_request(format!(
+                    "the {key} filter of resource providers is not implemented yet"
+                )));
+            }
+            _ => {
+                return Err(PlacementError::bad_request(format!(
+                    "Invalid query string parameters: Additional properties are not allowed ('{key}' was unexpected)"
+                )));
+            }
+        }
+    }
+    let providers = db::run(&state.pool, move |conn| {
+        db::providers::list_providers(conn, &filter)
+    })
+    .await?;
+    let body: Vec<Value> = providers
+        .iter()
+        .map(|provider| provider_json(provider, version))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "resource_providers": body })))
+}
+
+/// Creates a provider: 201 with a Location before 1.20, 200 with the provider from 1.20.
+pub async fn create_provider(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let version = version_of(&request);
+    require_json(&request)?;
+    let parsed = parse_body(&body, version, true)?;
+    let uuid = parsed.uuid.unwrap_or_else(Uuid::new_v4);
+    let (name, parent, now) = (
+        parsed.name.clone(),
+        parsed.parent.flatten(),
+        chrono::Utc::now(),
+    );
+    let created = db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::providers::create_provider(conn, uuid, &name, parent, now)
+        }))
+    })
+    .await?
+    .map_err(|error| provider_error(error, "create", &parsed.name, parent.unwrap_or(uuid)))?;
+    let location = (
+        LOCATION,
+        format!("{PREFIX}/resource_providers/{}", created.uuid),
+    );
+    if version.at_least(1, 20) {
+        Ok(HttpResponse::Ok()
+            .insert_header(location)
+            .json(provider_json(&created, version)))
+    } else {
+        Ok(HttpResponse::Created().insert_header(location).finish())
+    }
+}
+
+fn path_uuid(text: &str) -> Result<Uuid, PlacementError> {
+    Uuid::parse_str(text).map_err(|_| {
+        PlacementError::not_found(format!("No resource provider with uuid {text} found"))
+    })
+}
+
+/// Shows one provider.
+pub async fn show_provider(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    let version = version_of(&request);
+    let uuid = path_uuid(&path)?;
+    match db::run(&state.pool, move |conn| {
+        db::providers::get_provider(conn, uuid)
+    })
+    .await?
+    {
+        Some(provider) => Ok(HttpResponse::Ok().json(provider_json(&provider, version))),
+        None => Err(PlacementError::not_found(format!(
+            "No resource provider with uuid {uuid} found"
+        ))),
+    }
+}
+
+/// Renames a provider and (1.14+) sets its parent; re-parenting and un-parenting from 1.37.
+pub async fn update_provider(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let version = version_of(&request);
+    let uuid = path_uuid(&path)?;
+    require_json(&request)?;
+    let parsed = parse_body(&body, version, false)?;
+    let (name, parent, now) = (parsed.name.clone(), parsed.parent, chrono::Utc::now());
+    let reparenting = version.at_least(1, 37);
+    let updated = db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::providers::update_provider(conn, uuid, &name, parent, reparenting, now)
+        }))
+    })
+    .await?
+    .map_err(|error| provider_error(error, "update", &parsed.name, uuid))?;
+    Ok(HttpResponse::Ok().json(provider_json(&updated, version)))
+}
+
+/// Deletes a provider that has neither allocations nor children.
+pub async fn delete_provider(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    let uuid = path_uuid(&path)?;
+    db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::providers::delete_provider(conn, uuid)
+        }))
+    })
+    .await?
+    .map_err(|error| provider_error(error, "delete", "", uuid))?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -11,6 +11,7 @@ pub mod error;
 pub mod events;
 pub mod hosts;
 pub mod instances;
+pub mod inventories;
 pub mod ironic;
 pub mod models;
 pub mod pci;

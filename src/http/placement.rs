@@ -4,6 +4,7 @@
 //! request_id}]}`. Resource providers, inventories and allocations follow in later work.
 
 pub mod error;
+pub mod inventories;
 pub mod middleware;
 pub mod names;
 pub mod providers;
@@ -40,6 +41,13 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/resource_providers/{uuid}", web::get().to(providers::show_provider))
             .route("/resource_providers/{uuid}", web::put().to(providers::update_provider))
             .route("/resource_providers/{uuid}", web::delete().to(providers::delete_provider))
+            .route("/resource_providers/{uuid}/inventories", web::get().to(inventories::list_inventories))
+            .route("/resource_providers/{uuid}/inventories", web::put().to(inventories::put_inventories))
+            .route("/resource_providers/{uuid}/inventories", web::post().to(inventories::create_inventory))
+            .route("/resource_providers/{uuid}/inventories", web::delete().to(inventories::delete_inventories))
+            .route("/resource_providers/{uuid}/inventories/{class}", web::get().to(inventories::show_inventory))
+            .route("/resource_providers/{uuid}/inventories/{class}", web::put().to(inventories::put_inventory))
+            .route("/resource_providers/{uuid}/inventories/{class}", web::delete().to(inventories::delete_inventory))
             .route("/traits", web::get().to(names::list_traits))
             .route("/traits/{name}", web::get().to(names::show_trait))
             .route("/traits/{name}", web::put().to(names::put_trait))

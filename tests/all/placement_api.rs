@@ -457,3 +457,112 @@ async fn resource_providers_form_trees_and_keep_their_names_unique() {
     .await;
     assert_eq!((status, body), (200, json!({"resource_providers": []})));
 }
+
+#[actix_web::test]
+async fn inventories_are_generation_checked_and_validated() {
+    let app = TestApp::spawn().await;
+    let admin = Some("admin");
+    let rp = "5e0c8f38-7d8b-4f38-8f1c-0a1e2d3c4b5a";
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_providers",
+        Some("1.20"),
+        admin,
+        Some(json!({"name": "rp", "uuid": rp})),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let path = format!("/placement/resource_providers/{rp}/inventories");
+    let inventory = json!({"resource_provider_generation": 0,
+                           "inventories": {"VCPU": {"total": 8, "max_unit": 4}, "DISK_GB": {"total": 100}}});
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::PUT,
+        &path,
+        Some("1.26"),
+        admin,
+        Some(inventory.clone()),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["resource_provider_generation"], 1);
+    assert_eq!(
+        body["inventories"]["VCPU"],
+        json!({"total": 8, "reserved": 0, "min_unit": 1, "max_unit": 4, "step_size": 1, "allocation_ratio": 1.0})
+    );
+
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::PUT,
+        &path,
+        Some("1.26"),
+        admin,
+        Some(inventory),
+    )
+    .await;
+    assert_eq!(status, 409, "generation 0 is stale now");
+    assert_eq!(body["errors"][0]["code"], "placement.concurrent_update");
+
+    let bad = json!({"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 0}}});
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::PUT,
+        &path,
+        Some("1.26"),
+        admin,
+        Some(bad),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert!(
+        body["errors"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("0 is less than the minimum of 1")
+    );
+    let reserved = json!({"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 4, "reserved": 4}}});
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::PUT,
+        &path,
+        Some("1.25"),
+        admin,
+        Some(reserved.clone()),
+    )
+    .await;
+    assert_eq!(status, 400, "before 1.26 reserved must stay below total");
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::PUT,
+        &path,
+        Some("1.26"),
+        admin,
+        Some(reserved),
+    )
+    .await;
+    assert_eq!(status, 200, "from 1.26 reserved may equal total");
+
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        &format!("{path}/DISK_GB"),
+        None,
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "DISK_GB went with the last PUT: {body}");
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::DELETE,
+        &format!("{path}/VCPU"),
+        None,
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, _, body) = call(&app, reqwest::Method::GET, &path, None, admin, None).await;
+    assert_eq!((status, body["inventories"].clone()), (200, json!({})));
+}

@@ -105,6 +105,8 @@ fn allowed_methods(path: &str) -> Option<&'static str> {
         [] => Some("GET"),
         ["resource_classes"] | ["resource_providers"] => Some("GET, POST"),
         ["resource_providers", _] => Some("GET, PUT, DELETE"),
+        ["resource_providers", _, "inventories"] => Some("GET, POST, PUT, DELETE"),
+        ["resource_providers", _, "inventories", _] => Some("GET, PUT, DELETE"),
         ["resource_classes", _] | ["traits", _] => Some("GET, PUT, DELETE"),
         ["traits"] => Some("GET"),
         _ => None,

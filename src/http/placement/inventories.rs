@@ -1,0 +1,463 @@
+//! `/placement/resource_providers/{uuid}/inventories[/{class}]`: read, replace, add, update
+//! and delete inventory, generation-checked inside the writing transaction.
+
+use actix_web::http::header::LOCATION;
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::error::PlacementError;
+use super::middleware::version_of;
+use crate::db;
+use crate::db::inventories::{InventoryError, InventoryRow};
+use crate::db::providers::ProviderRow;
+use crate::http::AppState;
+
+const MAX_INT: i64 = 2_147_483_647;
+const MAX_FLOAT: f64 = 3.402_823_466e38;
+
+fn invalid(why: impl std::fmt::Display) -> PlacementError {
+    PlacementError::bad_request(format!("JSON does not validate: {why}"))
+}
+
+fn parse_object(body: &[u8]) -> Result<Map<String, Value>, PlacementError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
+    match value {
+        Value::Object(object) => Ok(object),
+        other => Err(invalid(format!("{other} is not of type 'object'"))),
+    }
+}
+
+fn integer(
+    object: &Map<String, Value>,
+    field: &str,
+    minimum: i64,
+    default: Option<i64>,
+) -> Result<i32, PlacementError> {
+    let value = match object.get(field) {
+        None => {
+            return default
+                .map(|value| value as i32)
+                .ok_or_else(|| invalid(format!("'{field}' is a required property")));
+        }
+        Some(value) => value,
+    };
+    let number = value
+        .as_i64()
+        .ok_or_else(|| invalid(format!("{value} is not of type 'integer'")))?;
+    if number < minimum {
+        return Err(invalid(format!(
+            "{number} is less than the minimum of {minimum}\n\nFailed validating 'minimum' in schema['properties']['{field}']"
+        )));
+    }
+    if number > MAX_INT {
+        return Err(invalid(format!(
+            "{number} is greater than the maximum of {MAX_INT}\n\nFailed validating 'maximum' in schema['properties']['{field}']"
+        )));
+    }
+    Ok(number as i32)
+}
+
+/// Validates one inventory record's fields (the caller removes the envelope fields).
+fn record(
+    object: &Map<String, Value>,
+    class: &str,
+    extra: &[&str],
+) -> Result<InventoryRow, PlacementError> {
+    let known = [
+        "total",
+        "reserved",
+        "min_unit",
+        "max_unit",
+        "step_size",
+        "allocation_ratio",
+    ];
+    if let Some(key) = object
+        .keys()
+        .find(|key| !known.contains(&key.as_str()) && !extra.contains(&key.as_str()))
+    {
+        return Err(invalid(format!(
+            "Additional properties are not allowed ('{key}' was unexpected)"
+        )));
+    }
+    let allocation_ratio = match object.get("allocation_ratio") {
+        None => 1.0,
+        Some(value) => {
+            let ratio = value
+                .as_f64()
+                .ok_or_else(|| invalid(format!("{value} is not of type 'number'")))?;
+            if ratio > MAX_FLOAT {
+                return Err(invalid(format!(
+                    "{ratio} is greater than the maximum of {MAX_FLOAT}\n\nFailed validating 'maximum' in schema['properties']['allocation_ratio']"
+                )));
+            }
+            if ratio <= 0.0 {
+                return Err(invalid(format!(
+                    "{ratio} is less than or equal to the minimum of 0"
+                )));
+            }
+            ratio
+        }
+    };
+    Ok(InventoryRow {
+        resource_class: class.to_owned(),
+        total: integer(object, "total", 1, None)?,
+        reserved: integer(object, "reserved", 0, Some(0))?,
+        min_unit: integer(object, "min_unit", 1, Some(1))?,
+        max_unit: integer(object, "max_unit", 1, Some(MAX_INT))?,
+        step_size: integer(object, "step_size", 1, Some(1))?,
+        allocation_ratio,
+    })
+}
+
+/// Placement's capacity rule: reserved below total (at most equal from 1.26).
+fn check_capacity(
+    row: &InventoryRow,
+    provider: Uuid,
+    reserved_may_equal_total: bool,
+    verb: &str,
+) -> Result<(), PlacementError> {
+    let bad = if reserved_may_equal_total {
+        row.reserved > row.total
+    } else {
+        row.reserved >= row.total
+    };
+    if bad {
+        let rule = if reserved_may_equal_total {
+            "greater than"
+        } else {
+            "greater than or equal to"
+        };
+        return Err(PlacementError::bad_request(format!(
+            "Unable to {verb} inventory for resource provider {provider}: Invalid inventory for '{}' on resource provider '{provider}'. The reserved value is {rule} total.",
+            row.resource_class
+        )));
+    }
+    if row.min_unit > row.max_unit {
+        return Err(PlacementError::bad_request(format!(
+            "Unable to {verb} inventory for resource provider {provider}: Invalid inventory for '{}' on resource provider '{provider}'. min_unit is greater than max_unit.",
+            row.resource_class
+        )));
+    }
+    Ok(())
+}
+
+fn generation_of(object: &Map<String, Value>) -> Result<i64, PlacementError> {
+    let value = object
+        .get("resource_provider_generation")
+        .ok_or_else(|| invalid("'resource_provider_generation' is a required property"))?;
+    value
+        .as_i64()
+        .ok_or_else(|| invalid(format!("{value} is not of type 'integer'")))
+}
+
+fn record_json(row: &InventoryRow) -> Value {
+    json!({
+        "total": row.total, "reserved": row.reserved, "min_unit": row.min_unit, "max_unit": row.max_unit,
+        "step_size": row.step_size, "allocation_ratio": row.allocation_ratio,
+    })
+}
+
+fn inventory_error(error: InventoryError, provider: Uuid, verb: &str) -> PlacementError {
+    match error {
+        InventoryError::GenerationConflict => PlacementError::conflict(format!(
+            "resource provider generation conflict: the generation of resource provider {provider} has changed"
+        ))
+        .with_code("placement.concurrent_update"),
+        InventoryError::UnknownClass(message) => PlacementError::bad_request(message),
+        InventoryError::InUse { .. } => PlacementError::conflict(format!(
+            "Unable to {verb} inventory for resource provider {provider}: {error}"
+        ))
+        .with_code("placement.inventory.inuse"),
+        InventoryError::Db(db) => db.into(),
+    }
+}
+
+async fn provider(state: &AppState, uuid: &str) -> Result<ProviderRow, PlacementError> {
+    let parsed = Uuid::parse_str(uuid).map_err(|_| {
+        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
+    })?;
+    db::run(&state.pool, move |conn| {
+        db::providers::get_provider(conn, parsed)
+    })
+    .await?
+    .ok_or_else(|| {
+        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
+    })
+}
+
+async fn all_json(state: &AppState, provider: &ProviderRow) -> Result<Value, PlacementError> {
+    let (id, uuid) = (provider.id, provider.uuid);
+    let (rows, current) = db::run(&state.pool, move |conn| {
+        Ok((
+            db::inventories::list_inventories(conn, id)?,
+            db::providers::get_provider(conn, uuid)?,
+        ))
+    })
+    .await?;
+    let inventories: Map<String, Value> = rows
+        .iter()
+        .map(|row| (row.resource_class.clone(), record_json(row)))
+        .collect();
+    Ok(json!({
+        "resource_provider_generation": current.map_or(provider.generation, |current| current.generation),
+        "inventories": inventories,
+    }))
+}
+
+/// Shows every inventory record of a provider.
+pub async fn list_inventories(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    let provider = provider(&state, &path).await?;
+    Ok(HttpResponse::Ok().json(all_json(&state, &provider).await?))
+}
+
+/// Replaces a provider's whole inventory.
+pub async fn put_inventories(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let provider = provider(&state, &path).await?;
+    let object = parse_object(&body)?;
+    if let Some(key) = object
+        .keys()
+        .find(|key| !matches!(key.as_str(), "resource_provider_generation" | "inventories"))
+    {
+        return Err(invalid(format!(
+            "Additional properties are not allowed ('{key}' was unexpected)"
+        )));
+    }
+    let generation = generation_of(&object)?;
+    let records = object
+        .get("inventories")
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid("'inventories' is a required property"))?;
+    let may_equal = version_of(&request).at_least(1, 26);
+    let mut rows = Vec::with_capacity(records.len());
+    for (class, fields) in records {
+        let fields = fields
+            .as_object()
+            .ok_or_else(|| invalid(format!("{fields} is not of type 'object'")))?;
+        let row = record(fields, class, &[])?;
+        check_capacity(&row, provider.uuid, may_equal, "update")?;
+        rows.push(row);
+    }
+    let key = (provider.id, provider.uuid);
+    db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::inventories::replace_inventories(conn, key, generation, &rows)
+        }))
+    })
+    .await?
+    .map_err(|error| inventory_error(error, provider.uuid, "update"))?;
+    Ok(HttpResponse::Ok().json(all_json(&state, &provider).await?))
+}
+
+/// Adds one class's inventory: 201 with its location; 409 when the class already has one.
+pub async fn create_inventory(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let provider = provider(&state, &path).await?;
+    let object = parse_object(&body)?;
+    let class = object
+        .get("resource_class")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("'resource_class' is a required property"))?
+        .to_owned();
+    let row = record(
+        &object,
+        &class,
+        &["resource_class", "resource_provider_generation"],
+    )?;
+    // POST may leave the generation out; then it is not compared.
+    let generation = object
+        .get("resource_provider_generation")
+        .and_then(Value::as_i64);
+    check_capacity(
+        &row,
+        provider.uuid,
+        version_of(&request).at_least(1, 26),
+        "create",
+    )?;
+    let (key, write) = ((provider.id, provider.uuid), row.clone());
+    let created = db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            let class_id = db::inventories::require_class(conn, &write.resource_class)?;
+            let existing = db::inventories::list_inventories(conn, key.0)?;
+            if existing
+                .iter()
+                .any(|current| current.resource_class == write.resource_class)
+            {
+                return Ok(false);
+            }
+            db::inventories::bump_generation(conn, key.0, generation)?;
+            db::inventories::upsert(conn, key.0, class_id, &write)?;
+            Ok(true)
+        }))
+    })
+    .await?
+    .map_err(|error| inventory_error(error, provider.uuid, "create"))?;
+    if !created {
+        return Err(PlacementError::conflict(format!(
+            "Update conflict: Inventory for '{class}' on resource provider '{}' already exists.",
+            provider.uuid
+        )));
+    }
+    let mut body = record_json(&row);
+    if let (Some(object), Some(current)) = (
+        body.as_object_mut(),
+        all_json(&state, &provider)
+            .await?
+            .get("resource_provider_generation"),
+    ) {
+        object.insert("resource_provider_generation".to_owned(), current.clone());
+    }
+    // Absolute, as webob makes Placement's Location headers.
+    let info = request.connection_info();
+    let location = format!(
+        "{}://{}/placement/resource_providers/{}/inventories/{class}",
+        info.scheme(),
+        info.host(),
+        provider.uuid
+    );
+    Ok(HttpResponse::Created()
+        .insert_header((LOCATION, location))
+        .json(body))
+}
+
+/// Shows one class's inventory.
+pub async fn show_inventory(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, PlacementError> {
+    let (uuid, class) = path.into_inner();
+    let provider = provider(&state, &uuid).await?;
+    let all = all_json(&state, &provider).await?;
+    match all["inventories"].get(&class) {
+        Some(record) => {
+            let mut body = record.clone();
+            if let Some(object) = body.as_object_mut() {
+                object.insert(
+                    "resource_provider_generation".to_owned(),
+                    all["resource_provider_generation"].clone(),
+                );
+            }
+            Ok(HttpResponse::Ok().json(body))
+        }
+        None => Err(PlacementError::not_found(format!(
+            "No inventory of class {class} for {}",
+            provider.uuid
+        ))),
+    }
+}
+
+/// Updates one class's inventory.
+pub async fn put_inventory(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let (uuid, class) = path.into_inner();
+    let provider = provider(&state, &uuid).await?;
+    let object = parse_object(&body)?;
+    let generation = generation_of(&object)?;
+    let row = record(&object, &class, &["resource_provider_generation"])?;
+    check_capacity(
+        &row,
+        provider.uuid,
+        version_of(&request).at_least(1, 26),
+        "update",
+    )?;
+    let (key, write) = ((provider.id, provider.uuid), row.clone());
+    let found = db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            let class_id = db::inventories::require_class(conn, &write.resource_class)?;
+            let existing = db::inventories::list_inventories(conn, key.0)?;
+            if !existing
+                .iter()
+                .any(|current| current.resource_class == write.resource_class)
+            {
+                return Ok(false);
+            }
+            db::inventories::bump_generation(conn, key.0, Some(generation))?;
+            db::inventories::upsert(conn, key.0, class_id, &write)?;
+            Ok(true)
+        }))
+    })
+    .await?
+    .map_err(|error| inventory_error(error, provider.uuid, "update"))?;
+    if !found {
+        return Err(PlacementError::bad_request(format!(
+            "No inventory record with resource class for resource provider {}: {class}",
+            provider.uuid
+        )));
+    }
+    let all = all_json(&state, &provider).await?;
+    let mut body = record_json(&row);
+    if let Some(object) = body.as_object_mut() {
+        object.insert(
+            "resource_provider_generation".to_owned(),
+            all["resource_provider_generation"].clone(),
+        );
+    }
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// Deletes one class's inventory (409 while allocations use it).
+pub async fn delete_inventory(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, PlacementError> {
+    let (uuid, class) = path.into_inner();
+    let provider = provider(&state, &uuid).await?;
+    let key = (provider.id, provider.uuid);
+    let lookup = class.clone();
+    let deleted = db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::inventories::delete_inventory(conn, key, &lookup)
+        }))
+    })
+    .await?
+    .map_err(|error| inventory_error(error, provider.uuid, "delete"))?;
+    if deleted {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(PlacementError::not_found(format!(
+            "No inventory of class {class} found for delete"
+        )))
+    }
+}
+
+/// Deletes a provider's whole inventory (1.5+; 409 while allocations use any of it).
+pub async fn delete_inventories(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    if !version_of(&request).at_least(1, 5) {
+        return Err(PlacementError::new(
+            actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
+            "The method specified is not allowed for this resource.",
+        ));
+    }
+    let provider = provider(&state, &path).await?;
+    let key = (provider.id, provider.uuid);
+    let generation = provider.generation;
+    db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::inventories::replace_inventories(conn, key, generation, &[])
+        }))
+    })
+    .await?
+    .map_err(|error| inventory_error(error, provider.uuid, "delete"))?;
+    Ok(HttpResponse::NoContent().finish())
+}

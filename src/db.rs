@@ -17,6 +17,7 @@ pub mod models;
 pub mod pci;
 pub mod placement;
 pub mod placement_names;
+pub mod provider_links;
 pub mod providers;
 pub mod registry;
 pub mod schema;

@@ -306,3 +306,17 @@ pub fn delete_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<(), Provid
         .execute(conn)?;
     Ok(())
 }
+
+/// Returns the generation of provider `provider_id`.
+pub fn generation_of(conn: &mut PgConnection, provider_id: i64) -> Result<i64, DbError> {
+    #[derive(QueryableByName)]
+    struct Generation {
+        #[diesel(sql_type = BigInt)]
+        generation: i64,
+    }
+    let row: Generation =
+        diesel::sql_query("SELECT generation FROM resource_providers WHERE id = $1")
+            .bind::<BigInt, _>(provider_id)
+            .get_result(conn)?;
+    Ok(row.generation)
+}

@@ -7,6 +7,7 @@ pub mod error;
 pub mod inventories;
 pub mod middleware;
 pub mod names;
+pub mod provider_links;
 pub mod providers;
 pub mod versions;
 
@@ -48,6 +49,11 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/resource_providers/{uuid}/inventories/{class}", web::get().to(inventories::show_inventory))
             .route("/resource_providers/{uuid}/inventories/{class}", web::put().to(inventories::put_inventory))
             .route("/resource_providers/{uuid}/inventories/{class}", web::delete().to(inventories::delete_inventory))
+            .route("/resource_providers/{uuid}/traits", web::get().to(provider_links::list_traits))
+            .route("/resource_providers/{uuid}/traits", web::put().to(provider_links::put_traits))
+            .route("/resource_providers/{uuid}/traits", web::delete().to(provider_links::delete_traits))
+            .route("/resource_providers/{uuid}/aggregates", web::get().to(provider_links::list_aggregates))
+            .route("/resource_providers/{uuid}/aggregates", web::put().to(provider_links::put_aggregates))
             .route("/traits", web::get().to(names::list_traits))
             .route("/traits/{name}", web::get().to(names::show_trait))
             .route("/traits/{name}", web::put().to(names::put_trait))

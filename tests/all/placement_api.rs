@@ -566,3 +566,93 @@ async fn inventories_are_generation_checked_and_validated() {
     let (status, _, body) = call(&app, reqwest::Method::GET, &path, None, admin, None).await;
     assert_eq!((status, body["inventories"].clone()), (200, json!({})));
 }
+
+#[actix_web::test]
+async fn provider_traits_and_aggregates_are_replaced_whole_and_generation_checked() {
+    let app = TestApp::spawn().await;
+    let admin = Some("admin");
+    let rp = "2a7e6a4e-1c0e-4b8e-9a5e-7c1f0d2b3a4c";
+    call(
+        &app,
+        reqwest::Method::POST,
+        "/placement/resource_providers",
+        Some("1.20"),
+        admin,
+        Some(json!({"name": "rp", "uuid": rp})),
+    )
+    .await;
+    let traits = format!("/placement/resource_providers/{rp}/traits");
+    let body =
+        json!({"traits": ["HW_CPU_X86_AVX2", "CUSTOM_NOPE"], "resource_provider_generation": 0});
+    let (status, _, answer) = call(
+        &app,
+        reqwest::Method::PUT,
+        &traits,
+        Some("1.6"),
+        admin,
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(
+        answer["errors"][0]["detail"],
+        "No such trait(s): CUSTOM_NOPE"
+    );
+    let body = json!({"traits": ["HW_CPU_X86_AVX2"], "resource_provider_generation": 0});
+    let (status, _, answer) = call(
+        &app,
+        reqwest::Method::PUT,
+        &traits,
+        Some("1.6"),
+        admin,
+        Some(body.clone()),
+    )
+    .await;
+    assert_eq!(
+        (status, answer),
+        (
+            200,
+            json!({"resource_provider_generation": 1, "traits": ["HW_CPU_X86_AVX2"]})
+        )
+    );
+    let (status, _, answer) = call(
+        &app,
+        reqwest::Method::PUT,
+        &traits,
+        Some("1.6"),
+        admin,
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 409);
+    assert_eq!(answer["errors"][0]["code"], "placement.concurrent_update");
+
+    let aggregates = format!("/placement/resource_providers/{rp}/aggregates");
+    let aggregate = "0b8f1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d";
+    let (status, _, answer) = call(
+        &app,
+        reqwest::Method::PUT,
+        &aggregates,
+        Some("1.1"),
+        admin,
+        Some(json!([aggregate])),
+    )
+    .await;
+    assert_eq!((status, answer), (200, json!({"aggregates": [aggregate]})));
+    let (status, _, answer) = call(
+        &app,
+        reqwest::Method::PUT,
+        &aggregates,
+        Some("1.19"),
+        admin,
+        Some(json!({"aggregates": [], "resource_provider_generation": 1})),
+    )
+    .await;
+    assert_eq!(
+        (status, answer),
+        (
+            200,
+            json!({"aggregates": [], "resource_provider_generation": 2})
+        )
+    );
+}

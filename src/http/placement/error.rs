@@ -95,7 +95,7 @@ impl From<DbError> for PlacementError {
 }
 
 /// The methods each Placement path accepts (for 405 answers with `Allow`).
-fn allowed_methods(path: &str) -> Option<&'static str> {
+pub(crate) fn allowed_methods(path: &str) -> Option<&'static str> {
     let path = path.strip_prefix("/placement").unwrap_or(path);
     let segments: Vec<&str> = path
         .split('/')
@@ -106,7 +106,10 @@ fn allowed_methods(path: &str) -> Option<&'static str> {
         ["resource_classes"] | ["resource_providers"] => Some("GET, POST"),
         ["resource_providers", _] => Some("GET, PUT, DELETE"),
         ["resource_providers", _, "inventories"] => Some("GET, POST, PUT, DELETE"),
-        ["resource_providers", _, "inventories", _] => Some("GET, PUT, DELETE"),
+        ["resource_providers", _, "inventories", _] | ["resource_providers", _, "traits"] => {
+            Some("GET, PUT, DELETE")
+        }
+        ["resource_providers", _, "aggregates"] => Some("GET, PUT"),
         ["resource_classes", _] | ["traits", _] => Some("GET, PUT, DELETE"),
         ["traits"] => Some("GET"),
         _ => None,
@@ -120,7 +123,8 @@ pub async fn no_route(request: actix_web::HttpRequest) -> HttpResponse {
             let mut response = PlacementError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 format!(
-                    "The method specified is not allowed for this resource. Allowed: {allowed}"
+                    "The method {} is not allowed for this resource.",
+                    request.method()
                 ),
             )
             .to_response();

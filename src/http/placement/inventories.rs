@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::error::PlacementError;
-use super::middleware::version_of;
+use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
 use crate::db::inventories::{InventoryError, InventoryRow};
 use crate::db::providers::ProviderRow;
@@ -25,7 +25,10 @@ fn parse_object(body: &[u8]) -> Result<Map<String, Value>, PlacementError> {
         .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
     match value {
         Value::Object(object) => Ok(object),
-        other => Err(invalid(format!("{other} is not of type 'object'"))),
+        other => Err(invalid(format!(
+            "{} is not of type 'object'",
+            python_repr(&other)
+        ))),
     }
 }
 
@@ -45,7 +48,7 @@ fn integer(
     };
     let number = value
         .as_i64()
-        .ok_or_else(|| invalid(format!("{value} is not of type 'integer'")))?;
+        .ok_or_else(|| invalid(format!("{} is not of type 'integer'", python_repr(value))))?;
     if number < minimum {
         return Err(invalid(format!(
             "{number} is less than the minimum of {minimum}\n\nFailed validating 'minimum' in schema['properties']['{field}']"
@@ -84,9 +87,9 @@ fn record(
     let allocation_ratio = match object.get("allocation_ratio") {
         None => 1.0,
         Some(value) => {
-            let ratio = value
-                .as_f64()
-                .ok_or_else(|| invalid(format!("{value} is not of type 'number'")))?;
+            let ratio = value.as_f64().ok_or_else(|| {
+                invalid(format!("{} is not of type 'number'", python_repr(value)))
+            })?;
             if ratio > MAX_FLOAT {
                 return Err(invalid(format!(
                     "{ratio} is greater than the maximum of {MAX_FLOAT}\n\nFailed validating 'maximum' in schema['properties']['allocation_ratio']"
@@ -149,7 +152,7 @@ fn generation_of(object: &Map<String, Value>) -> Result<i64, PlacementError> {
         .ok_or_else(|| invalid("'resource_provider_generation' is a required property"))?;
     value
         .as_i64()
-        .ok_or_else(|| invalid(format!("{value} is not of type 'integer'")))
+        .ok_or_else(|| invalid(format!("{} is not of type 'integer'", python_repr(value))))
 }
 
 fn record_json(row: &InventoryRow) -> Value {
@@ -242,7 +245,7 @@ pub async fn put_inventories(
     for (class, fields) in records {
         let fields = fields
             .as_object()
-            .ok_or_else(|| invalid(format!("{fields} is not of type 'object'")))?;
+            .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(fields))))?;
         let row = record(fields, class, &[])?;
         check_capacity(&row, provider.uuid, may_equal, "update")?;
         rows.push(row);
@@ -266,6 +269,7 @@ pub async fn create_inventory(
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
     let provider = provider(&state, &path).await?;
+    require_json(&request)?;
     let object = parse_object(&body)?;
     let class = object
         .get("resource_class")
@@ -368,6 +372,7 @@ pub async fn put_inventory(
 ) -> Result<HttpResponse, PlacementError> {
     let (uuid, class) = path.into_inner();
     let provider = provider(&state, &uuid).await?;
+    require_json(&request)?;
     let object = parse_object(&body)?;
     let generation = generation_of(&object)?;
     let row = record(&object, &class, &["resource_provider_generation"])?;

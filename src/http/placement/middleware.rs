@@ -36,7 +36,18 @@ pub async fn placement_request(
             StatusCode::NOT_ACCEPTABLE,
             format!("Unacceptable version header: {asked}"),
         )),
-        Ok(_) => authenticate(&request).err(),
+        Ok(_) => authenticate(&request).err().or_else(|| {
+            let is_root = matches!(request.path(), "/placement" | "/placement/");
+            let known = super::error::allowed_methods(request.path()).is_some();
+            (!is_root && known && request.method() == Method::GET && !accepts_json(&request)).then(
+                || {
+                    PlacementError::new(
+                        StatusCode::NOT_ACCEPTABLE,
+                        "Only application/json is provided",
+                    )
+                },
+            )
+        }),
     };
     let wants_html = request
         .headers()
@@ -135,4 +146,73 @@ pub fn version_of(request: &actix_web::HttpRequest) -> Microversion {
         .get::<Microversion>()
         .copied()
         .unwrap_or(Microversion::MIN)
+}
+
+/// Refuses a body that is not declared JSON: 400 with no content type at all, 415 with another.
+pub fn require_json(request: &actix_web::HttpRequest) -> Result<(), PlacementError> {
+    let has_body = request
+        .headers()
+        .get(actix_web::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|length| length.parse::<u64>().ok())
+        .is_some_and(|length| length > 0);
+    let content_type = request
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok());
+    let content_type = match content_type {
+        Some(content_type) => content_type,
+        None if has_body => {
+            return Err(PlacementError::bad_request(
+                "content-type header required when content-length > 0",
+            ));
+        }
+        None => "None",
+    };
+    if content_type
+        .split(';')
+        .next()
+        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"))
+    {
+        Ok(())
+    } else {
+        Err(PlacementError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("The media type {content_type} is not supported, use application/json"),
+        ))
+    }
+}
+
+/// Renders a JSON value as Python's repr does in jsonschema messages ('text', 1, True).
+pub fn python_repr(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => format!("'{text}'"),
+        serde_json::Value::Null => "None".to_owned(),
+        serde_json::Value::Bool(true) => "True".to_owned(),
+        serde_json::Value::Bool(false) => "False".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Says whether the client accepts JSON (no Accept header, */*, application/* or application/json).
+fn accepts_json(request: &ServiceRequest) -> bool {
+    let Some(accept) = request
+        .headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+    else {
+        return true;
+    };
+    accept.split(',').any(|item| {
+        let media = item
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        matches!(
+            media.as_str(),
+            "*/*" | "application/*" | "application/json" | ""
+        )
+    })
 }

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::error::PlacementError;
-use super::middleware::version_of;
+use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
 use crate::http::AppState;
 
@@ -38,27 +38,6 @@ fn class_json(name: &str) -> serde_json::Value {
     json!({"name": name, "links": [{"rel": "self", "href": format!("{PREFIX}/resource_classes/{name}")}]})
 }
 
-/// Refuses a body that is not declared JSON (415), as Placement does.
-fn require_json(request: &HttpRequest) -> Result<(), PlacementError> {
-    let content_type = request
-        .headers()
-        .get(actix_web::http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("None");
-    if content_type
-        .split(';')
-        .next()
-        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"))
-    {
-        Ok(())
-    } else {
-        Err(PlacementError::new(
-            actix_web::http::StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("The media type {content_type} is not supported, use application/json"),
-        ))
-    }
-}
-
 /// Validates a `{"name": "CUSTOM_…"}` body as Placement's JSON schema does; returns the name.
 fn custom_name_body(body: &[u8]) -> Result<String, PlacementError> {
     let invalid =
@@ -67,7 +46,7 @@ fn custom_name_body(body: &[u8]) -> Result<String, PlacementError> {
         .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
     let object = value
         .as_object()
-        .ok_or_else(|| invalid(format!("{value} is not of type 'object'")))?;
+        .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(&value))))?;
     if let Some(extra) = object.keys().find(|key| *key != "name") {
         return Err(invalid(format!(
             "Additional properties are not allowed ('{extra}' was unexpected)"
@@ -78,7 +57,7 @@ fn custom_name_body(body: &[u8]) -> Result<String, PlacementError> {
         .ok_or_else(|| invalid("'name' is a required property".to_owned()))?;
     let name = name
         .as_str()
-        .ok_or_else(|| invalid(format!("{name} is not of type 'string'")))?;
+        .ok_or_else(|| invalid(format!("{} is not of type 'string'", python_repr(name))))?;
     if name.len() > 255 {
         return Err(invalid(format!(
             "Failed validating 'maxLength': '{name}' is too long"

@@ -3,14 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::http::StatusCode;
 use actix_web::http::header::LOCATION;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::error::PlacementError;
-use super::middleware::version_of;
+use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
 use crate::db::providers::{ProviderError, ProviderFilter, ProviderRow};
 use crate::domain::placement::Microversion;
@@ -73,7 +72,7 @@ fn parse_body(
         .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
     let object: &Map<String, Value> = value
         .as_object()
-        .ok_or_else(|| invalid(format!("{value} is not of type 'object'")))?;
+        .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(&value))))?;
     let mut allowed = vec!["name"];
     if allow_uuid {
         allowed.push("uuid");
@@ -91,7 +90,7 @@ fn parse_body(
         .ok_or_else(|| invalid("'name' is a required property"))?;
     let name = name
         .as_str()
-        .ok_or_else(|| invalid(format!("{name} is not of type 'string'")))?;
+        .ok_or_else(|| invalid(format!("{} is not of type 'string'", python_repr(name))))?;
     if name.len() > 200 {
         return Err(invalid(format!(
             "Failed validating 'maxLength': '{name}' is too long"
@@ -110,7 +109,10 @@ fn parse_body(
                     "Failed validating 'format': '{text}' is not a 'uuid'"
                 ))
             }),
-            Some(other) => Err(invalid(format!("{other} is not of type 'string'"))),
+            Some(other) => Err(invalid(format!(
+                "{} is not of type 'string'",
+                python_repr(other)
+            ))),
         }
     };
     let parent = if object.contains_key("parent_provider_uuid") {
@@ -146,26 +148,6 @@ fn provider_error(error: ProviderError, action: &str, name: &str, uuid: Uuid) ->
             "Unable to {action} resource provider \"{name}\", {uuid}: {error}"
         )),
         ProviderError::Db(db) => db.into(),
-    }
-}
-
-fn require_json(request: &HttpRequest) -> Result<(), PlacementError> {
-    let content_type = request
-        .headers()
-        .get(actix_web::http::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("None");
-    if content_type
-        .split(';')
-        .next()
-        .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"))
-    {
-        Ok(())
-    } else {
-        Err(PlacementError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("The media type {content_type} is not supported, use application/json"),
-        ))
     }
 }
 

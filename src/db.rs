@@ -3,6 +3,7 @@
 //! transactions, so callers can combine them; `run` and `transaction` are the entry points
 //! from async code and keep every blocking call off the async runtime.
 
+pub mod allocations;
 pub mod archive;
 pub mod audit;
 pub mod cluster;

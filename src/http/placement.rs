@@ -3,6 +3,7 @@
 //! authentication, and Placement's error envelope `{"errors": [{status, title, detail, code,
 //! request_id}]}`. Resource providers, inventories and allocations follow in later work.
 
+pub mod allocations;
 pub mod error;
 pub mod inventories;
 pub mod middleware;
@@ -54,6 +55,13 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/resource_providers/{uuid}/traits", web::delete().to(provider_links::delete_traits))
             .route("/resource_providers/{uuid}/aggregates", web::get().to(provider_links::list_aggregates))
             .route("/resource_providers/{uuid}/aggregates", web::put().to(provider_links::put_aggregates))
+            .route("/resource_providers/{uuid}/allocations", web::get().to(allocations::provider_allocations))
+            .route("/resource_providers/{uuid}/usages", web::get().to(allocations::provider_usages))
+            .route("/allocations", web::post().to(allocations::post_allocations))
+            .route("/allocations/{consumer}", web::get().to(allocations::get_allocations))
+            .route("/allocations/{consumer}", web::put().to(allocations::put_allocations))
+            .route("/allocations/{consumer}", web::delete().to(allocations::delete_allocations))
+            .route("/usages", web::get().to(allocations::usages))
             .route("/traits", web::get().to(names::list_traits))
             .route("/traits/{name}", web::get().to(names::show_trait))
             .route("/traits/{name}", web::put().to(names::put_trait))

@@ -656,3 +656,83 @@ async fn provider_traits_and_aggregates_are_replaced_whole_and_generation_checke
         )
     );
 }
+
+/// Many clients race for the last unit of capacity-1 providers: each provider is allocated
+/// exactly once, every loser gets a 409, and no allocation is left without its consumer.
+#[actix_web::test]
+async fn concurrent_claims_never_oversubscribe_and_never_orphan_an_allocation() {
+    let app = TestApp::spawn().await;
+    let admin = Some("admin");
+    let providers: Vec<String> = (0..10)
+        .map(|index| format!("4c1d8e2a-0000-4000-8000-{index:012}"))
+        .collect();
+    for (index, provider) in providers.iter().enumerate() {
+        call(
+            &app,
+            reqwest::Method::POST,
+            "/placement/resource_providers",
+            Some("1.20"),
+            admin,
+            Some(json!({"name": format!("rp-{index}"), "uuid": provider})),
+        )
+        .await;
+        let (status, _, _) = call(
+            &app,
+            reqwest::Method::PUT,
+            &format!("/placement/resource_providers/{provider}/inventories"),
+            Some("1.20"),
+            admin,
+            Some(json!({"resource_provider_generation": 0, "inventories": {"VCPU": {"total": 1}}})),
+        )
+        .await;
+        assert_eq!(status, 200);
+    }
+    let mut claims = Vec::new();
+    for racer in 0..8 {
+        for provider in &providers {
+            let consumer = uuid::Uuid::new_v4();
+            let body = json!({"allocations": {provider.clone(): {"resources": {"VCPU": 1}}},
+                              "project_id": "p", "user_id": "u", "consumer_generation": null});
+            let request = app
+                .client
+                .put(app.url(&format!("/placement/allocations/{consumer}")))
+                .header("x-auth-token", "admin")
+                .header("openstack-api-version", "placement 1.28")
+                .json(&body);
+            claims.push(async move { (racer, request.send().await.unwrap().status().as_u16()) });
+        }
+    }
+    let results = futures_util::future::join_all(claims).await;
+    let won = results.iter().filter(|(_, status)| *status == 204).count();
+    let lost = results.iter().filter(|(_, status)| *status == 409).count();
+    assert_eq!(
+        (won, lost),
+        (10, 70),
+        "one winner per provider: {results:?}"
+    );
+
+    let mut conn = app.db.conn();
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    use diesel::RunQueryDsl;
+    let over: Count = diesel::sql_query(
+        "SELECT count(*) AS n FROM (SELECT resource_provider_id FROM allocations GROUP BY resource_provider_id
+                                     HAVING sum(used) > 1) o",
+    )
+    .get_result(&mut conn)
+    .unwrap();
+    assert_eq!(over.n, 0, "no provider oversubscribed");
+    let orphans: Count = diesel::sql_query(
+        "SELECT count(*) AS n FROM allocations a WHERE NOT EXISTS (SELECT 1 FROM consumers c WHERE c.uuid = a.consumer_id)",
+    )
+    .get_result(&mut conn)
+    .unwrap();
+    assert_eq!(orphans.n, 0);
+    let consumers: Count = diesel::sql_query("SELECT count(*) AS n FROM consumers")
+        .get_result(&mut conn)
+        .unwrap();
+    assert_eq!(consumers.n, 10, "losers leave no consumer behind");
+}

@@ -1,0 +1,435 @@
+//! `/placement/allocations/{consumer}`, `POST /placement/allocations` (1.13),
+//! `/placement/resource_providers/{uuid}/allocations` and `/usages`, and `/placement/usages`
+//! (1.9): allocations replaced per consumer in one transaction that checks capacity and
+//! consumer generations (1.28+).
+
+use std::collections::BTreeMap;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::error::PlacementError;
+use super::middleware::{python_repr, require_json, version_of};
+use crate::db;
+use crate::db::allocations::{AllocationError, ConsumerAllocations};
+use crate::domain::placement::Microversion;
+use crate::http::AppState;
+
+/// The project and user of consumers written before 1.8 (Placement's incomplete consumer).
+const INCOMPLETE: &str = "00000000-0000-0000-0000-000000000000";
+
+fn invalid(why: impl std::fmt::Display) -> PlacementError {
+    PlacementError::bad_request(format!("JSON does not validate: {why}"))
+}
+
+/// A schema failure worded as jsonschema words it, naming the failed keyword.
+fn failed(why: impl std::fmt::Display, keyword: &str) -> PlacementError {
+    invalid(format!("{why}\n\nFailed validating '{keyword}' in schema"))
+}
+
+fn consumer_uuid(text: &str) -> Result<Uuid, PlacementError> {
+    Uuid::parse_str(text)
+        .map_err(|_| PlacementError::bad_request(format!("Malformed consumer_uuid: {text}")))
+}
+
+fn resources(value: &Value) -> Result<BTreeMap<String, i64>, PlacementError> {
+    let object = value
+        .as_object()
+        .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(value))))?;
+    let mut out = BTreeMap::new();
+    for (class, amount) in object {
+        let amount = amount
+            .as_i64()
+            .ok_or_else(|| invalid(format!("{} is not of type 'integer'", python_repr(amount))))?;
+        if amount < 1 {
+            return Err(failed(
+                format!("{amount} is less than the minimum of 1"),
+                "minimum",
+            ));
+        }
+        out.insert(class.clone(), amount);
+    }
+    Ok(out)
+}
+
+/// Parses one consumer's allocation body as Placement's schema for `version` does.
+fn parse_consumer(
+    consumer: Uuid,
+    object: &Map<String, Value>,
+    version: Microversion,
+) -> Result<ConsumerAllocations, PlacementError> {
+    let mut known = vec!["allocations"];
+    if version.at_least(1, 8) {
+        known.extend(["project_id", "user_id"]);
+    }
+    if version.at_least(1, 28) {
+        known.push("consumer_generation");
+    }
+    if version.at_least(1, 38) {
+        known.push("consumer_type");
+    }
+    if let Some(key) = object.keys().find(|key| !known.contains(&key.as_str())) {
+        return Err(failed(
+            format!("Additional properties are not allowed ('{key}' was unexpected)"),
+            "additionalProperties",
+        ));
+    }
+    let allocations = object
+        .get("allocations")
+        .ok_or_else(|| failed("'allocations' is a required property", "required"))?;
+    let mut by_provider: BTreeMap<Uuid, BTreeMap<String, i64>> = BTreeMap::new();
+    if version.at_least(1, 12) {
+        let map = allocations.as_object().ok_or_else(|| {
+            invalid(format!(
+                "{} is not of type 'object'",
+                python_repr(allocations)
+            ))
+        })?;
+        for (provider, entry) in map {
+            let provider = Uuid::parse_str(provider)
+                .map_err(|_| invalid(format!("'{provider}' does not match any of the regexes")))?;
+            let entry_resources = entry
+                .get("resources")
+                .ok_or_else(|| failed("'resources' is a required property", "required"))?;
+            by_provider.insert(provider, resources(entry_resources)?);
+        }
+    } else {
+        let list = allocations.as_array().ok_or_else(|| {
+            invalid(format!(
+                "{} is not of type 'array'",
+                python_repr(allocations)
+            ))
+        })?;
+        if list.is_empty() {
+            return Err(failed("[] is too short", "minItems"));
+        }
+        for entry in list {
+            let provider = entry
+                .get("resource_provider")
+                .and_then(|rp| rp.get("uuid"))
+                .and_then(Value::as_str)
+                .ok_or_else(|| failed("'resource_provider' is a required property", "required"))?;
+            let provider = Uuid::parse_str(provider)
+                .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
+            let entry_resources = entry
+                .get("resources")
+                .ok_or_else(|| failed("'resources' is a required property", "required"))?;
+            by_provider
+                .entry(provider)
+                .or_default()
+                .extend(resources(entry_resources)?);
+        }
+    }
+    let text = |field: &str| -> Result<String, PlacementError> {
+        match object.get(field) {
+            Some(Value::String(value)) if value.is_empty() => {
+                Err(failed("'' is too short", "minLength"))
+            }
+            Some(Value::String(value)) if value.len() > 255 => {
+                Err(failed(format!("'{value}' is too long"), "maxLength"))
+            }
+            Some(Value::String(value)) => Ok(value.clone()),
+            Some(other) => Err(invalid(format!(
+                "{} is not of type 'string'",
+                python_repr(other)
+            ))),
+            None if version.at_least(1, 8) => Err(failed(
+                format!("'{field}' is a required property"),
+                "required",
+            )),
+            None => Ok(INCOMPLETE.to_owned()),
+        }
+    };
+    let expected_generation = if version.at_least(1, 28) {
+        match object.get("consumer_generation") {
+            None => {
+                return Err(failed(
+                    "'consumer_generation' is a required property",
+                    "required",
+                ));
+            }
+            Some(Value::Null) => Some(None),
+            Some(value) => Some(Some(value.as_i64().ok_or_else(|| {
+                invalid(format!(
+                    "{} is not of type 'integer', 'null'",
+                    python_repr(value)
+                ))
+            })?)),
+        }
+    } else {
+        None
+    };
+    let consumer_type = if version.at_least(1, 38) {
+        Some(text("consumer_type")?)
+    } else {
+        None
+    };
+    Ok(ConsumerAllocations {
+        consumer,
+        project: text("project_id")?,
+        user: text("user_id")?,
+        expected_generation,
+        consumer_type,
+        allocations: by_provider,
+    })
+}
+
+fn allocation_error(error: AllocationError, consumer: Option<Uuid>) -> PlacementError {
+    let consumer = consumer.map(|uuid| uuid.to_string()).unwrap_or_default();
+    match error {
+        AllocationError::ProviderMissing(provider) => PlacementError::bad_request(format!(
+            "Allocation for resource provider '{provider}' that does not exist."
+        )),
+        AllocationError::UnknownClass(_) => PlacementError::bad_request(format!(
+            "Unable to allocate inventory for consumer {consumer}: {error}"
+        )),
+        AllocationError::ConsumerGeneration { .. } => {
+            PlacementError::conflict(error.to_string()).with_code("placement.concurrent_update")
+        }
+        AllocationError::NoInventory { .. }
+        | AllocationError::Capacity { .. }
+        | AllocationError::Constraint { .. } => PlacementError::conflict(error.to_string()),
+        AllocationError::Db(db) => db.into(),
+    }
+}
+
+async fn write(state: &AppState, writes: Vec<ConsumerAllocations>) -> Result<(), PlacementError> {
+    let first = writes.first().map(|write| write.consumer);
+    db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::allocations::replace_allocations(conn, &writes)
+        }))
+    })
+    .await?
+    .map_err(|error| allocation_error(error, first))
+}
+
+fn parse_object(body: &[u8]) -> Result<Map<String, Value>, PlacementError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
+    match value {
+        Value::Object(object) => Ok(object),
+        other => Err(invalid(format!(
+            "{} is not of type 'object'",
+            python_repr(&other)
+        ))),
+    }
+}
+
+/// Replaces a consumer's allocations: 204.
+pub async fn put_allocations(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let consumer = consumer_uuid(&path)?;
+    require_json(&request)?;
+    let object = parse_object(&body)?;
+    let parsed = parse_consumer(consumer, &object, version_of(&request))?;
+    write(&state, vec![parsed]).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Replaces the allocations of several consumers at once (1.13): 204.
+pub async fn post_allocations(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let version = version_of(&request);
+    if !version.at_least(1, 13) {
+        return Err(PlacementError::new(
+            actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
+            "The method POST is not allowed for this resource.",
+        ));
+    }
+    require_json(&request)?;
+    let object = parse_object(&body)?;
+    let mut writes = Vec::with_capacity(object.len());
+    for (consumer, entry) in &object {
+        let consumer = Uuid::parse_str(consumer)
+            .map_err(|_| invalid(format!("'{consumer}' does not match any of the regexes")))?;
+        let entry = entry
+            .as_object()
+            .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(entry))))?;
+        writes.push(parse_consumer(consumer, entry, version)?);
+    }
+    write(&state, writes).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+/// Shows a consumer's allocations in the shape of the microversion.
+pub async fn get_allocations(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    let version = version_of(&request);
+    let consumer = consumer_uuid(&path)?;
+    let (rows, info) = db::run(&state.pool, move |conn| {
+        Ok((
+            db::allocations::consumer_allocations(conn, consumer)?,
+            db::allocations::consumer_info(conn, consumer)?,
+        ))
+    })
+    .await?;
+    let mut allocations = Map::new();
+    for row in &rows {
+        let entry = allocations
+            .entry(row.provider.to_string())
+            .or_insert_with(|| json!({"generation": row.provider_generation, "resources": {}}));
+        if let Some(resources) = entry.get_mut("resources").and_then(Value::as_object_mut) {
+            resources.insert(row.resource_class.clone(), json!(row.used));
+        }
+    }
+    let mut body = json!({ "allocations": allocations });
+    if let (Some(info), Some(object)) = (info, body.as_object_mut())
+        && !rows.is_empty()
+    {
+        if version.at_least(1, 12) {
+            object.insert("project_id".to_owned(), json!(info.project));
+            object.insert("user_id".to_owned(), json!(info.user));
+        }
+        if version.at_least(1, 28) {
+            object.insert("consumer_generation".to_owned(), json!(info.generation));
+        }
+        if version.at_least(1, 38) {
+            object.insert(
+                "consumer_type".to_owned(),
+                json!(info.consumer_type.unwrap_or_else(|| "unknown".to_owned())),
+            );
+        }
+    }
+    Ok(HttpResponse::Ok().json(body))
+}
+
+/// Removes a consumer's allocations: 204, or 404 when it has none.
+pub async fn delete_allocations(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    let consumer = consumer_uuid(&path)?;
+    let existing = db::run(&state.pool, move |conn| {
+        db::allocations::consumer_allocations(conn, consumer)
+    })
+    .await?;
+    if existing.is_empty() {
+        return Err(PlacementError::not_found(format!(
+            "No allocations for consumer '{consumer}'"
+        )));
+    }
+    let empty = ConsumerAllocations {
+        consumer,
+        project: String::new(),
+        user: String::new(),
+        expected_generation: None,
+        consumer_type: None,
+        allocations: BTreeMap::new(),
+    };
+    write(&state, vec![empty]).await?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+async fn existing_provider(
+    state: &AppState,
+    uuid: &str,
+) -> Result<crate::db::providers::ProviderRow, PlacementError> {
+    let parsed = Uuid::parse_str(uuid).map_err(|_| {
+        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
+    })?;
+    db::run(&state.pool, move |conn| {
+        db::providers::get_provider(conn, parsed)
+    })
+    .await?
+    .ok_or_else(|| {
+        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
+    })
+}
+
+/// Shows the allocations against a provider (1.0+), with its generation.
+pub async fn provider_allocations(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    let provider = existing_provider(&state, &path).await?;
+    let uuid = provider.uuid;
+    let rows = db::run(&state.pool, move |conn| {
+        db::allocations::provider_allocations(conn, uuid)
+    })
+    .await?;
+    let mut allocations = Map::new();
+    for row in &rows {
+        let entry = allocations
+            .entry(row.consumer.to_string())
+            .or_insert_with(|| json!({"resources": {}}));
+        if let Some(resources) = entry.get_mut("resources").and_then(Value::as_object_mut) {
+            resources.insert(row.resource_class.clone(), json!(row.used));
+        }
+    }
+    Ok(HttpResponse::Ok().json(
+        json!({"allocations": allocations, "resource_provider_generation": provider.generation}),
+    ))
+}
+
+/// Shows a provider's usage per resource class, with its generation.
+pub async fn provider_usages(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, PlacementError> {
+    let provider = existing_provider(&state, &path).await?;
+    let uuid = provider.uuid;
+    let (usages, inventories) = db::run(&state.pool, move |conn| {
+        let id = db::providers::get_provider(conn, uuid)?
+            .map(|row| row.id)
+            .unwrap_or_default();
+        Ok((
+            db::allocations::usages(conn, Some(uuid), None, None)?,
+            db::inventories::list_inventories(conn, id)?,
+        ))
+    })
+    .await?;
+    // Every inventoried class shows, used or not.
+    let mut all: BTreeMap<String, i64> = inventories
+        .into_iter()
+        .map(|row| (row.resource_class, 0))
+        .collect();
+    all.extend(usages);
+    Ok(HttpResponse::Ok()
+        .json(json!({"usages": all, "resource_provider_generation": provider.generation})))
+}
+
+/// Query of `GET /usages`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsagesQuery {
+    pub project_id: Option<String>,
+    pub user_id: Option<String>,
+    pub consumer_type: Option<String>,
+}
+
+/// Sums usage over a project (and user), 1.9+.
+pub async fn usages(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<UsagesQuery>,
+) -> Result<HttpResponse, PlacementError> {
+    if !version_of(&request).at_least(1, 9) {
+        return Err(PlacementError::not_found(
+            "The resource could not be found.",
+        ));
+    }
+    let query = query.into_inner();
+    let project = query.project_id.ok_or_else(|| {
+        PlacementError::bad_request(
+            "Invalid query string parameters: 'project_id' is a required property",
+        )
+    })?;
+    let user = query.user_id;
+    let usages = db::run(&state.pool, move |conn| {
+        db::allocations::usages(conn, None, Some(&project), user.as_deref())
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(json!({ "usages": usages })))
+}

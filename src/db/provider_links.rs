@@ -108,3 +108,97 @@ pub fn set_provider_aggregates(
     .execute(conn)?;
     Ok(new_generation)
 }
+
+/// What the list filters look at for each provider: traits, aggregates, and per class the
+/// free capacity and unit rules.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProviderFacts {
+    pub traits: std::collections::BTreeSet<String>,
+    pub aggregates: std::collections::BTreeSet<Uuid>,
+    /// Class → (free capacity, min_unit, max_unit, step_size).
+    pub capacity: std::collections::BTreeMap<String, (f64, i32, i32, i32)>,
+}
+
+/// Loads the facts of providers `ids` in three queries.
+pub fn provider_facts(
+    conn: &mut PgConnection,
+    ids: &[i64],
+) -> Result<std::collections::BTreeMap<i64, ProviderFacts>, DbError> {
+    use diesel::sql_types::{Double, Integer};
+    #[derive(QueryableByName)]
+    struct Named {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+        #[diesel(sql_type = Text)]
+        name: String,
+    }
+    #[derive(QueryableByName)]
+    struct Member {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+        #[diesel(sql_type = SqlUuid)]
+        aggregate: Uuid,
+    }
+    #[derive(QueryableByName)]
+    struct Free {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+        #[diesel(sql_type = Text)]
+        class: String,
+        #[diesel(sql_type = Double)]
+        free: f64,
+        #[diesel(sql_type = Integer)]
+        min_unit: i32,
+        #[diesel(sql_type = Integer)]
+        max_unit: i32,
+        #[diesel(sql_type = Integer)]
+        step_size: i32,
+    }
+    let mut facts: std::collections::BTreeMap<i64, ProviderFacts> = ids
+        .iter()
+        .map(|id| (*id, ProviderFacts::default()))
+        .collect();
+    let traits: Vec<Named> = diesel::sql_query(
+        "SELECT rpt.resource_provider_id AS id, t.name::text AS name
+           FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
+          WHERE rpt.resource_provider_id = ANY($1)",
+    )
+    .bind::<Array<BigInt>, _>(ids)
+    .load(conn)?;
+    for row in traits {
+        facts.entry(row.id).or_default().traits.insert(row.name);
+    }
+    let members: Vec<Member> = diesel::sql_query(
+        "SELECT rpa.resource_provider_id AS id, a.uuid AS aggregate
+           FROM resource_provider_aggregates rpa JOIN placement_aggregates a ON a.id = rpa.aggregate_id
+          WHERE rpa.resource_provider_id = ANY($1)",
+    )
+    .bind::<Array<BigInt>, _>(ids)
+    .load(conn)?;
+    for row in members {
+        facts
+            .entry(row.id)
+            .or_default()
+            .aggregates
+            .insert(row.aggregate);
+    }
+    let free: Vec<Free> = diesel::sql_query(
+        "SELECT i.resource_provider_id AS id, rc.name::text AS class,
+                (i.total - i.reserved) * i.allocation_ratio
+                  - COALESCE((SELECT sum(a.used) FROM allocations a
+                               WHERE a.resource_provider_id = i.resource_provider_id
+                                 AND a.resource_class_id = i.resource_class_id), 0) AS free,
+                i.min_unit, i.max_unit, i.step_size
+           FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+          WHERE i.resource_provider_id = ANY($1)",
+    )
+    .bind::<Array<BigInt>, _>(ids)
+    .load(conn)?;
+    for row in free {
+        facts.entry(row.id).or_default().capacity.insert(
+            row.class,
+            (row.free, row.min_unit, row.max_unit, row.step_size),
+        );
+    }
+    Ok(facts)
+}

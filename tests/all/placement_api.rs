@@ -736,3 +736,94 @@ async fn concurrent_claims_never_oversubscribe_and_never_orphan_an_allocation() 
         .unwrap();
     assert_eq!(consumers.n, 10, "losers leave no consumer behind");
 }
+
+#[actix_web::test]
+async fn provider_lists_filter_by_required_traits_and_free_resources() {
+    let app = TestApp::spawn().await;
+    let admin = Some("admin");
+    let fast = "6a1b2c3d-0000-4000-8000-000000000001";
+    let slow = "6a1b2c3d-0000-4000-8000-000000000002";
+    for (name, uuid) in [("fast", fast), ("slow", slow)] {
+        call(
+            &app,
+            reqwest::Method::POST,
+            "/placement/resource_providers",
+            Some("1.20"),
+            admin,
+            Some(json!({"name": name, "uuid": uuid})),
+        )
+        .await;
+        call(&app, reqwest::Method::PUT, &format!("/placement/resource_providers/{uuid}/inventories"), Some("1.20"), admin,
+             Some(json!({"resource_provider_generation": 0, "inventories": {"VCPU": {"total": if name == "fast" { 8 } else { 2 }}}}))).await;
+    }
+    call(
+        &app,
+        reqwest::Method::PUT,
+        &format!("/placement/resource_providers/{fast}/traits"),
+        Some("1.6"),
+        admin,
+        Some(json!({"traits": ["HW_CPU_X86_AVX2"], "resource_provider_generation": 1})),
+    )
+    .await;
+    let names = |body: &Value| -> Vec<String> {
+        body["resource_providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|rp| rp["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_providers?required=HW_CPU_X86_AVX2",
+        Some("1.18"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!((status, names(&body)), (200, vec!["fast".to_owned()]));
+    let (_, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_providers?required=!HW_CPU_X86_AVX2",
+        Some("1.22"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(names(&body), vec!["slow".to_owned()]);
+    let (_, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_providers?resources=VCPU:4",
+        Some("1.4"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(names(&body), vec!["fast".to_owned()]);
+    let (status, _, body) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_providers?required=BOGUS",
+        Some("1.18"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, body["errors"][0]["detail"].clone()),
+        (400, json!("No such trait(s): BOGUS."))
+    );
+    let (status, _, _) = call(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_providers?required=X",
+        Some("1.17"),
+        admin,
+        None,
+    )
+    .await;
+    assert_eq!(status, 400, "required arrived in 1.18");
+}

@@ -1,8 +1,6 @@
 //! `/placement/resource_providers`: list (by name, uuid, in_tree), create, show, update
 //! (rename, re-parent) and delete, with Placement's shapes per microversion.
 
-use std::collections::BTreeMap;
-
 use actix_web::http::header::LOCATION;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
@@ -151,47 +149,211 @@ fn provider_error(error: ProviderError, action: &str, name: &str, uuid: Uuid) ->
     }
 }
 
-/// Lists providers, filtered by `name`, `uuid` and (1.14+) `in_tree`.
+/// The trait and aggregate rules of a provider list: every group must hold.
+#[derive(Debug, Default)]
+struct ListRules {
+    /// Each inner set: at least one must be present.
+    traits_any: Vec<Vec<String>>,
+    forbidden_traits: Vec<String>,
+    aggregates_any: Vec<Vec<Uuid>>,
+    forbidden_aggregates: Vec<Uuid>,
+    resources: Vec<(String, i64)>,
+}
+
+impl ListRules {
+    fn is_empty(&self) -> bool {
+        self.traits_any.is_empty()
+            && self.forbidden_traits.is_empty()
+            && self.aggregates_any.is_empty()
+            && self.forbidden_aggregates.is_empty()
+            && self.resources.is_empty()
+    }
+
+    fn admits(&self, facts: &db::provider_links::ProviderFacts) -> bool {
+        self.traits_any
+            .iter()
+            .all(|group| group.iter().any(|name| facts.traits.contains(name)))
+            && !self
+                .forbidden_traits
+                .iter()
+                .any(|name| facts.traits.contains(name))
+            && self
+                .aggregates_any
+                .iter()
+                .all(|group| group.iter().any(|uuid| facts.aggregates.contains(uuid)))
+            && !self
+                .forbidden_aggregates
+                .iter()
+                .any(|uuid| facts.aggregates.contains(uuid))
+            && self.resources.iter().all(|(class, amount)| {
+                facts
+                    .capacity
+                    .get(class)
+                    .is_some_and(|(free, min_unit, max_unit, step)| {
+                        (*amount as f64) <= *free
+                            && *amount >= i64::from(*min_unit)
+                            && *amount <= i64::from(*max_unit)
+                            && *amount % i64::from((*step).max(1)) == 0
+                    })
+            })
+    }
+}
+
+fn bad_query(detail: impl std::fmt::Display) -> PlacementError {
+    PlacementError::bad_request(format!("Invalid query string parameters: {detail}"))
+}
+
+fn parse_required(
+    value: &str,
+    version: Microversion,
+    rules: &mut ListRules,
+) -> Result<(), PlacementError> {
+    let form = if version.at_least(1, 22) {
+        "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
+    } else {
+        "HW_CPU_X86_VMX,CUSTOM_MAGIC"
+    };
+    let refuse = || {
+        bad_query(format!(
+            "Expected 'required' parameter value of the form: {form}. Got: {value}"
+        ))
+    };
+    if let Some(list) = value
+        .strip_prefix("in:")
+        .filter(|_| version.at_least(1, 39))
+    {
+        let names: Vec<String> = list.split(',').map(str::to_owned).collect();
+        if names
+            .iter()
+            .any(|name| name.is_empty() || name.starts_with('!'))
+        {
+            return Err(refuse());
+        }
+        rules.traits_any.push(names);
+        return Ok(());
+    }
+    for name in value.split(',') {
+        match name.strip_prefix('!') {
+            Some(forbidden) if version.at_least(1, 22) && !forbidden.is_empty() => {
+                rules.forbidden_traits.push(forbidden.to_owned())
+            }
+            Some(_) => return Err(refuse()),
+            None if name.is_empty() => return Err(refuse()),
+            None => rules.traits_any.push(vec![name.to_owned()]),
+        }
+    }
+    Ok(())
+}
+
+fn parse_member_of(
+    value: &str,
+    version: Microversion,
+    rules: &mut ListRules,
+) -> Result<(), PlacementError> {
+    let refuse = || {
+        bad_query(format!(
+            "Expected 'member_of' parameter to contain valid UUID(s). Got: {value}"
+        ))
+    };
+    let (forbidden, rest) = match value.strip_prefix('!') {
+        Some(rest) if version.at_least(1, 32) => (true, rest),
+        Some(_) => return Err(refuse()),
+        None => (false, value),
+    };
+    let list = rest.strip_prefix("in:").unwrap_or(rest);
+    let uuids = list
+        .split(',')
+        .map(|text| Uuid::parse_str(text).map_err(|_| refuse()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if forbidden {
+        rules.forbidden_aggregates.extend(uuids);
+    } else {
+        rules.aggregates_any.push(uuids);
+    }
+    Ok(())
+}
+
+fn parse_resources(value: &str, rules: &mut ListRules) -> Result<(), PlacementError> {
+    let refuse = || {
+        PlacementError::bad_request(format!(
+            "Badly formed resources parameter. Expected resources query string parameter in form: \
+             ?resources=VCPU:2,MEMORY_MB:1024. Got: {value}."
+        ))
+    };
+    for item in value.split(',') {
+        let (class, amount) = item.split_once(':').ok_or_else(refuse)?;
+        let amount: i64 = amount.parse().map_err(|_| refuse())?;
+        if class.is_empty() || amount < 1 {
+            return Err(refuse());
+        }
+        rules.resources.push((class.to_owned(), amount));
+    }
+    Ok(())
+}
+
+/// Lists providers, filtered by `name`, `uuid`, `member_of` (1.3), `resources` (1.4),
+/// `in_tree` (1.14) and `required` (1.18; forbidden traits 1.22, `in:` 1.39).
 pub async fn list_providers(
     request: HttpRequest,
     state: web::Data<AppState>,
-    query: web::Query<BTreeMap<String, String>>,
 ) -> Result<HttpResponse, PlacementError> {
     let version = version_of(&request);
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(request.query_string())
+        .map_err(|error| bad_query(format!("malformed query string: {error}")))?;
     let mut filter = ProviderFilter::default();
-    for (key, value) in query.into_inner() {
-        let bad_uuid = || {
-            PlacementError::bad_request(format!(
-                "Invalid query string parameters: '{value}' is not a 'uuid'"
-            ))
-        };
+    let mut rules = ListRules::default();
+    for (key, value) in pairs {
+        let bad_uuid = || bad_query(format!("'{value}' is not a 'uuid'"));
         match key.as_str() {
             "name" => filter.name = Some(value),
             "uuid" => filter.uuid = Some(Uuid::parse_str(&value).map_err(|_| bad_uuid())?),
             "in_tree" if version.at_least(1, 14) => {
                 filter.in_tree = Some(Uuid::parse_str(&value).map_err(|_| bad_uuid())?)
             }
-            "member_of" | "resources" | "required"
-                if (key == "member_of" && version.at_least(1, 3))
-                    || (key == "resources" && version.at_least(1, 4))
-                    || (key == "required" && version.at_least(1, 18)) =>
-            {
-                return Err(PlacementError::bad_request(format!(
-                    "the {key} filter of resource providers is not implemented yet"
-                )));
-            }
+            "member_of" if version.at_least(1, 3) => parse_member_of(&value, version, &mut rules)?,
+            "resources" if version.at_least(1, 4) => parse_resources(&value, &mut rules)?,
+            "required" if version.at_least(1, 18) => parse_required(&value, version, &mut rules)?,
             _ => {
-                return Err(PlacementError::bad_request(format!(
-                    "Invalid query string parameters: Additional properties are not allowed ('{key}' was unexpected)"
+                return Err(bad_query(format!(
+                    "Additional properties are not allowed ('{key}' was unexpected)"
                 )));
             }
         }
     }
-    let providers = db::run(&state.pool, move |conn| {
-        db::providers::list_providers(conn, &filter)
+    let listed = db::run(&state.pool, move |conn| {
+        let providers = db::providers::list_providers(conn, &filter)?;
+        if rules.is_empty() {
+            return Ok(Ok(providers));
+        }
+        let mut names: Vec<String> = rules.traits_any.iter().flatten().cloned().collect();
+        names.extend(rules.forbidden_traits.iter().cloned());
+        let missing = db::provider_links::missing_traits(conn, &names)?;
+        if !missing.is_empty() {
+            return Ok(Err(PlacementError::bad_request(format!(
+                "No such trait(s): {}.",
+                missing.join(", ")
+            ))));
+        }
+        for (class, _) in &rules.resources {
+            if db::placement_names::find_resource_class(conn, class)?.is_none() {
+                return Ok(Err(PlacementError::bad_request(format!(
+                    "Invalid resource class in resources parameter: No such resource class {class}."
+                ))));
+            }
+        }
+        let ids: Vec<i64> = providers.iter().map(|provider| provider.id).collect();
+        let facts = db::provider_links::provider_facts(conn, &ids)?;
+        Ok(Ok(providers
+            .into_iter()
+            .filter(|provider| {
+                facts
+                    .get(&provider.id)
+                    .is_some_and(|facts| rules.admits(facts))
+            })
+            .collect()))
     })
-    .await?;
-    let body: Vec<Value> = providers
+    .await??;
+    let body: Vec<Value> = listed
         .iter()
         .map(|provider| provider_json(provider, version))
         .collect();
@@ -294,6 +456,11 @@ pub async fn delete_provider(
         }))
     })
     .await?
-    .map_err(|error| provider_error(error, "delete", "", uuid))?;
+    .map_err(|error| match error {
+        ProviderError::NotFound(_) => PlacementError::not_found(format!(
+            "No resource provider with uuid {uuid} found for delete"
+        )),
+        other => provider_error(other, "delete", "", uuid),
+    })?;
     Ok(HttpResponse::NoContent().finish())
 }

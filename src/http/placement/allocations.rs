@@ -9,6 +9,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
@@ -18,10 +19,6 @@ use crate::http::AppState;
 
 /// The project and user of consumers written before 1.8 (Placement's incomplete consumer).
 const INCOMPLETE: &str = "00000000-0000-0000-0000-000000000000";
-
-fn invalid(why: impl std::fmt::Display) -> PlacementError {
-    PlacementError::bad_request(format!("JSON does not validate: {why}"))
-}
 
 /// A schema failure worded as jsonschema words it, naming the failed keyword.
 fn failed(why: impl std::fmt::Display, keyword: &str) -> PlacementError {
@@ -205,18 +202,6 @@ async fn write(state: &AppState, writes: Vec<ConsumerAllocations>) -> Result<(),
     .map_err(|error| allocation_error(error, first))
 }
 
-fn parse_object(body: &[u8]) -> Result<Map<String, Value>, PlacementError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
-    match value {
-        Value::Object(object) => Ok(object),
-        other => Err(invalid(format!(
-            "{} is not of type 'object'",
-            python_repr(&other)
-        ))),
-    }
-}
-
 /// Replaces a consumer's allocations: 204.
 pub async fn put_allocations(
     request: HttpRequest,
@@ -332,28 +317,12 @@ pub async fn delete_allocations(
     Ok(HttpResponse::NoContent().finish())
 }
 
-async fn existing_provider(
-    state: &AppState,
-    uuid: &str,
-) -> Result<crate::db::providers::ProviderRow, PlacementError> {
-    let parsed = Uuid::parse_str(uuid).map_err(|_| {
-        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
-    })?;
-    db::run(&state.pool, move |conn| {
-        db::providers::get_provider(conn, parsed)
-    })
-    .await?
-    .ok_or_else(|| {
-        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
-    })
-}
-
 /// Shows the allocations against a provider (1.0+), with its generation.
 pub async fn provider_allocations(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
-    let provider = existing_provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let uuid = provider.uuid;
     let rows = db::run(&state.pool, move |conn| {
         db::allocations::provider_allocations(conn, uuid)
@@ -378,7 +347,7 @@ pub async fn provider_usages(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
-    let provider = existing_provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let uuid = provider.uuid;
     let (usages, inventories) = db::run(&state.pool, move |conn| {
         let id = db::providers::get_provider(conn, uuid)?

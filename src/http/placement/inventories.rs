@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
@@ -15,22 +16,6 @@ use crate::http::AppState;
 
 const MAX_INT: i64 = 2_147_483_647;
 const MAX_FLOAT: f64 = 3.402_823_466e38;
-
-fn invalid(why: impl std::fmt::Display) -> PlacementError {
-    PlacementError::bad_request(format!("JSON does not validate: {why}"))
-}
-
-fn parse_object(body: &[u8]) -> Result<Map<String, Value>, PlacementError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
-    match value {
-        Value::Object(object) => Ok(object),
-        other => Err(invalid(format!(
-            "{} is not of type 'object'",
-            python_repr(&other)
-        ))),
-    }
-}
 
 fn integer(
     object: &Map<String, Value>,
@@ -177,19 +162,6 @@ fn inventory_error(error: InventoryError, provider: Uuid, verb: &str) -> Placeme
     }
 }
 
-async fn provider(state: &AppState, uuid: &str) -> Result<ProviderRow, PlacementError> {
-    let parsed = Uuid::parse_str(uuid).map_err(|_| {
-        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
-    })?;
-    db::run(&state.pool, move |conn| {
-        db::providers::get_provider(conn, parsed)
-    })
-    .await?
-    .ok_or_else(|| {
-        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
-    })
-}
-
 async fn all_json(state: &AppState, provider: &ProviderRow) -> Result<Value, PlacementError> {
     let (id, uuid) = (provider.id, provider.uuid);
     let (rows, current) = db::run(&state.pool, move |conn| {
@@ -214,7 +186,7 @@ pub async fn list_inventories(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     Ok(HttpResponse::Ok().json(all_json(&state, &provider).await?))
 }
 
@@ -225,7 +197,7 @@ pub async fn put_inventories(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let object = parse_object(&body)?;
     if let Some(key) = object
         .keys()
@@ -268,7 +240,7 @@ pub async fn create_inventory(
     path: web::Path<String>,
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     require_json(&request)?;
     let object = parse_object(&body)?;
     let class = object
@@ -343,7 +315,7 @@ pub async fn show_inventory(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, PlacementError> {
     let (uuid, class) = path.into_inner();
-    let provider = provider(&state, &uuid).await?;
+    let provider = path_provider(&state, &uuid).await?;
     let all = all_json(&state, &provider).await?;
     match all["inventories"].get(&class) {
         Some(record) => {
@@ -371,7 +343,7 @@ pub async fn put_inventory(
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
     let (uuid, class) = path.into_inner();
-    let provider = provider(&state, &uuid).await?;
+    let provider = path_provider(&state, &uuid).await?;
     require_json(&request)?;
     let object = parse_object(&body)?;
     let generation = generation_of(&object)?;
@@ -423,7 +395,7 @@ pub async fn delete_inventory(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, PlacementError> {
     let (uuid, class) = path.into_inner();
-    let provider = provider(&state, &uuid).await?;
+    let provider = path_provider(&state, &uuid).await?;
     let key = (provider.id, provider.uuid);
     let lookup = class.clone();
     let deleted = db::run(&state.pool, move |conn| {
@@ -454,7 +426,7 @@ pub async fn delete_inventories(
             "The method specified is not allowed for this resource.",
         ));
     }
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let key = (provider.id, provider.uuid);
     let generation = provider.generation;
     db::run(&state.pool, move |conn| {

@@ -5,16 +5,12 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
 use crate::db::inventories::InventoryError;
-use crate::db::providers::ProviderRow;
 use crate::http::AppState;
-
-fn invalid(why: impl std::fmt::Display) -> PlacementError {
-    PlacementError::bad_request(format!("JSON does not validate: {why}"))
-}
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
     if version_of(request).at_least(1, minor) {
@@ -26,19 +22,6 @@ fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
     }
 }
 
-async fn provider(state: &AppState, uuid: &str) -> Result<ProviderRow, PlacementError> {
-    let parsed = Uuid::parse_str(uuid).map_err(|_| {
-        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
-    })?;
-    db::run(&state.pool, move |conn| {
-        db::providers::get_provider(conn, parsed)
-    })
-    .await?
-    .ok_or_else(|| {
-        PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
-    })
-}
-
 fn conflict_or(error: InventoryError) -> PlacementError {
     match error {
         InventoryError::GenerationConflict => PlacementError::conflict(
@@ -48,18 +31,6 @@ fn conflict_or(error: InventoryError) -> PlacementError {
         InventoryError::UnknownClass(message) => PlacementError::bad_request(message),
         InventoryError::InUse { .. } => PlacementError::conflict(error.to_string()),
         InventoryError::Db(db) => db.into(),
-    }
-}
-
-fn parse_object(body: &[u8]) -> Result<Map<String, Value>, PlacementError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
-    match value {
-        Value::Object(object) => Ok(object),
-        other => Err(invalid(format!(
-            "{} is not of type 'object'",
-            python_repr(&other)
-        ))),
     }
 }
 
@@ -93,7 +64,7 @@ pub async fn list_traits(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 6)?;
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let id = provider.id;
     let traits = db::run(&state.pool, move |conn| {
         db::provider_links::provider_traits(conn, id)
@@ -111,7 +82,7 @@ pub async fn put_traits(
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 6)?;
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     require_json(&request)?;
     let object = parse_object(&body)?;
     if let Some(key) = object
@@ -163,7 +134,7 @@ pub async fn delete_traits(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 6)?;
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let id = provider.id;
     db::run(&state.pool, move |conn| {
         Ok(diesel::Connection::transaction(conn, |conn| {
@@ -190,7 +161,7 @@ pub async fn list_aggregates(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 1)?;
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let id = provider.id;
     let aggregates = db::run(&state.pool, move |conn| {
         db::provider_links::provider_aggregates(conn, id)
@@ -212,7 +183,7 @@ pub async fn put_aggregates(
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 1)?;
-    let provider = provider(&state, &path).await?;
+    let provider = path_provider(&state, &path).await?;
     let with_generation = version_of(&request).at_least(1, 19);
     require_json(&request)?;
     let value: Value = serde_json::from_slice(&body)

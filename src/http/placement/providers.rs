@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::common::invalid;
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
@@ -48,10 +49,6 @@ pub fn provider_json(provider: &ProviderRow, version: Microversion) -> Value {
         );
     }
     body
-}
-
-fn invalid(why: impl std::fmt::Display) -> PlacementError {
-    PlacementError::bad_request(format!("JSON does not validate: {why}"))
 }
 
 /// A provider body, validated as Placement's schema for `version` does.

@@ -164,6 +164,28 @@ pub fn upsert(
     Ok(())
 }
 
+/// Writes one class's inventory at `generation` (not compared when `None`): `exists` says
+/// whether the class must already have inventory (an update) or must not (an add). Returns
+/// `false`, writing nothing, when that does not hold.
+pub fn write_class_inventory(
+    conn: &mut PgConnection,
+    provider_id: i64,
+    generation: Option<i64>,
+    row: &InventoryRow,
+    exists: bool,
+) -> Result<bool, InventoryError> {
+    let class_id = require_class(conn, &row.resource_class)?;
+    let present = list_inventories(conn, provider_id)?
+        .iter()
+        .any(|current| current.resource_class == row.resource_class);
+    if present != exists {
+        return Ok(false);
+    }
+    bump_generation(conn, provider_id, generation)?;
+    upsert(conn, provider_id, class_id, row)?;
+    Ok(true)
+}
+
 /// Returns the id of resource class `name`, or the error Placement gives for it.
 pub fn require_class(conn: &mut PgConnection, name: &str) -> Result<i32, InventoryError> {
     class_id(conn, name)?

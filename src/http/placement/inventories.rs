@@ -266,17 +266,7 @@ pub async fn create_inventory(
     let (key, write) = ((provider.id, provider.uuid), row.clone());
     let created = db::run(&state.pool, move |conn| {
         Ok(diesel::Connection::transaction(conn, |conn| {
-            let class_id = db::inventories::require_class(conn, &write.resource_class)?;
-            let existing = db::inventories::list_inventories(conn, key.0)?;
-            if existing
-                .iter()
-                .any(|current| current.resource_class == write.resource_class)
-            {
-                return Ok(false);
-            }
-            db::inventories::bump_generation(conn, key.0, generation)?;
-            db::inventories::upsert(conn, key.0, class_id, &write)?;
-            Ok(true)
+            db::inventories::write_class_inventory(conn, key.0, generation, &write, false)
         }))
     })
     .await?
@@ -357,17 +347,7 @@ pub async fn put_inventory(
     let (key, write) = ((provider.id, provider.uuid), row.clone());
     let found = db::run(&state.pool, move |conn| {
         Ok(diesel::Connection::transaction(conn, |conn| {
-            let class_id = db::inventories::require_class(conn, &write.resource_class)?;
-            let existing = db::inventories::list_inventories(conn, key.0)?;
-            if !existing
-                .iter()
-                .any(|current| current.resource_class == write.resource_class)
-            {
-                return Ok(false);
-            }
-            db::inventories::bump_generation(conn, key.0, Some(generation))?;
-            db::inventories::upsert(conn, key.0, class_id, &write)?;
-            Ok(true)
+            db::inventories::write_class_inventory(conn, key.0, Some(generation), &write, true)
         }))
     })
     .await?

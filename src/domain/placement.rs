@@ -22,6 +22,21 @@ pub fn standard_traits() -> impl Iterator<Item = &'static str> {
     data_lines(STANDARD_TRAITS)
 }
 
+/// Says whether `name` matches Placement's `^[A-Z0-9_]+$` (resource classes, traits, consumer
+/// types).
+pub fn is_class_or_trait_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Says whether `name` matches `^CUSTOM_[A-Z0-9_]+$`.
+pub fn is_custom_name(name: &str) -> bool {
+    name.strip_prefix("CUSTOM_")
+        .is_some_and(is_class_or_trait_name)
+}
+
 /// A Placement API microversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Microversion {

@@ -4,6 +4,7 @@
 //! request_id}]}`. Resource providers, inventories and allocations follow in later work.
 
 pub mod allocations;
+pub mod auth;
 pub mod common;
 pub mod error;
 pub mod inventories;

@@ -34,8 +34,20 @@ fn resources(value: &Value) -> Result<BTreeMap<String, i64>, PlacementError> {
     let object = value
         .as_object()
         .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(value))))?;
+    if object.is_empty() {
+        return Err(failed(
+            "{} does not have enough properties",
+            "minProperties",
+        ));
+    }
     let mut out = BTreeMap::new();
     for (class, amount) in object {
+        if !crate::domain::placement::is_class_or_trait_name(class) {
+            return Err(failed(
+                format!("'{class}' does not match any of the regexes: '^[A-Z0-9_]+$'"),
+                "additionalProperties",
+            ));
+        }
         let amount = amount
             .as_i64()
             .ok_or_else(|| invalid(format!("{} is not of type 'integer'", python_repr(amount))))?;
@@ -51,10 +63,14 @@ fn resources(value: &Value) -> Result<BTreeMap<String, i64>, PlacementError> {
 }
 
 /// Parses one consumer's allocation body as Placement's schema for `version` does.
+///
+/// From 1.12 to 1.27 `PUT` needs at least one provider; `POST` (1.13+) and `PUT` from 1.28
+/// may send none, which deletes the consumer's allocations.
 fn parse_consumer(
     consumer: Uuid,
     object: &Map<String, Value>,
     version: Microversion,
+    may_be_empty: bool,
 ) -> Result<ConsumerAllocations, PlacementError> {
     let mut known = vec!["allocations"];
     if version.at_least(1, 8) {
@@ -83,6 +99,12 @@ fn parse_consumer(
                 python_repr(allocations)
             ))
         })?;
+        if map.is_empty() && !may_be_empty && !version.at_least(1, 28) {
+            return Err(failed(
+                "{} does not have enough properties",
+                "minProperties",
+            ));
+        }
         for (provider, entry) in map {
             let provider = Uuid::parse_str(provider)
                 .map_err(|_| invalid(format!("'{provider}' does not match any of the regexes")))?;
@@ -212,7 +234,7 @@ pub async fn put_allocations(
     let consumer = consumer_uuid(&path)?;
     require_json(&request)?;
     let object = parse_object(&body)?;
-    let parsed = parse_consumer(consumer, &object, version_of(&request))?;
+    let parsed = parse_consumer(consumer, &object, version_of(&request), false)?;
     write(&state, vec![parsed]).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -239,7 +261,7 @@ pub async fn post_allocations(
         let entry = entry
             .as_object()
             .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(entry))))?;
-        writes.push(parse_consumer(consumer, entry, version)?);
+        writes.push(parse_consumer(consumer, entry, version, true)?);
     }
     write(&state, writes).await?;
     Ok(HttpResponse::NoContent().finish())

@@ -1,18 +1,16 @@
 //! Every Placement request: negotiates the microversion (400 for a malformed header, 406 for
-//! one outside 1.0–1.39), checks `x-auth-token` like Placement's noauth2 (required except on
-//! the version document; `admin` is an admin; with an admin token configured, only that token),
-//! and echoes `OpenStack-API-Version` with `Vary` on every answer.
+//! one outside 1.0–1.39), authorizes the caller (`auth`), answers errors in HTML to a client
+//! that asked for HTML, and echoes `OpenStack-API-Version` with `Vary` on every answer.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::{Error, HttpMessage, web};
+use actix_web::{Error, HttpMessage};
 
 use super::error::PlacementError;
 use crate::domain::placement::{Microversion, VersionError, negotiate};
-use crate::http::admin_token::AdminTokenConfig;
 
 const VERSION_HEADER: &str = "openstack-api-version";
 
@@ -36,7 +34,7 @@ pub async fn placement_request(
             StatusCode::NOT_ACCEPTABLE,
             format!("Unacceptable version header: {asked}"),
         )),
-        Ok(_) => authenticate(&request).err().or_else(|| {
+        Ok(_) => super::auth::authorize(&request).err().or_else(|| {
             let is_root = matches!(request.path(), "/placement" | "/placement/");
             let known = super::error::allowed_methods(request.path()).is_some();
             (!is_root && known && request.method() == Method::GET && !accepts_json(&request)).then(
@@ -49,13 +47,17 @@ pub async fn placement_request(
             )
         }),
     };
-    let wants_html = request
-        .headers()
-        .get(actix_web::http::header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/html"));
+    let wants_html = wants_html(&request);
+    // From 1.15 answers that show a resource are dated and marked uncacheable; creating a
+    // resource class (201/204, no body) is not.
     let caching = version.at_least(1, 15)
-        && matches!(*request.method(), Method::GET | Method::PUT | Method::POST);
+        && match *request.method() {
+            Method::GET => true,
+            Method::PUT | Method::POST => {
+                !request.path().starts_with("/placement/resource_classes")
+            }
+            _ => false,
+        };
     let mut response = match refusal {
         Some(error) if wants_html => request.into_response(
             actix_web::HttpResponse::build(error.status)
@@ -65,7 +67,12 @@ pub async fn placement_request(
         Some(error) => request.into_response(error.to_response()),
         None => {
             request.extensions_mut().insert(version);
-            next.call(request).await?.map_into_boxed_body()
+            let response = next.call(request).await?.map_into_boxed_body();
+            if wants_html && response.status().is_client_error() {
+                as_html(response).await
+            } else {
+                response
+            }
         }
     };
     let success = response.status().is_success();
@@ -91,52 +98,6 @@ pub async fn placement_request(
         HeaderValue::from_static(VERSION_HEADER),
     );
     Ok(response)
-}
-
-fn authenticate(request: &ServiceRequest) -> Result<(), PlacementError> {
-    // The root is open to everyone (Placement's auth middleware skips it, whatever the method).
-    let is_version_document = matches!(request.path(), "/placement" | "/placement/");
-    if is_version_document {
-        return Ok(());
-    }
-    let token = request
-        .headers()
-        .get("x-auth-token")
-        .and_then(|value| value.to_str().ok())
-        .filter(|token| !token.is_empty());
-    let Some(token) = token else {
-        return Err(PlacementError::new(
-            StatusCode::UNAUTHORIZED,
-            "The request you have made requires authentication.",
-        ));
-    };
-    let configured = request
-        .app_data::<web::Data<AdminTokenConfig>>()
-        .and_then(|config| config.0.clone());
-    if let Some(expected) = configured {
-        return if expected.matches(token) {
-            Ok(())
-        } else {
-            Err(PlacementError::new(
-                StatusCode::UNAUTHORIZED,
-                "The request you have made requires authentication.",
-            ))
-        };
-    }
-    let roles = request
-        .headers()
-        .get("x-roles")
-        .and_then(|value| value.to_str().ok())
-        .map(|roles| roles.split(',').any(|role| role.trim() == "admin"));
-    let is_admin = roles.unwrap_or(token == "admin");
-    if is_admin {
-        Ok(())
-    } else {
-        Err(PlacementError::new(
-            StatusCode::FORBIDDEN,
-            "Policy does not allow this request to be performed.",
-        ))
-    }
 }
 
 /// The microversion of the current request (set by the middleware).
@@ -192,6 +153,63 @@ pub fn python_repr(value: &serde_json::Value) -> String {
         serde_json::Value::Bool(false) => "False".to_owned(),
         other => other.to_string(),
     }
+}
+
+/// Says whether the client asked for HTML rather than JSON (webob then answers errors in HTML).
+fn wants_html(request: &ServiceRequest) -> bool {
+    request
+        .headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html") && !accept.contains("application/json"))
+}
+
+/// Re-renders a JSON error answer as the HTML page webob writes for a browser.
+async fn as_html(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+    let (request, response) = response.into_parts();
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|kind| kind.starts_with("application/json"));
+    if !is_json {
+        return ServiceResponse::new(request, response);
+    }
+    let body = actix_web::body::to_bytes(response.into_body())
+        .await
+        .unwrap_or_default();
+    let detail = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|value| value["errors"][0]["detail"].as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let title = format!(
+        "{} {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("Error")
+    );
+    let explanation = if status == StatusCode::NOT_FOUND {
+        "The resource could not be found."
+    } else {
+        ""
+    };
+    let page = format!(
+        "<html>\n <head>\n  <title>{title}</title>\n </head>\n <body>\n  <h1>{title}</h1>\n  \
+         {explanation}<br /><br />\n{}\n\n\n </body>\n</html>",
+        html_escape(&detail)
+    );
+    ServiceResponse::new(
+        request,
+        actix_web::HttpResponse::build(status)
+            .content_type("text/html; charset=UTF-8")
+            .body(page),
+    )
+}
+
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Says whether the client accepts JSON (no Accept header, */*, application/* or application/json).

@@ -13,12 +13,7 @@ use crate::db;
 use crate::http::AppState;
 
 fn custom_name_ok(name: &str) -> bool {
-    name.strip_prefix("CUSTOM_").is_some_and(|rest| {
-        !rest.is_empty()
-            && rest
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-    }) && name.len() <= 255
+    crate::domain::placement::is_custom_name(name) && name.len() <= 255
 }
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
@@ -157,6 +152,11 @@ pub async fn put_resource_class(
     if !version_of(&request).at_least(1, 7) {
         return rename_resource_class(&request, &state, name, &body).await;
     }
+    if name.len() > 255 {
+        return Err(PlacementError::bad_request(format!(
+            "JSON does not validate: Failed validating 'maxLength': '{name}' is too long"
+        )));
+    }
     if !custom_name_ok(&name) {
         return Err(PlacementError::bad_request(format!(
             "Failed validating 'pattern': {name:?} does not match '^CUSTOM\\\\_[A-Z0-9_]+$'"
@@ -168,13 +168,14 @@ pub async fn put_resource_class(
         db::placement_names::create_resource_class(conn, &created_name, now)
     })
     .await?;
-    if created {
-        Ok(HttpResponse::Created()
-            .insert_header((LOCATION, format!("{PREFIX}/resource_classes/{name}")))
-            .finish())
+    let mut response = if created {
+        HttpResponse::Created()
     } else {
-        Ok(HttpResponse::NoContent().finish())
-    }
+        HttpResponse::NoContent()
+    };
+    Ok(response
+        .insert_header((LOCATION, format!("{PREFIX}/resource_classes/{name}")))
+        .finish())
 }
 
 async fn rename_resource_class(
@@ -234,12 +235,12 @@ pub async fn delete_resource_class(
     };
     if !name.starts_with("CUSTOM_") {
         return Err(PlacementError::bad_request(format!(
-            "Cannot delete standard resource class {name}: "
+            "Error in delete resource class: Cannot delete standard resource class {name}: "
         )));
     }
     if in_use {
         return Err(PlacementError::conflict(format!(
-            "Unable to delete resource class {name}. The resource class is in use in inventory."
+            "Error in delete resource class: Cannot delete resource class {name}. Class is in use in inventory."
         )));
     }
     db::run(&state.pool, move |conn| {

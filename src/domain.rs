@@ -7,4 +7,5 @@ pub mod host;
 pub mod instance;
 pub mod node;
 pub mod placement;
+pub mod placement_filter;
 pub mod ring;

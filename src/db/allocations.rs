@@ -45,8 +45,9 @@ pub enum AllocationError {
         "Unable to allocate inventory: Unable to create allocation for '{class}' on resource provider '{provider}'. The requested amount would violate inventory constraints."
     )]
     Constraint { class: String, provider: Uuid },
-    #[error("consumer generation conflict - expected {expected} but got {actual}")]
-    ConsumerGeneration { expected: String, actual: String },
+    /// Worded as Placement words it: "expected" is the stored generation, "got" the sent one.
+    #[error("consumer generation conflict - expected {stored} but got {sent}")]
+    ConsumerGeneration { stored: String, sent: String },
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -109,11 +110,9 @@ pub fn replace_allocations(
         if let Some(expected) = write.expected_generation {
             let actual = existing.as_ref().map(|row| row.generation);
             if expected != actual {
-                let show =
-                    |value: Option<i64>| value.map_or_else(|| "None".to_owned(), |g| g.to_string());
                 return Err(AllocationError::ConsumerGeneration {
-                    expected: expected.map_or_else(|| "null".to_owned(), |g| g.to_string()),
-                    actual: show(actual),
+                    stored: actual.map_or_else(|| "null".to_owned(), |g| g.to_string()),
+                    sent: expected.map_or_else(|| "None".to_owned(), |g| g.to_string()),
                 });
             }
         }
@@ -370,4 +369,58 @@ pub fn usages(
     .bind::<Nullable<Text>, _>(user)
     .load(conn)?;
     Ok(rows.into_iter().map(|row| (row.class, row.used)).collect())
+}
+
+/// Usage of a project (and user) per consumer type (1.38): each group maps classes to their
+/// sum and `consumer_count` to its number of consumers. Consumers without a type are
+/// `unknown`. `only` keeps one type, or `all` (everything in one group), or `unknown`.
+pub fn usages_by_consumer_type(
+    conn: &mut PgConnection,
+    project: &str,
+    user: Option<&str>,
+    only: Option<&str>,
+) -> Result<BTreeMap<String, BTreeMap<String, i64>>, DbError> {
+    #[derive(QueryableByName)]
+    struct Usage {
+        #[diesel(sql_type = Text)]
+        kind: String,
+        #[diesel(sql_type = Text)]
+        class: String,
+        #[diesel(sql_type = BigInt)]
+        used: i64,
+        #[diesel(sql_type = BigInt)]
+        consumers: i64,
+    }
+    let rows: Vec<Usage> = diesel::sql_query(
+        "WITH typed AS (
+             SELECT CASE WHEN $3::text = 'all' THEN 'all'
+                         ELSE coalesce(ct.name, 'unknown') END AS kind,
+                    c.uuid AS consumer, rc.name::text AS class, a.used
+               FROM allocations a
+               JOIN resource_classes rc ON rc.id = a.resource_class_id
+               JOIN consumers c ON c.uuid = a.consumer_id
+               JOIN projects p ON p.id = c.project_id
+               JOIN users u ON u.id = c.user_id
+               LEFT JOIN consumer_types ct ON ct.id = c.consumer_type_id
+              WHERE p.external_id = $1
+                AND ($2::text IS NULL OR u.external_id = $2))
+         SELECT t.kind, t.class, sum(t.used)::bigint AS used, n.consumers
+           FROM typed t
+           JOIN (SELECT kind, count(DISTINCT consumer)::bigint AS consumers
+                   FROM typed GROUP BY kind) n ON n.kind = t.kind
+          WHERE $3::text IS NULL OR $3 = 'all' OR t.kind = $3
+          GROUP BY t.kind, t.class, n.consumers
+          ORDER BY t.kind, t.class",
+    )
+    .bind::<Text, _>(project)
+    .bind::<Nullable<Text>, _>(user)
+    .bind::<Nullable<Text>, _>(only)
+    .load(conn)?;
+    let mut groups: BTreeMap<String, BTreeMap<String, i64>> = BTreeMap::new();
+    for row in rows {
+        let group = groups.entry(row.kind).or_default();
+        group.insert(row.class, row.used);
+        group.insert("consumer_count".to_owned(), row.consumers);
+    }
+    Ok(groups)
 }

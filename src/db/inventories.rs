@@ -114,15 +114,18 @@ pub fn replace_inventories(
         class: String,
     }
     let removed_in_use: Vec<Used> = diesel::sql_query(
-        "SELECT DISTINCT rc.name::text AS class FROM allocations a JOIN resource_classes rc ON rc.id = a.resource_class_id
-          WHERE a.resource_provider_id = $1 AND NOT (a.resource_class_id = ANY($2))",
+        "SELECT rc.name::text AS class FROM resource_classes rc
+          WHERE rc.id IN (SELECT a.resource_class_id FROM allocations a
+                           WHERE a.resource_provider_id = $1 AND NOT (a.resource_class_id = ANY($2)))
+          ORDER BY rc.id",
     )
     .bind::<BigInt, _>(provider_id)
     .bind::<diesel::sql_types::Array<Integer>, _>(&ids)
     .load(conn)?;
-    if let Some(used) = removed_in_use.into_iter().next() {
+    if !removed_in_use.is_empty() {
+        let classes: Vec<String> = removed_in_use.into_iter().map(|used| used.class).collect();
         return Err(InventoryError::InUse {
-            class: used.class,
+            class: classes.join(", "),
             provider: provider_uuid,
         });
     }

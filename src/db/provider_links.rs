@@ -109,15 +109,7 @@ pub fn set_provider_aggregates(
     Ok(new_generation)
 }
 
-/// What the list filters look at for each provider: traits, aggregates, and per class the
-/// free capacity and unit rules.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProviderFacts {
-    pub traits: std::collections::BTreeSet<String>,
-    pub aggregates: std::collections::BTreeSet<Uuid>,
-    /// Class → (free capacity, min_unit, max_unit, step_size).
-    pub capacity: std::collections::BTreeMap<String, (f64, i32, i32, i32)>,
-}
+pub use crate::domain::placement_filter::{ClassFacts, ProviderFacts};
 
 /// Loads the facts of providers `ids` in three queries.
 pub fn provider_facts(
@@ -146,7 +138,9 @@ pub fn provider_facts(
         #[diesel(sql_type = Text)]
         class: String,
         #[diesel(sql_type = Double)]
-        free: f64,
+        ceiling: f64,
+        #[diesel(sql_type = BigInt)]
+        used: i64,
         #[diesel(sql_type = Integer)]
         min_unit: i32,
         #[diesel(sql_type = Integer)]
@@ -184,10 +178,10 @@ pub fn provider_facts(
     }
     let free: Vec<Free> = diesel::sql_query(
         "SELECT i.resource_provider_id AS id, rc.name::text AS class,
-                (i.total - i.reserved) * i.allocation_ratio
-                  - COALESCE((SELECT sum(a.used) FROM allocations a
-                               WHERE a.resource_provider_id = i.resource_provider_id
-                                 AND a.resource_class_id = i.resource_class_id), 0) AS free,
+                ((i.total - i.reserved) * i.allocation_ratio)::float8 AS ceiling,
+                COALESCE((SELECT sum(a.used) FROM allocations a
+                           WHERE a.resource_provider_id = i.resource_provider_id
+                             AND a.resource_class_id = i.resource_class_id), 0)::bigint AS used,
                 i.min_unit, i.max_unit, i.step_size
            FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
           WHERE i.resource_provider_id = ANY($1)",
@@ -195,9 +189,15 @@ pub fn provider_facts(
     .bind::<Array<BigInt>, _>(ids)
     .load(conn)?;
     for row in free {
-        facts.entry(row.id).or_default().capacity.insert(
+        facts.entry(row.id).or_default().classes.insert(
             row.class,
-            (row.free, row.min_unit, row.max_unit, row.step_size),
+            ClassFacts {
+                limit: row.ceiling,
+                used: row.used,
+                min_unit: row.min_unit.into(),
+                max_unit: row.max_unit.into(),
+                step_size: row.step_size.into(),
+            },
         );
     }
     Ok(facts)

@@ -5,6 +5,7 @@
 
 pub mod allocations;
 pub mod auth;
+pub mod candidates;
 pub mod common;
 pub mod error;
 pub mod inventories;
@@ -64,6 +65,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/allocations/{consumer}", web::put().to(allocations::put_allocations))
             .route("/allocations/{consumer}", web::delete().to(allocations::delete_allocations))
             .route("/usages", web::get().to(allocations::usages))
+            .route("/allocation_candidates", web::get().to(candidates::list_candidates))
             .route("/traits", web::get().to(names::list_traits))
             .route("/traits/{name}", web::get().to(names::show_trait))
             .route("/traits/{name}", web::put().to(names::put_trait))

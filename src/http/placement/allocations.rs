@@ -180,7 +180,14 @@ fn parse_consumer(
         None
     };
     let consumer_type = if version.at_least(1, 38) {
-        Some(text("consumer_type")?)
+        let kind = text("consumer_type")?;
+        if !crate::domain::placement::is_class_or_trait_name(&kind) {
+            return Err(failed(
+                format!("'{kind}' does not match '^[A-Z0-9_]+$'"),
+                "pattern",
+            ));
+        }
+        Some(kind)
     } else {
         None
     };
@@ -247,9 +254,8 @@ pub async fn post_allocations(
 ) -> Result<HttpResponse, PlacementError> {
     let version = version_of(&request);
     if !version.at_least(1, 13) {
-        return Err(PlacementError::new(
-            actix_web::http::StatusCode::METHOD_NOT_ALLOWED,
-            "The method POST is not allowed for this resource.",
+        return Err(PlacementError::not_found(
+            "The resource could not be found.",
         ));
     }
     require_json(&request)?;
@@ -400,24 +406,73 @@ pub struct UsagesQuery {
     pub consumer_type: Option<String>,
 }
 
-/// Sums usage over a project (and user), 1.9+.
+/// Checks one `GET /usages` text parameter as the schema does (1 to 255 characters).
+fn usage_param(name: &str, value: Option<String>) -> Result<Option<String>, PlacementError> {
+    let invalid = |why: String| {
+        PlacementError::bad_request(format!("Invalid query string parameters: {why}"))
+    };
+    match value {
+        Some(value) if value.is_empty() => Err(invalid(format!(
+            "'' is too short\n\nFailed validating 'minLength' in schema['properties']['{name}']"
+        ))),
+        Some(value) if value.chars().count() > 255 => Err(invalid(format!(
+            "'{value}' is too long\n\nFailed validating 'maxLength' in \
+             schema['properties']['{name}']"
+        ))),
+        other => Ok(other),
+    }
+}
+
+/// Sums usage over a project (and user), 1.9+; from 1.38 broken down by consumer type, with
+/// `consumer_type=` one type, `all` (one group) or `unknown` (consumers without a type).
 pub async fn usages(
     request: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<UsagesQuery>,
 ) -> Result<HttpResponse, PlacementError> {
-    if !version_of(&request).at_least(1, 9) {
+    let version = version_of(&request);
+    if !version.at_least(1, 9) {
         return Err(PlacementError::not_found(
             "The resource could not be found.",
         ));
     }
     let query = query.into_inner();
-    let project = query.project_id.ok_or_else(|| {
+    let by_type = version.at_least(1, 38);
+    if query.consumer_type.is_some() && !by_type {
+        return Err(PlacementError::bad_request(
+            "Invalid query string parameters: Additional properties are not allowed \
+             ('consumer_type' was unexpected)",
+        ));
+    }
+    let project = usage_param("project_id", query.project_id)?.ok_or_else(|| {
         PlacementError::bad_request(
             "Invalid query string parameters: 'project_id' is a required property",
         )
     })?;
-    let user = query.user_id;
+    let user = usage_param("user_id", query.user_id)?;
+    let consumer_type = usage_param("consumer_type", query.consumer_type)?;
+    if let Some(kind) = &consumer_type {
+        let known = matches!(kind.as_str(), "all" | "unknown")
+            || crate::domain::placement::is_class_or_trait_name(kind);
+        if !known {
+            return Err(PlacementError::bad_request(format!(
+                "Invalid query string parameters: '{kind}' does not match \
+                 '^[A-Z0-9_]+$|^all|^unknown$'"
+            )));
+        }
+    }
+    if by_type {
+        let usages = db::run(&state.pool, move |conn| {
+            db::allocations::usages_by_consumer_type(
+                conn,
+                &project,
+                user.as_deref(),
+                consumer_type.as_deref(),
+            )
+        })
+        .await?;
+        return Ok(HttpResponse::Ok().json(json!({ "usages": usages })));
+    }
     let usages = db::run(&state.pool, move |conn| {
         db::allocations::usages(conn, None, Some(&project), user.as_deref())
     })

@@ -110,7 +110,9 @@ pub(crate) fn allowed_methods(path: &str) -> Option<&'static str> {
             Some("GET, PUT, DELETE")
         }
         ["resource_providers", _, "aggregates"] => Some("GET, PUT"),
-        ["resource_providers", _, "allocations" | "usages"] | ["usages"] => Some("GET"),
+        ["resource_providers", _, "allocations" | "usages"]
+        | ["usages"]
+        | ["allocation_candidates"] => Some("GET"),
         ["allocations"] => Some("POST"),
         ["allocations", _] => Some("GET, PUT, DELETE"),
         ["resource_classes", _] | ["traits", _] => Some("GET, PUT, DELETE"),

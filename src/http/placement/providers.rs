@@ -12,6 +12,7 @@ use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
 use crate::db::providers::{ProviderError, ProviderFilter, ProviderRow};
 use crate::domain::placement::Microversion;
+use crate::domain::placement_filter::ProviderRules;
 use crate::http::AppState;
 
 const PREFIX: &str = "/placement";
@@ -146,146 +147,8 @@ fn provider_error(error: ProviderError, action: &str, name: &str, uuid: Uuid) ->
     }
 }
 
-/// The trait and aggregate rules of a provider list: every group must hold.
-#[derive(Debug, Default)]
-struct ListRules {
-    /// Each inner set: at least one must be present.
-    traits_any: Vec<Vec<String>>,
-    forbidden_traits: Vec<String>,
-    aggregates_any: Vec<Vec<Uuid>>,
-    forbidden_aggregates: Vec<Uuid>,
-    resources: Vec<(String, i64)>,
-}
-
-impl ListRules {
-    fn is_empty(&self) -> bool {
-        self.traits_any.is_empty()
-            && self.forbidden_traits.is_empty()
-            && self.aggregates_any.is_empty()
-            && self.forbidden_aggregates.is_empty()
-            && self.resources.is_empty()
-    }
-
-    fn admits(&self, facts: &db::provider_links::ProviderFacts) -> bool {
-        self.traits_any
-            .iter()
-            .all(|group| group.iter().any(|name| facts.traits.contains(name)))
-            && !self
-                .forbidden_traits
-                .iter()
-                .any(|name| facts.traits.contains(name))
-            && self
-                .aggregates_any
-                .iter()
-                .all(|group| group.iter().any(|uuid| facts.aggregates.contains(uuid)))
-            && !self
-                .forbidden_aggregates
-                .iter()
-                .any(|uuid| facts.aggregates.contains(uuid))
-            && self.resources.iter().all(|(class, amount)| {
-                facts
-                    .capacity
-                    .get(class)
-                    .is_some_and(|(free, min_unit, max_unit, step)| {
-                        (*amount as f64) <= *free
-                            && *amount >= i64::from(*min_unit)
-                            && *amount <= i64::from(*max_unit)
-                            && *amount % i64::from((*step).max(1)) == 0
-                    })
-            })
-    }
-}
-
 fn bad_query(detail: impl std::fmt::Display) -> PlacementError {
     PlacementError::bad_request(format!("Invalid query string parameters: {detail}"))
-}
-
-fn parse_required(
-    value: &str,
-    version: Microversion,
-    rules: &mut ListRules,
-) -> Result<(), PlacementError> {
-    let form = if version.at_least(1, 22) {
-        "HW_CPU_X86_VMX,!CUSTOM_MAGIC"
-    } else {
-        "HW_CPU_X86_VMX,CUSTOM_MAGIC"
-    };
-    let refuse = || {
-        bad_query(format!(
-            "Expected 'required' parameter value of the form: {form}. Got: {value}"
-        ))
-    };
-    if let Some(list) = value
-        .strip_prefix("in:")
-        .filter(|_| version.at_least(1, 39))
-    {
-        let names: Vec<String> = list.split(',').map(str::to_owned).collect();
-        if names
-            .iter()
-            .any(|name| name.is_empty() || name.starts_with('!'))
-        {
-            return Err(refuse());
-        }
-        rules.traits_any.push(names);
-        return Ok(());
-    }
-    for name in value.split(',') {
-        match name.strip_prefix('!') {
-            Some(forbidden) if version.at_least(1, 22) && !forbidden.is_empty() => {
-                rules.forbidden_traits.push(forbidden.to_owned())
-            }
-            Some(_) => return Err(refuse()),
-            None if name.is_empty() => return Err(refuse()),
-            None => rules.traits_any.push(vec![name.to_owned()]),
-        }
-    }
-    Ok(())
-}
-
-fn parse_member_of(
-    value: &str,
-    version: Microversion,
-    rules: &mut ListRules,
-) -> Result<(), PlacementError> {
-    let refuse = || {
-        bad_query(format!(
-            "Expected 'member_of' parameter to contain valid UUID(s). Got: {value}"
-        ))
-    };
-    let (forbidden, rest) = match value.strip_prefix('!') {
-        Some(rest) if version.at_least(1, 32) => (true, rest),
-        Some(_) => return Err(refuse()),
-        None => (false, value),
-    };
-    let list = rest.strip_prefix("in:").unwrap_or(rest);
-    let uuids = list
-        .split(',')
-        .map(|text| Uuid::parse_str(text).map_err(|_| refuse()))
-        .collect::<Result<Vec<_>, _>>()?;
-    if forbidden {
-        rules.forbidden_aggregates.extend(uuids);
-    } else {
-        rules.aggregates_any.push(uuids);
-    }
-    Ok(())
-}
-
-fn parse_resources(value: &str, rules: &mut ListRules) -> Result<(), PlacementError> {
-    let refuse = || {
-        PlacementError::bad_request(format!(
-            "Badly formed resources parameter. Expected resources query string parameter in form: \
-             ?resources=VCPU:2,MEMORY_MB:1024. Got: {value}."
-        ))
-    };
-    for item in value.split(',') {
-        let (class, amount) = item.split_once(':').ok_or_else(refuse)?;
-        let amount: i64 = amount.parse().map_err(|_| refuse())?;
-        if class.is_empty() || amount < 1 {
-            return Err(refuse());
-        }
-        rules.resources.push((class.to_owned(), amount));
-    }
-    Ok(())
 }
 
 /// Lists providers, filtered by `name`, `uuid`, `member_of` (1.3), `resources` (1.4),
@@ -298,18 +161,21 @@ pub async fn list_providers(
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(request.query_string())
         .map_err(|error| bad_query(format!("malformed query string: {error}")))?;
     let mut filter = ProviderFilter::default();
-    let mut rules = ListRules::default();
-    for (key, value) in pairs {
+    let mut rules = ProviderRules::default();
+    let (mut required, mut member_of) = (Vec::new(), Vec::new());
+    for (key, value) in &pairs {
         let bad_uuid = || bad_query(format!("'{value}' is not a 'uuid'"));
         match key.as_str() {
-            "name" => filter.name = Some(value),
-            "uuid" => filter.uuid = Some(Uuid::parse_str(&value).map_err(|_| bad_uuid())?),
+            "name" => filter.name = Some(value.clone()),
+            "uuid" => filter.uuid = Some(Uuid::parse_str(value).map_err(|_| bad_uuid())?),
             "in_tree" if version.at_least(1, 14) => {
-                filter.in_tree = Some(Uuid::parse_str(&value).map_err(|_| bad_uuid())?)
+                filter.in_tree = Some(Uuid::parse_str(value).map_err(|_| bad_uuid())?)
             }
-            "member_of" if version.at_least(1, 3) => parse_member_of(&value, version, &mut rules)?,
-            "resources" if version.at_least(1, 4) => parse_resources(&value, &mut rules)?,
-            "required" if version.at_least(1, 18) => parse_required(&value, version, &mut rules)?,
+            "member_of" if version.at_least(1, 3) => member_of.push(value.as_str()),
+            "resources" if version.at_least(1, 4) => rules
+                .parse_resources(value)
+                .map_err(PlacementError::bad_request)?,
+            "required" if version.at_least(1, 18) => required.push(value.as_str()),
             _ => {
                 return Err(bad_query(format!(
                     "Additional properties are not allowed ('{key}' was unexpected)"
@@ -317,13 +183,16 @@ pub async fn list_providers(
             }
         }
     }
+    rules
+        .parse_member_of(&member_of, version)
+        .and_then(|()| rules.parse_required(&required, version))
+        .map_err(PlacementError::bad_request)?;
     let listed = db::run(&state.pool, move |conn| {
         let providers = db::providers::list_providers(conn, &filter)?;
         if rules.is_empty() {
             return Ok(Ok(providers));
         }
-        let mut names: Vec<String> = rules.traits_any.iter().flatten().cloned().collect();
-        names.extend(rules.forbidden_traits.iter().cloned());
+        let names = rules.trait_names();
         let missing = db::provider_links::missing_traits(conn, &names)?;
         if !missing.is_empty() {
             return Ok(Err(PlacementError::bad_request(format!(

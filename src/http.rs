@@ -26,6 +26,18 @@ use crate::db::Pool;
 pub struct AppState {
     pub pool: Pool,
     pub actors: Actors,
+    /// The snapshot allocation candidates are chosen from, shared by every worker.
+    pub candidates: std::sync::Arc<crate::db::candidates::SnapshotCache>,
+}
+
+impl AppState {
+    pub fn new(pool: Pool, actors: Actors) -> AppState {
+        AppState {
+            pool,
+            actors,
+            candidates: std::sync::Arc::default(),
+        }
+    }
 }
 
 /// Registers every route, the JSON error envelope for malformed requests, and the admin

@@ -100,13 +100,24 @@ pub fn replace_allocations(
         return Err(AllocationError::ProviderMissing(*missing));
     }
 
+    let names: Vec<&str> = writes
+        .iter()
+        .flat_map(|write| write.allocations.values())
+        .flat_map(|resources| resources.keys().map(String::as_str))
+        .collect();
+    let class_ids = super::placement_names::class_ids(conn, &names)?;
+
     for write in writes {
-        let existing: Option<ConsumerRow> =
-            diesel::sql_query("SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE")
-                .bind::<SqlUuid, _>(write.consumer)
-                .load::<ConsumerRow>(conn)?
-                .into_iter()
-                .next();
+        // The consumer's old allocations go in the same statement that locks it; a refusal
+        // below rolls the whole transaction back.
+        let existing: Option<ConsumerRow> = diesel::sql_query(
+            "WITH cleared AS (DELETE FROM allocations WHERE consumer_id = $1)
+             SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE",
+        )
+        .bind::<SqlUuid, _>(write.consumer)
+        .load::<ConsumerRow>(conn)?
+        .into_iter()
+        .next();
         if let Some(expected) = write.expected_generation {
             let actual = existing.as_ref().map(|row| row.generation);
             if expected != actual {
@@ -116,9 +127,6 @@ pub fn replace_allocations(
                 });
             }
         }
-        diesel::sql_query("DELETE FROM allocations WHERE consumer_id = $1")
-            .bind::<SqlUuid, _>(write.consumer)
-            .execute(conn)?;
         let empty = write.allocations.values().all(BTreeMap::is_empty);
         if empty {
             diesel::sql_query("DELETE FROM consumers WHERE uuid = $1")
@@ -127,31 +135,34 @@ pub fn replace_allocations(
             continue;
         }
         upsert_consumer(conn, write, existing.is_some())?;
+        let mut rows = AllocationRows::default();
         for (provider, resources) in &write.allocations {
             let provider_id = provider_ids
                 .get(provider)
                 .copied()
                 .ok_or(AllocationError::ProviderMissing(*provider))?;
             for (class, amount) in resources {
-                let class_id = super::placement_names::find_resource_class(conn, class)?
-                    .ok_or_else(|| AllocationError::UnknownClass(class.clone()))?
-                    .id;
+                let class_id = class_ids
+                    .get(class)
+                    .copied()
+                    .ok_or_else(|| AllocationError::UnknownClass(class.clone()))?;
                 let amount = i32::try_from(*amount).map_err(|_| AllocationError::Capacity {
                     class: class.clone(),
                     provider: *provider,
                 })?;
-                diesel::sql_query(
-                    "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
-                     VALUES ($1, $2, $3, $4)",
-                )
-                .bind::<BigInt, _>(provider_id)
-                .bind::<SqlUuid, _>(write.consumer)
-                .bind::<Integer, _>(class_id)
-                .bind::<Integer, _>(amount)
-                .execute(conn)?;
-                check_capacity(conn, provider_id, *provider, class_id, class, amount)?;
+                rows.push(provider_id, *provider, class_id, class, amount);
             }
         }
+        diesel::sql_query(
+            "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
+             SELECT p, $1, c, n FROM unnest($2::bigint[], $3::int[], $4::int[]) AS t(p, c, n)",
+        )
+        .bind::<SqlUuid, _>(write.consumer)
+        .bind::<Array<BigInt>, _>(&rows.provider_ids)
+        .bind::<Array<Integer>, _>(&rows.class_ids)
+        .bind::<Array<Integer>, _>(&rows.amounts)
+        .execute(conn)?;
+        check_capacity(conn, &rows)?;
     }
     // As Placement: the providers allocated against change generation, not the ones only freed.
     let ids: Vec<i64> = requested
@@ -204,58 +215,77 @@ fn upsert_consumer(
     Ok(())
 }
 
-fn check_capacity(
-    conn: &mut PgConnection,
-    provider_id: i64,
-    provider: Uuid,
-    class_id: i32,
-    class: &str,
-    amount: i32,
-) -> Result<(), AllocationError> {
+/// The allocations of one consumer, as columns for one statement.
+#[derive(Debug, Default)]
+struct AllocationRows {
+    provider_ids: Vec<i64>,
+    providers: Vec<Uuid>,
+    class_ids: Vec<i32>,
+    classes: Vec<String>,
+    amounts: Vec<i32>,
+}
+
+impl AllocationRows {
+    fn push(&mut self, provider_id: i64, provider: Uuid, class_id: i32, class: &str, amount: i32) {
+        self.provider_ids.push(provider_id);
+        self.providers.push(provider);
+        self.class_ids.push(class_id);
+        self.classes.push(class.to_owned());
+        self.amounts.push(amount);
+    }
+}
+
+/// Checks, after the consumer's allocations are written, that each (provider, class) it uses
+/// has inventory, that each amount meets min_unit, max_unit and step_size, and that usage stays
+/// within (total − reserved) × allocation_ratio — in one query, refusing at the first failure.
+fn check_capacity(conn: &mut PgConnection, rows: &AllocationRows) -> Result<(), AllocationError> {
     #[derive(QueryableByName)]
     struct Capacity {
-        #[diesel(sql_type = Double)]
-        capacity: f64,
+        #[diesel(sql_type = BigInt)]
+        ord: i64,
+        #[diesel(sql_type = Nullable<Double>)]
+        capacity: Option<f64>,
         #[diesel(sql_type = BigInt)]
         used: i64,
-        #[diesel(sql_type = Integer)]
-        min_unit: i32,
-        #[diesel(sql_type = Integer)]
-        max_unit: i32,
-        #[diesel(sql_type = Integer)]
-        step_size: i32,
+        #[diesel(sql_type = Nullable<Integer>)]
+        min_unit: Option<i32>,
+        #[diesel(sql_type = Nullable<Integer>)]
+        max_unit: Option<i32>,
+        #[diesel(sql_type = Nullable<Integer>)]
+        step_size: Option<i32>,
     }
-    let capacity: Option<Capacity> = diesel::sql_query(
-        "SELECT (i.total - i.reserved) * i.allocation_ratio AS capacity, i.min_unit, i.max_unit, i.step_size,
+    let checked: Vec<Capacity> = diesel::sql_query(
+        "SELECT t.ord, ((i.total - i.reserved) * i.allocation_ratio)::float8 AS capacity,
+                i.min_unit, i.max_unit, i.step_size,
                 (SELECT COALESCE(sum(a.used), 0)::bigint FROM allocations a
-                  WHERE a.resource_provider_id = $1 AND a.resource_class_id = $2) AS used
-           FROM inventories i WHERE i.resource_provider_id = $1 AND i.resource_class_id = $2",
+                  WHERE a.resource_provider_id = t.p AND a.resource_class_id = t.c) AS used
+           FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS t(p, c, ord)
+           LEFT JOIN inventories i ON i.resource_provider_id = t.p AND i.resource_class_id = t.c
+          ORDER BY t.ord",
     )
-    .bind::<BigInt, _>(provider_id)
-    .bind::<Integer, _>(class_id)
-    .load::<Capacity>(conn)?
-    .into_iter()
-    .next();
-    let Some(capacity) = capacity else {
-        return Err(AllocationError::NoInventory {
-            class: class.to_owned(),
-            provider,
-        });
-    };
-    if amount < capacity.min_unit
-        || amount > capacity.max_unit
-        || amount % capacity.step_size.max(1) != 0
-    {
-        return Err(AllocationError::Constraint {
-            class: class.to_owned(),
-            provider,
-        });
-    }
-    if capacity.used as f64 > capacity.capacity {
-        return Err(AllocationError::Capacity {
-            class: class.to_owned(),
-            provider,
-        });
+    .bind::<Array<BigInt>, _>(&rows.provider_ids)
+    .bind::<Array<Integer>, _>(&rows.class_ids)
+    .load(conn)?;
+    for row in checked {
+        let index = usize::try_from(row.ord - 1).unwrap_or(usize::MAX);
+        let (Some(provider), Some(class), Some(amount)) = (
+            rows.providers.get(index).copied(),
+            rows.classes.get(index).cloned(),
+            rows.amounts.get(index).copied(),
+        ) else {
+            continue;
+        };
+        let (Some(capacity), Some(min_unit), Some(max_unit), Some(step_size)) =
+            (row.capacity, row.min_unit, row.max_unit, row.step_size)
+        else {
+            return Err(AllocationError::NoInventory { class, provider });
+        };
+        if amount < min_unit || amount > max_unit || amount % step_size.max(1) != 0 {
+            return Err(AllocationError::Constraint { class, provider });
+        }
+        if row.used as f64 > capacity {
+            return Err(AllocationError::Capacity { class, provider });
+        }
     }
     Ok(())
 }

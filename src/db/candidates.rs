@@ -1,11 +1,12 @@
-//! The providers an allocation-candidates request can choose from: every provider with an
-//! inventory of each requested class, with all its classes (capacity and usage), and its
-//! traits and aggregates when asked — a handful of statements whatever the number of providers.
+//! What allocation candidates choose from: a snapshot of every provider with inventory (its
+//! classes with capacity and usage, traits, aggregates, tree), read in a handful of statements
+//! and kept by the process until the change counter of migration 9 says a write committed.
 
-use std::collections::BTreeMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
@@ -19,29 +20,6 @@ pub struct CandidateProvider {
     pub parent: Option<Uuid>,
     pub root: Uuid,
     pub facts: ProviderFacts,
-}
-
-/// Why no candidates could be looked for.
-#[derive(Debug, thiserror::Error)]
-pub enum CandidatesError {
-    #[error("No such resource class {0}.")]
-    UnknownClass(String),
-    #[error(transparent)]
-    Db(#[from] DbError),
-}
-
-impl From<diesel::result::Error> for CandidatesError {
-    fn from(error: diesel::result::Error) -> Self {
-        CandidatesError::Db(DbError::from(error))
-    }
-}
-
-#[derive(QueryableByName)]
-struct ClassRow {
-    #[diesel(sql_type = Integer)]
-    id: i32,
-    #[diesel(sql_type = Text)]
-    name: String,
 }
 
 #[derive(QueryableByName)]
@@ -84,49 +62,103 @@ struct MemberRow {
     aggregate: Uuid,
 }
 
-/// Loads, in provider id order, every provider with inventory of each class of `classes`.
-pub fn candidate_providers(
-    conn: &mut PgConnection,
-    classes: &[String],
-    with_traits: bool,
-    with_aggregates: bool,
-) -> Result<Vec<CandidateProvider>, CandidatesError> {
-    let known: Vec<ClassRow> = diesel::sql_query(
-        "SELECT id, name::text AS name FROM resource_classes WHERE name = ANY($1)",
-    )
-    .bind::<Array<Text>, _>(classes)
-    .load(conn)?;
-    if let Some(missing) = classes
-        .iter()
-        .find(|name| !known.iter().any(|row| &row.name == *name))
-    {
-        return Err(CandidatesError::UnknownClass(missing.clone()));
+/// Everything allocation candidates read, as of one committed state (`epoch`).
+#[derive(Debug, Default)]
+pub struct PlacementSnapshot {
+    /// The sum of the change counters when the snapshot was read.
+    pub epoch: i64,
+    /// Every provider with some inventory, in id order.
+    pub providers: Vec<CandidateProvider>,
+    /// The root of every provider.
+    pub roots: HashMap<Uuid, Uuid>,
+    pub classes: HashSet<String>,
+    pub traits: HashSet<String>,
+}
+
+/// The snapshot a process keeps, replaced when the change counter moves.
+#[derive(Debug, Default)]
+pub struct SnapshotCache(Mutex<Option<Arc<PlacementSnapshot>>>);
+
+impl SnapshotCache {
+    fn current(&self, epoch: i64) -> Option<Arc<PlacementSnapshot>> {
+        let guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.as_ref().filter(|kept| kept.epoch == epoch).cloned()
     }
-    let ids: Vec<i32> = known.iter().map(|row| row.id).collect();
+
+    fn store(&self, snapshot: Arc<PlacementSnapshot>) {
+        let mut guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if guard
+            .as_ref()
+            .is_none_or(|kept| kept.epoch < snapshot.epoch)
+        {
+            *guard = Some(snapshot);
+        }
+    }
+}
+
+/// Returns the current snapshot: the kept one when no write committed since it was read (one
+/// small query), else a fresh one read in a single repeatable-read transaction.
+pub fn snapshot(
+    conn: &mut PgConnection,
+    cache: &SnapshotCache,
+) -> Result<Arc<PlacementSnapshot>, DbError> {
+    if let Some(kept) = cache.current(epoch(conn)?) {
+        return Ok(kept);
+    }
+    let fresh = Arc::new(
+        conn.build_transaction()
+            .repeatable_read()
+            .read_only()
+            .run(load_snapshot)?,
+    );
+    cache.store(fresh.clone());
+    Ok(fresh)
+}
+
+#[derive(QueryableByName)]
+struct Epoch {
+    #[diesel(sql_type = BigInt)]
+    epoch: i64,
+}
+
+fn epoch(conn: &mut PgConnection) -> Result<i64, DbError> {
+    let row: Epoch = diesel::sql_query("SELECT sum(n)::bigint AS epoch FROM placement_epochs")
+        .get_result(conn)?;
+    Ok(row.epoch)
+}
+
+#[derive(QueryableByName)]
+struct NameRow {
+    #[diesel(sql_type = Text)]
+    name: String,
+}
+
+#[derive(QueryableByName)]
+struct RootRow {
+    #[diesel(sql_type = SqlUuid)]
+    uuid: Uuid,
+    #[diesel(sql_type = SqlUuid)]
+    root: Uuid,
+}
+
+fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> {
+    let epoch = epoch(conn)?;
     let rows: Vec<InventoryRow> = diesel::sql_query(
-        "WITH wanted AS (
-             SELECT resource_provider_id AS id FROM inventories
-              WHERE resource_class_id = ANY($1)
-              GROUP BY resource_provider_id HAVING count(*) = $2),
-         usage AS (
-             SELECT a.resource_provider_id AS id, a.resource_class_id, sum(a.used)::bigint AS used
-               FROM allocations a JOIN wanted w ON w.id = a.resource_provider_id
-              GROUP BY a.resource_provider_id, a.resource_class_id)
-         SELECT rp.id, rp.uuid, parent.uuid AS parent, root.uuid AS root,
+        "SELECT rp.id, rp.uuid, parent.uuid AS parent, root.uuid AS root,
                 rc.name::text AS class,
                 ((i.total - i.reserved) * i.allocation_ratio)::float8 AS ceiling,
                 COALESCE(u.used, 0)::bigint AS used, i.min_unit, i.max_unit, i.step_size
-           FROM wanted w
-           JOIN resource_providers rp ON rp.id = w.id
+           FROM inventories i
+           JOIN resource_providers rp ON rp.id = i.resource_provider_id
            JOIN resource_providers root ON root.id = COALESCE(rp.root_provider_id, rp.id)
            LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id
-           JOIN inventories i ON i.resource_provider_id = rp.id
            JOIN resource_classes rc ON rc.id = i.resource_class_id
-           LEFT JOIN usage u ON u.id = rp.id AND u.resource_class_id = i.resource_class_id
+           LEFT JOIN (SELECT resource_provider_id, resource_class_id, sum(used) AS used
+                        FROM allocations GROUP BY resource_provider_id, resource_class_id) u
+                  ON u.resource_provider_id = i.resource_provider_id
+                 AND u.resource_class_id = i.resource_class_id
           ORDER BY rp.id",
     )
-    .bind::<Array<Integer>, _>(&ids)
-    .bind::<BigInt, _>(ids.len() as i64)
     .load(conn)?;
     let mut providers: Vec<CandidateProvider> = Vec::new();
     for row in rows {
@@ -152,40 +184,46 @@ pub fn candidate_providers(
             );
         }
     }
-    let provider_ids: Vec<i64> = providers.iter().map(|provider| provider.id).collect();
-    let position: BTreeMap<i64, usize> = provider_ids
+    let position: HashMap<i64, usize> = providers
         .iter()
         .enumerate()
-        .map(|(index, id)| (*id, index))
+        .map(|(index, provider)| (provider.id, index))
         .collect();
-    if with_traits && !providers.is_empty() {
-        let traits: Vec<TraitRow> = diesel::sql_query(
-            "SELECT rpt.resource_provider_id AS id, t.name::text AS name
-               FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
-              WHERE rpt.resource_provider_id = ANY($1)",
-        )
-        .bind::<Array<BigInt>, _>(&provider_ids)
-        .load(conn)?;
-        for row in traits {
-            if let Some(index) = position.get(&row.id) {
-                providers[*index].facts.traits.insert(row.name);
-            }
+    let traits: Vec<TraitRow> = diesel::sql_query(
+        "SELECT rpt.resource_provider_id AS id, t.name::text AS name
+           FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id",
+    )
+    .load(conn)?;
+    for row in traits {
+        if let Some(index) = position.get(&row.id) {
+            providers[*index].facts.traits.insert(row.name);
         }
     }
-    if with_aggregates && !providers.is_empty() {
-        let members: Vec<MemberRow> = diesel::sql_query(
-            "SELECT rpa.resource_provider_id AS id, a.uuid AS aggregate
-               FROM resource_provider_aggregates rpa
-               JOIN placement_aggregates a ON a.id = rpa.aggregate_id
-              WHERE rpa.resource_provider_id = ANY($1)",
-        )
-        .bind::<Array<BigInt>, _>(&provider_ids)
-        .load(conn)?;
-        for row in members {
-            if let Some(index) = position.get(&row.id) {
-                providers[*index].facts.aggregates.insert(row.aggregate);
-            }
+    let members: Vec<MemberRow> = diesel::sql_query(
+        "SELECT rpa.resource_provider_id AS id, a.uuid AS aggregate
+           FROM resource_provider_aggregates rpa
+           JOIN placement_aggregates a ON a.id = rpa.aggregate_id",
+    )
+    .load(conn)?;
+    for row in members {
+        if let Some(index) = position.get(&row.id) {
+            providers[*index].facts.aggregates.insert(row.aggregate);
         }
     }
-    Ok(providers)
+    let roots: Vec<RootRow> = diesel::sql_query(
+        "SELECT rp.uuid, root.uuid AS root FROM resource_providers rp
+           JOIN resource_providers root ON root.id = COALESCE(rp.root_provider_id, rp.id)",
+    )
+    .load(conn)?;
+    let classes: Vec<NameRow> =
+        diesel::sql_query("SELECT name::text AS name FROM resource_classes").load(conn)?;
+    let trait_names: Vec<NameRow> =
+        diesel::sql_query("SELECT name::text AS name FROM traits").load(conn)?;
+    Ok(PlacementSnapshot {
+        epoch,
+        providers,
+        roots: roots.into_iter().map(|row| (row.uuid, row.root)).collect(),
+        classes: classes.into_iter().map(|row| row.name).collect(),
+        traits: trait_names.into_iter().map(|row| row.name).collect(),
+    })
 }

@@ -98,9 +98,11 @@ pub fn replace_inventories(
 ) -> Result<i64, InventoryError> {
     let (provider_id, provider_uuid) = provider;
     let new_generation = bump_generation(conn, provider_id, Some(generation))?;
+    let names: Vec<&str> = rows.iter().map(|row| row.resource_class.as_str()).collect();
+    let known = super::placement_names::class_ids(conn, &names)?;
     let mut ids = Vec::with_capacity(rows.len());
     for row in rows {
-        let id = class_id(conn, &row.resource_class)?.ok_or_else(|| {
+        let id = known.get(&row.resource_class).copied().ok_or_else(|| {
             InventoryError::UnknownClass(format!(
                 "Unknown resource class in inventory for resource provider {provider_uuid}: {}",
                 row.resource_class
@@ -113,11 +115,19 @@ pub fn replace_inventories(
         #[diesel(sql_type = Text)]
         class: String,
     }
+    // Removes the classes no longer listed, unless allocations use them: then nothing is
+    // removed and the classes in use are named.
     let removed_in_use: Vec<Used> = diesel::sql_query(
-        "SELECT rc.name::text AS class FROM resource_classes rc
-          WHERE rc.id IN (SELECT a.resource_class_id FROM allocations a
-                           WHERE a.resource_provider_id = $1 AND NOT (a.resource_class_id = ANY($2)))
-          ORDER BY rc.id",
+        "WITH in_use AS (
+             SELECT rc.id, rc.name::text AS class FROM resource_classes rc
+              WHERE rc.id IN (SELECT a.resource_class_id FROM allocations a
+                               WHERE a.resource_provider_id = $1
+                                 AND NOT (a.resource_class_id = ANY($2)))),
+         removed AS (
+             DELETE FROM inventories
+              WHERE resource_provider_id = $1 AND NOT (resource_class_id = ANY($2))
+                AND NOT EXISTS (SELECT 1 FROM in_use))
+         SELECT class FROM in_use ORDER BY id",
     )
     .bind::<BigInt, _>(provider_id)
     .bind::<diesel::sql_types::Array<Integer>, _>(&ids)
@@ -129,14 +139,40 @@ pub fn replace_inventories(
             provider: provider_uuid,
         });
     }
-    diesel::sql_query("DELETE FROM inventories WHERE resource_provider_id = $1 AND NOT (resource_class_id = ANY($2))")
-        .bind::<BigInt, _>(provider_id)
-        .bind::<diesel::sql_types::Array<Integer>, _>(&ids)
-        .execute(conn)?;
-    for (row, id) in rows.iter().zip(ids) {
-        upsert(conn, provider_id, id, row)?;
-    }
+    upsert_many(conn, provider_id, &ids, rows)?;
     Ok(new_generation)
+}
+
+/// Writes several classes' inventory in one statement (`class_ids[i]` is `rows[i]`'s class).
+pub fn upsert_many(
+    conn: &mut PgConnection,
+    provider_id: i64,
+    class_ids: &[i32],
+    rows: &[InventoryRow],
+) -> Result<(), DbError> {
+    use diesel::sql_types::Array;
+    let column = |pick: fn(&InventoryRow) -> i32| rows.iter().map(pick).collect::<Vec<i32>>();
+    let ratios: Vec<f64> = rows.iter().map(|row| row.allocation_ratio).collect();
+    diesel::sql_query(
+        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
+                                  step_size, allocation_ratio)
+         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[],
+                                  $8::float8[])
+         ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
+            SET total = EXCLUDED.total, reserved = EXCLUDED.reserved, min_unit = EXCLUDED.min_unit,
+                max_unit = EXCLUDED.max_unit, step_size = EXCLUDED.step_size,
+                allocation_ratio = EXCLUDED.allocation_ratio, updated_at = now()",
+    )
+    .bind::<BigInt, _>(provider_id)
+    .bind::<Array<Integer>, _>(class_ids)
+    .bind::<Array<Integer>, _>(column(|row| row.total))
+    .bind::<Array<Integer>, _>(column(|row| row.reserved))
+    .bind::<Array<Integer>, _>(column(|row| row.min_unit))
+    .bind::<Array<Integer>, _>(column(|row| row.max_unit))
+    .bind::<Array<Integer>, _>(column(|row| row.step_size))
+    .bind::<Array<Double>, _>(&ratios)
+    .execute(conn)?;
+    Ok(())
 }
 
 /// Writes one class's inventory (insert or update).

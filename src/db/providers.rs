@@ -102,7 +102,8 @@ impl From<diesel::result::Error> for ProviderError {
     }
 }
 
-/// Creates provider `uuid` named `name`, under `parent` if given.
+/// Creates provider `uuid` named `name`, under `parent` if given: one statement (a root is
+/// its own root), the unique constraints telling a duplicate name from a duplicate uuid.
 pub fn create_provider(
     conn: &mut PgConnection,
     uuid: Uuid,
@@ -117,46 +118,43 @@ pub fn create_provider(
         Some(parent) => Some(get_provider(conn, parent)?.ok_or(ProviderError::ParentMissing)?),
         None => None,
     };
-    if !list_providers(
-        conn,
-        &ProviderFilter {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        },
-    )?
-    .is_empty()
-    {
-        return Err(ProviderError::DuplicateName(name.to_owned()));
-    }
-    if get_provider(conn, uuid)?.is_some() {
-        return Err(ProviderError::DuplicateUuid(uuid));
-    }
     let (parent_id, root_id) = match &parent_row {
         Some(parent) => (Some(parent.id), root_id_of(conn, parent.id)?),
         None => (None, None),
     };
+    #[derive(QueryableByName)]
+    struct Inserted {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+    }
     let inserted = diesel::sql_query(
-        "INSERT INTO resource_providers (uuid, name, parent_provider_id, root_provider_id, created_at)
-         VALUES ($1, $2, $3, $4, $5)",
+        "WITH new AS (SELECT nextval('resource_providers_id_seq') AS id)
+         INSERT INTO resource_providers (id, uuid, name, parent_provider_id, root_provider_id, created_at)
+         SELECT new.id, $1, $2, $3, COALESCE($4, new.id), $5 FROM new
+         RETURNING id",
     )
     .bind::<SqlUuid, _>(uuid)
     .bind::<Text, _>(name)
     .bind::<Nullable<BigInt>, _>(parent_id)
     .bind::<Nullable<BigInt>, _>(root_id)
     .bind::<Timestamptz, _>(now)
-    .execute(conn)
+    .get_result::<Inserted>(conn)
     .map_err(DbError::from);
-    match inserted {
+    let id = match inserted {
         Err(DbError::UniqueViolation { constraint }) if constraint.contains("name") => {
             return Err(ProviderError::DuplicateName(name.to_owned()));
         }
         Err(DbError::UniqueViolation { .. }) => return Err(ProviderError::DuplicateUuid(uuid)),
-        other => other?,
+        other => other?.id,
     };
-    diesel::sql_query("UPDATE resource_providers SET root_provider_id = id WHERE uuid = $1 AND root_provider_id IS NULL")
-        .bind::<SqlUuid, _>(uuid)
-        .execute(conn)?;
-    get_provider(conn, uuid)?.ok_or(ProviderError::NotFound(uuid))
+    Ok(ProviderRow {
+        id,
+        uuid,
+        name: name.to_owned(),
+        generation: 0,
+        root_uuid: parent_row.as_ref().map_or(uuid, |parent| parent.root_uuid),
+        parent_uuid: parent,
+    })
 }
 
 fn root_id_of(conn: &mut PgConnection, id: i64) -> Result<Option<i64>, DbError> {

@@ -430,10 +430,7 @@ impl Run {
     }
 
     async fn http(&mut self, request: &super::format::HttpStep) -> StepResult<()> {
-        let state = AppState {
-            pool: self.pool.clone(),
-            actors: self.actors.clone(),
-        };
+        let state = AppState::new(self.pool.clone(), self.actors.clone());
         let app =
             actix_test::init_service(actix_web::App::new().configure(http::configure(state, None)))
                 .await;

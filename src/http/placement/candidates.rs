@@ -6,16 +6,16 @@
 //! Granular request groups (`resources1`, 1.25+) and `same_subtree` (1.36) are answered with a
 //! 400 that says they are not supported yet; nested and sharing providers are not combined.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 use uuid::Uuid;
 
 use super::error::PlacementError;
 use super::middleware::version_of;
 use crate::db;
-use crate::db::candidates::{CandidateProvider, CandidatesError};
+use crate::db::candidates::CandidateProvider;
 use crate::domain::placement::Microversion;
 use crate::domain::placement_filter::ProviderRules;
 use crate::http::AppState;
@@ -122,12 +122,29 @@ fn parse(query: &str, version: Microversion) -> Result<CandidateRequest, Placeme
             PlacementError::bad_request(error.replace("'required'", "'root_required'"))
         })?;
     if !has_resources {
-        return Err(if version.at_least(1, 25) {
+        let has_traits = !request.rules.traits_any.is_empty();
+        let has_aggregates = !request.rules.aggregates_any.is_empty()
+            || !request.rules.forbidden_aggregates.is_empty();
+        return Err(if !version.at_least(1, 25) {
+            bad_query("'resources' is a required property")
+        } else if version.at_least(1, 36) {
+            PlacementError::bad_request(
+                "There must be at least one resources or resources[$S] parameter.",
+            )
+        } else if has_traits {
+            PlacementError::bad_request(
+                "All traits parameters must be associated with resources.  Found the following \
+                 orphaned traits keys: required",
+            )
+        } else if has_aggregates {
+            PlacementError::bad_request(
+                "All member_of parameters must be associated with resources. Found the \
+                 following orphaned member_of keys: member_of",
+            )
+        } else {
             PlacementError::bad_request(
                 "At least one request group (`resources` or `resources{$S}`) is required.",
             )
-        } else {
-            bad_query("'resources' is a required property")
         });
     }
     if version.at_least(1, 22) {
@@ -155,109 +172,185 @@ pub async fn list_candidates(
         ));
     }
     let asked = parse(request.query_string(), version)?;
-    let classes: Vec<String> = asked
+    let cache = state.candidates.clone();
+    let snapshot = db::run(&state.pool, move |conn| {
+        db::candidates::snapshot(conn, &cache)
+    })
+    .await?;
+    if let Some((class, _)) = asked
         .rules
         .resources
         .iter()
-        .map(|(class, _)| class.clone())
+        .find(|(class, _)| !snapshot.classes.contains(class))
+    {
+        return Err(PlacementError::bad_request(format!(
+            "Invalid resource class in resources parameter: No such resource class {class}."
+        )));
+    }
+    let mut names = asked.rules.trait_names();
+    names.extend(asked.root_rules.trait_names());
+    let mut missing: Vec<String> = names
+        .into_iter()
+        .filter(|name| !snapshot.traits.contains(name))
         .collect();
-    let mut trait_names = asked.rules.trait_names();
-    trait_names.extend(asked.root_rules.trait_names());
-    let with_traits = version.at_least(1, 17) || !trait_names.is_empty();
-    let with_aggregates =
-        !asked.rules.aggregates_any.is_empty() || !asked.rules.forbidden_aggregates.is_empty();
-    let in_tree = asked.in_tree;
-    let found = db::run(&state.pool, move |conn| {
-        let missing = db::provider_links::missing_traits(conn, &trait_names)?;
-        if !missing.is_empty() {
-            return Ok(Err(PlacementError::bad_request(format!(
-                "No such trait(s): {}.",
-                missing.join(", ")
-            ))));
-        }
-        let tree_root = match in_tree {
-            Some(uuid) => match db::providers::get_provider(conn, uuid)? {
-                Some(provider) => Some(provider.root_uuid),
-                None => {
-                    return Ok(Err(PlacementError::bad_request(format!(
-                        "Invalid query string parameters: No such resource provider {uuid}."
-                    ))));
-                }
-            },
-            None => None,
-        };
-        match db::candidates::candidate_providers(conn, &classes, with_traits, with_aggregates) {
-            Ok(providers) => Ok(Ok((providers, tree_root))),
-            Err(CandidatesError::UnknownClass(class)) => {
-                Ok(Err(PlacementError::bad_request(format!(
-                    "Invalid resource class in resources parameter: No such resource class {class}."
-                ))))
-            }
-            Err(CandidatesError::Db(error)) => Err(error),
-        }
-    })
-    .await??;
-    let (providers, tree_root) = found;
-    let chosen: Vec<&CandidateProvider> = providers
+    if !missing.is_empty() {
+        missing.sort();
+        missing.dedup();
+        return Err(PlacementError::bad_request(format!(
+            "No such trait(s): {}.",
+            missing.join(", ")
+        )));
+    }
+    let tree_root = match asked.in_tree {
+        Some(uuid) => Some(snapshot.roots.get(&uuid).copied().ok_or_else(|| {
+            PlacementError::bad_request(format!(
+                "Invalid query string parameters: No such resource provider {uuid}."
+            ))
+        })?),
+        None => None,
+    };
+    let chosen: Vec<&CandidateProvider> = snapshot
+        .providers
         .iter()
         .filter(|provider| tree_root.is_none_or(|root| provider.root == root))
         .filter(|provider| asked.rules.admits(&provider.facts))
         .filter(|provider| {
             // Flat providers are their own root; a nested candidate's root traits are not
-            // loaded, so root rules only pass where they are empty.
+            // combined yet, so root rules only pass where they are empty.
             asked.root_rules.is_empty()
                 || (provider.root == provider.uuid && asked.root_rules.admits(&provider.facts))
         })
         .take(asked.limit.unwrap_or(usize::MAX))
         .collect();
-    Ok(HttpResponse::Ok().json(render(&chosen, &asked.rules, version)))
-}
-
-fn render(chosen: &[&CandidateProvider], rules: &ProviderRules, version: Microversion) -> Value {
-    let requested: BTreeSet<&str> = rules
+    let amounts: Amounts = asked
+        .rules
         .resources
         .iter()
-        .map(|(class, _)| class.as_str())
+        .map(|(class, amount)| (class.as_str(), *amount))
         .collect();
+    let body = serde_json::to_vec(&render(&chosen, &amounts, version)).map_err(|_| {
+        PlacementError::new(
+            actix_web::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "The server could not render the candidates.",
+        )
+    })?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(body))
+}
+
+/// The amounts of one allocation request, per class.
+type Amounts<'a> = BTreeMap<&'a str, i64>;
+
+#[derive(Serialize)]
+struct ProviderAmounts<'a> {
+    resources: &'a Amounts<'a>,
+}
+
+#[derive(Serialize)]
+struct ListedAmounts<'a> {
+    resource_provider: Listed,
+    resources: &'a Amounts<'a>,
+}
+
+#[derive(Serialize)]
+struct Listed {
+    uuid: Uuid,
+}
+
+/// One allocation request: a list before 1.12, keyed by provider from 1.12.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum AllocationRequest<'a> {
+    Listed {
+        allocations: [ListedAmounts<'a>; 1],
+    },
+    Keyed {
+        allocations: BTreeMap<Uuid, ProviderAmounts<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        mappings: Option<BTreeMap<&'static str, [Uuid; 1]>>,
+    },
+}
+
+#[derive(Serialize)]
+struct Capacity {
+    capacity: i64,
+    used: i64,
+}
+
+#[derive(Serialize)]
+struct Summary<'a> {
+    resources: BTreeMap<&'a str, Capacity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    traits: Option<&'a BTreeSet<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_provider_uuid: Option<Option<Uuid>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    root_provider_uuid: Option<Uuid>,
+}
+
+#[derive(Serialize)]
+struct Candidates<'a> {
+    allocation_requests: Vec<AllocationRequest<'a>>,
+    provider_summaries: BTreeMap<Uuid, Summary<'a>>,
+}
+
+fn render<'a>(
+    chosen: &[&'a CandidateProvider],
+    amounts: &'a Amounts<'a>,
+    version: Microversion,
+) -> Candidates<'a> {
     let mut requests = Vec::with_capacity(chosen.len());
-    let mut summaries = Map::new();
+    let mut summaries = BTreeMap::new();
     for provider in chosen {
-        let uuid = provider.uuid.to_string();
-        let resources: Map<String, Value> = rules
-            .resources
-            .iter()
-            .map(|(class, amount)| (class.clone(), json!(amount)))
-            .collect();
-        let mut entry = if version.at_least(1, 12) {
-            json!({"allocations": {uuid.clone(): {"resources": resources}}})
+        requests.push(if version.at_least(1, 12) {
+            AllocationRequest::Keyed {
+                allocations: BTreeMap::from([(
+                    provider.uuid,
+                    ProviderAmounts { resources: amounts },
+                )]),
+                mappings: version
+                    .at_least(1, 34)
+                    .then(|| BTreeMap::from([("", [provider.uuid])])),
+            }
         } else {
-            json!({"allocations": [{"resource_provider": {"uuid": uuid}, "resources": resources}]})
-        };
-        if version.at_least(1, 34) {
-            entry["mappings"] = json!({"": [uuid]});
-        }
-        requests.push(entry);
-        let classes: Map<String, Value> = provider
+            AllocationRequest::Listed {
+                allocations: [ListedAmounts {
+                    resource_provider: Listed {
+                        uuid: provider.uuid,
+                    },
+                    resources: amounts,
+                }],
+            }
+        });
+        let resources = provider
             .facts
             .classes
             .iter()
-            .filter(|(class, _)| version.at_least(1, 27) || requested.contains(class.as_str()))
+            .filter(|(class, _)| version.at_least(1, 27) || amounts.contains_key(class.as_str()))
             .map(|(class, facts)| {
                 (
-                    class.clone(),
-                    json!({"capacity": facts.capacity(), "used": facts.used}),
+                    class.as_str(),
+                    Capacity {
+                        capacity: facts.capacity(),
+                        used: facts.used,
+                    },
                 )
             })
             .collect();
-        let mut summary = json!({ "resources": classes });
-        if version.at_least(1, 17) {
-            summary["traits"] = json!(provider.facts.traits);
-        }
-        if version.at_least(1, 29) {
-            summary["parent_provider_uuid"] = json!(provider.parent);
-            summary["root_provider_uuid"] = json!(provider.root);
-        }
-        summaries.insert(uuid, summary);
+        let nested = version.at_least(1, 29);
+        summaries.insert(
+            provider.uuid,
+            Summary {
+                resources,
+                traits: version.at_least(1, 17).then_some(&provider.facts.traits),
+                parent_provider_uuid: nested.then_some(provider.parent),
+                root_provider_uuid: nested.then_some(provider.root),
+            },
+        );
     }
-    json!({"allocation_requests": requests, "provider_summaries": summaries})
+    Candidates {
+        allocation_requests: requests,
+        provider_summaries: summaries,
+    }
 }

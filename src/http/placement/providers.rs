@@ -242,9 +242,9 @@ pub async fn create_provider(
         chrono::Utc::now(),
     );
     let created = db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::providers::create_provider(conn, uuid, &name, parent, now)
-        }))
+        Ok(db::providers::create_provider(
+            conn, uuid, &name, parent, now,
+        ))
     })
     .await?
     .map_err(|error| provider_error(error, "create", &parsed.name, parent.unwrap_or(uuid)))?;

@@ -1,0 +1,10 @@
+DROP TRIGGER placement_aggregates_changed ON placement_aggregates;
+DROP TRIGGER traits_changed ON traits;
+DROP TRIGGER resource_classes_changed ON resource_classes;
+DROP TRIGGER resource_provider_aggregates_changed ON resource_provider_aggregates;
+DROP TRIGGER resource_provider_traits_changed ON resource_provider_traits;
+DROP TRIGGER allocations_changed ON allocations;
+DROP TRIGGER inventories_changed ON inventories;
+DROP TRIGGER resource_providers_changed ON resource_providers;
+DROP FUNCTION placement_changed();
+DROP TABLE placement_epochs;

@@ -6,6 +6,7 @@
 pub mod allocations;
 pub mod archive;
 pub mod audit;
+pub mod cached;
 pub mod candidates;
 pub mod cluster;
 pub mod database;

@@ -48,6 +48,8 @@ pub enum AllocationError {
     /// Worded as Placement words it: "expected" is the stored generation, "got" the sent one.
     #[error("consumer generation conflict - expected {stored} but got {sent}")]
     ConsumerGeneration { stored: String, sent: String },
+    #[error("Another thread concurrently created a consumer {0}. Please retry your update")]
+    ConsumerCreatedConcurrently(Uuid),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -66,13 +68,47 @@ struct ProviderLock {
     uuid: Uuid,
 }
 
-#[derive(QueryableByName)]
-struct ConsumerRow {
-    #[diesel(sql_type = BigInt)]
-    generation: i64,
+/// Deletes every allocation of `consumer` and the consumer, in one statement that locks the
+/// consumer first (as writers do); `false` when it had no allocations.
+pub fn delete_consumer(conn: &mut PgConnection, consumer: Uuid) -> Result<bool, DbError> {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let deleted: Count = super::cached::query(
+        "WITH consumer AS (SELECT uuid FROM consumers WHERE uuid = $1 FOR UPDATE),
+              gone AS (DELETE FROM allocations
+                        WHERE consumer_id IN (SELECT uuid FROM consumer) RETURNING 1),
+              dropped AS (DELETE FROM consumers
+                           WHERE uuid IN (SELECT uuid FROM consumer)
+                             AND EXISTS (SELECT 1 FROM gone))
+         SELECT count(*) AS n FROM gone",
+    )
+    .bind::<SqlUuid, _>(consumer)
+    .get_result(conn)?;
+    Ok(deleted.n > 0)
 }
 
-/// Replaces the allocations of every consumer of `writes`, all or nothing.
+/// A consumer as the clearing statement finds it, with the ids of its project, user and type
+/// names when those exist.
+#[derive(QueryableByName)]
+struct ConsumerState {
+    #[diesel(sql_type = Nullable<BigInt>)]
+    generation: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    project_id: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    user_id: Option<i64>,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    type_id: Option<i64>,
+}
+
+/// Replaces the allocations of every consumer of `writes`, all or nothing (run it in a
+/// transaction). Every provider touched is locked in id order first, so concurrent writers on a
+/// provider take turns and each sees the usage the others committed; per consumer it then takes
+/// three statements: clear (and check its generation), write the consumer, and write the
+/// allocations while checking capacity.
 pub fn replace_allocations(
     conn: &mut PgConnection,
     writes: &[ConsumerAllocations],
@@ -82,12 +118,18 @@ pub fn replace_allocations(
         .iter()
         .flat_map(|write| write.allocations.keys().copied())
         .collect();
-    // Lock every provider touched: asked for, or holding the consumers' current allocations.
-    let locked: Vec<ProviderLock> = diesel::sql_query(
-        "SELECT id, uuid FROM resource_providers
-          WHERE uuid = ANY($1)
-             OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY($2))
-          ORDER BY id FOR UPDATE",
+    // Lock every provider touched (asked for, or holding the consumers' current allocations)
+    // and, as Placement, bump the generation of those allocated against, not those only freed.
+    let locked: Vec<ProviderLock> = super::cached::query(
+        "WITH locked AS (
+             SELECT id, uuid FROM resource_providers
+              WHERE uuid = ANY($1)
+                 OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY($2))
+              ORDER BY id FOR UPDATE),
+         bumped AS (
+             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
+               FROM locked WHERE rp.id = locked.id AND locked.uuid = ANY($1))
+         SELECT id, uuid FROM locked",
     )
     .bind::<Array<SqlUuid>, _>(&requested)
     .bind::<Array<SqlUuid>, _>(&consumers)
@@ -100,26 +142,26 @@ pub fn replace_allocations(
         return Err(AllocationError::ProviderMissing(*missing));
     }
 
-    let names: Vec<&str> = writes
-        .iter()
-        .flat_map(|write| write.allocations.values())
-        .flat_map(|resources| resources.keys().map(String::as_str))
-        .collect();
-    let class_ids = super::placement_names::class_ids(conn, &names)?;
-
     for write in writes {
         // The consumer's old allocations go in the same statement that locks it; a refusal
         // below rolls the whole transaction back.
-        let existing: Option<ConsumerRow> = diesel::sql_query(
-            "WITH cleared AS (DELETE FROM allocations WHERE consumer_id = $1)
-             SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE",
+        let existing: ConsumerState = super::cached::query(
+            "WITH consumer AS (SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE),
+                  -- Reads `consumer`, so the consumer is locked before its allocations.
+                  cleared AS (DELETE FROM allocations
+                               WHERE consumer_id = $1 AND (SELECT count(*) FROM consumer) >= 0)
+             SELECT (SELECT generation FROM consumer) AS generation,
+                    (SELECT id FROM projects WHERE external_id = $2)::bigint AS project_id,
+                    (SELECT id FROM users WHERE external_id = $3)::bigint AS user_id,
+                    (SELECT id FROM consumer_types WHERE name = $4)::bigint AS type_id",
         )
         .bind::<SqlUuid, _>(write.consumer)
-        .load::<ConsumerRow>(conn)?
-        .into_iter()
-        .next();
+        .bind::<Text, _>(&write.project)
+        .bind::<Text, _>(&write.user)
+        .bind::<Nullable<Text>, _>(write.consumer_type.as_deref())
+        .get_result(conn)?;
         if let Some(expected) = write.expected_generation {
-            let actual = existing.as_ref().map(|row| row.generation);
+            let actual = existing.generation;
             if expected != actual {
                 return Err(AllocationError::ConsumerGeneration {
                     stored: actual.map_or_else(|| "null".to_owned(), |g| g.to_string()),
@@ -129,12 +171,12 @@ pub fn replace_allocations(
         }
         let empty = write.allocations.values().all(BTreeMap::is_empty);
         if empty {
-            diesel::sql_query("DELETE FROM consumers WHERE uuid = $1")
+            super::cached::query("DELETE FROM consumers WHERE uuid = $1")
                 .bind::<SqlUuid, _>(write.consumer)
                 .execute(conn)?;
             continue;
         }
-        upsert_consumer(conn, write, existing.is_some())?;
+        upsert_consumer(conn, write, &existing)?;
         let mut rows = AllocationRows::default();
         for (provider, resources) in &write.allocations {
             let provider_id = provider_ids
@@ -142,77 +184,89 @@ pub fn replace_allocations(
                 .copied()
                 .ok_or(AllocationError::ProviderMissing(*provider))?;
             for (class, amount) in resources {
-                let class_id = class_ids
-                    .get(class)
-                    .copied()
-                    .ok_or_else(|| AllocationError::UnknownClass(class.clone()))?;
                 let amount = i32::try_from(*amount).map_err(|_| AllocationError::Capacity {
                     class: class.clone(),
                     provider: *provider,
                 })?;
-                rows.push(provider_id, *provider, class_id, class, amount);
+                rows.push(provider_id, *provider, class, amount);
             }
         }
-        diesel::sql_query(
-            "INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
-             SELECT p, $1, c, n FROM unnest($2::bigint[], $3::int[], $4::int[]) AS t(p, c, n)",
-        )
-        .bind::<SqlUuid, _>(write.consumer)
-        .bind::<Array<BigInt>, _>(&rows.provider_ids)
-        .bind::<Array<Integer>, _>(&rows.class_ids)
-        .bind::<Array<Integer>, _>(&rows.amounts)
-        .execute(conn)?;
-        check_capacity(conn, &rows)?;
+        write_and_check(conn, write.consumer, &rows)?;
     }
-    // As Placement: the providers allocated against change generation, not the ones only freed.
-    let ids: Vec<i64> = requested
-        .iter()
-        .filter_map(|uuid| provider_ids.get(uuid).copied())
-        .collect();
-    diesel::sql_query("UPDATE resource_providers SET generation = generation + 1, updated_at = now() WHERE id = ANY($1)")
-        .bind::<Array<BigInt>, _>(&ids)
-        .execute(conn)?;
     Ok(())
 }
 
 fn upsert_consumer(
     conn: &mut PgConnection,
     write: &ConsumerAllocations,
-    exists: bool,
-) -> Result<(), DbError> {
-    let sql = if exists {
-        "WITH p AS (INSERT INTO projects (external_id) VALUES ($2) ON CONFLICT (external_id)
-                    DO UPDATE SET external_id = EXCLUDED.external_id RETURNING id),
-              u AS (INSERT INTO users (external_id) VALUES ($3) ON CONFLICT (external_id)
-                    DO UPDATE SET external_id = EXCLUDED.external_id RETURNING id),
-              t AS (SELECT id FROM consumer_types WHERE name = $4)
-         UPDATE consumers SET project_id = (SELECT id FROM p), user_id = (SELECT id FROM u),
-                generation = generation + 1, updated_at = now(),
-                consumer_type_id = CASE WHEN $4::text IS NULL THEN consumer_type_id ELSE (SELECT id FROM t) END
-          WHERE uuid = $1"
-    } else {
-        "WITH p AS (INSERT INTO projects (external_id) VALUES ($2) ON CONFLICT (external_id)
-                    DO UPDATE SET external_id = EXCLUDED.external_id RETURNING id),
-              u AS (INSERT INTO users (external_id) VALUES ($3) ON CONFLICT (external_id)
-                    DO UPDATE SET external_id = EXCLUDED.external_id RETURNING id),
-              t AS (SELECT id FROM consumer_types WHERE name = $4)
-         INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)
-         SELECT $1, p.id, u.id, 1, (SELECT id FROM t) FROM p, u"
+    existing: &ConsumerState,
+) -> Result<(), AllocationError> {
+    // Projects, users and consumer types are looked up by the clearing statement; only a first
+    // sight writes one (a write that would otherwise lock a shared row in every transaction).
+    let project = match existing.project_id {
+        Some(id) => id,
+        None => ensure_named(conn, "projects", "external_id", &write.project)?,
     };
-    if let Some(name) = &write.consumer_type {
-        diesel::sql_query(
-            "INSERT INTO consumer_types (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+    let user = match existing.user_id {
+        Some(id) => id,
+        None => ensure_named(conn, "users", "external_id", &write.user)?,
+    };
+    let kind = match (&write.consumer_type, existing.type_id) {
+        (Some(_), Some(id)) => Some(id),
+        (Some(name), None) => Some(ensure_named(conn, "consumer_types", "name", name)?),
+        (None, _) => None,
+    };
+    if existing.generation.is_some() {
+        super::cached::query(
+            "UPDATE consumers SET project_id = $2, user_id = $3, generation = generation + 1,
+                    updated_at = now(), consumer_type_id = COALESCE($4, consumer_type_id)
+              WHERE uuid = $1",
         )
-        .bind::<Text, _>(name)
-        .execute(conn)?;
-    }
-    diesel::sql_query(sql)
         .bind::<SqlUuid, _>(write.consumer)
-        .bind::<Text, _>(&write.project)
-        .bind::<Text, _>(&write.user)
-        .bind::<Nullable<Text>, _>(write.consumer_type.as_deref())
+        .bind::<BigInt, _>(project)
+        .bind::<BigInt, _>(user)
+        .bind::<Nullable<BigInt>, _>(kind)
         .execute(conn)?;
-    Ok(())
+        return Ok(());
+    }
+    let inserted = super::cached::query(
+        "INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)
+         VALUES ($1, $2, $3, 1, $4)",
+    )
+    .bind::<SqlUuid, _>(write.consumer)
+    .bind::<BigInt, _>(project)
+    .bind::<BigInt, _>(user)
+    .bind::<Nullable<BigInt>, _>(kind)
+    .execute(conn)
+    .map_err(DbError::from);
+    match inserted {
+        // Another request created this consumer after this one saw none.
+        Err(DbError::UniqueViolation { .. }) => {
+            Err(AllocationError::ConsumerCreatedConcurrently(write.consumer))
+        }
+        other => other.map(|_| ()).map_err(AllocationError::from),
+    }
+}
+
+/// Returns the id of the row of `table` whose `column` is `value`, creating it if missing.
+fn ensure_named(
+    conn: &mut PgConnection,
+    table: &str,
+    column: &str,
+    value: &str,
+) -> Result<i64, DbError> {
+    #[derive(QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+    }
+    let row: Id = diesel::sql_query(format!(
+        "INSERT INTO {table} ({column}) VALUES ($1) ON CONFLICT ({column})
+         DO UPDATE SET {column} = EXCLUDED.{column} RETURNING id::bigint AS id"
+    ))
+    .bind::<Text, _>(value)
+    .get_result(conn)?;
+    Ok(row.id)
 }
 
 /// The allocations of one consumer, as columns for one statement.
@@ -220,29 +274,35 @@ fn upsert_consumer(
 struct AllocationRows {
     provider_ids: Vec<i64>,
     providers: Vec<Uuid>,
-    class_ids: Vec<i32>,
     classes: Vec<String>,
     amounts: Vec<i32>,
 }
 
 impl AllocationRows {
-    fn push(&mut self, provider_id: i64, provider: Uuid, class_id: i32, class: &str, amount: i32) {
+    fn push(&mut self, provider_id: i64, provider: Uuid, class: &str, amount: i32) {
         self.provider_ids.push(provider_id);
         self.providers.push(provider);
-        self.class_ids.push(class_id);
         self.classes.push(class.to_owned());
         self.amounts.push(amount);
     }
 }
 
-/// Checks, after the consumer's allocations are written, that each (provider, class) it uses
-/// has inventory, that each amount meets min_unit, max_unit and step_size, and that usage stays
-/// within (total − reserved) × allocation_ratio — in one query, refusing at the first failure.
-fn check_capacity(conn: &mut PgConnection, rows: &AllocationRows) -> Result<(), AllocationError> {
+/// Writes one consumer's allocations and checks, in the same statement, that each class is
+/// known and has inventory on its provider, that each amount meets min_unit, max_unit and
+/// step_size, and that usage (what the statement sees committed or written earlier in this
+/// transaction, plus the amount) stays within (total − reserved) × allocation_ratio. Refuses at
+/// the first failure, in the order of `rows`.
+fn write_and_check(
+    conn: &mut PgConnection,
+    consumer: Uuid,
+    rows: &AllocationRows,
+) -> Result<(), AllocationError> {
     #[derive(QueryableByName)]
     struct Capacity {
         #[diesel(sql_type = BigInt)]
         ord: i64,
+        #[diesel(sql_type = Nullable<Integer>)]
+        class_id: Option<i32>,
         #[diesel(sql_type = Nullable<Double>)]
         capacity: Option<f64>,
         #[diesel(sql_type = BigInt)]
@@ -254,17 +314,26 @@ fn check_capacity(conn: &mut PgConnection, rows: &AllocationRows) -> Result<(), 
         #[diesel(sql_type = Nullable<Integer>)]
         step_size: Option<i32>,
     }
-    let checked: Vec<Capacity> = diesel::sql_query(
-        "SELECT t.ord, ((i.total - i.reserved) * i.allocation_ratio)::float8 AS capacity,
+    let checked: Vec<Capacity> = super::cached::query(
+        "WITH wanted AS (
+             SELECT t.p, t.n, t.ord, rc.id AS class_id
+               FROM unnest($2::bigint[], $3::text[], $4::int[]) WITH ORDINALITY AS t(p, name, n, ord)
+               LEFT JOIN resource_classes rc ON rc.name = t.name),
+         written AS (
+             INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
+             SELECT p, $1, class_id, n FROM wanted WHERE class_id IS NOT NULL)
+         SELECT w.ord, w.class_id, ((i.total - i.reserved) * i.allocation_ratio)::float8 AS capacity,
                 i.min_unit, i.max_unit, i.step_size,
-                (SELECT COALESCE(sum(a.used), 0)::bigint FROM allocations a
-                  WHERE a.resource_provider_id = t.p AND a.resource_class_id = t.c) AS used
-           FROM unnest($1::bigint[], $2::int[]) WITH ORDINALITY AS t(p, c, ord)
-           LEFT JOIN inventories i ON i.resource_provider_id = t.p AND i.resource_class_id = t.c
-          ORDER BY t.ord",
+                w.n + (SELECT COALESCE(sum(a.used), 0) FROM allocations a
+                        WHERE a.resource_provider_id = w.p AND a.resource_class_id = w.class_id)::bigint AS used
+           FROM wanted w
+           LEFT JOIN inventories i ON i.resource_provider_id = w.p AND i.resource_class_id = w.class_id
+          ORDER BY w.ord",
     )
+    .bind::<SqlUuid, _>(consumer)
     .bind::<Array<BigInt>, _>(&rows.provider_ids)
-    .bind::<Array<Integer>, _>(&rows.class_ids)
+    .bind::<Array<Text>, _>(&rows.classes)
+    .bind::<Array<Integer>, _>(&rows.amounts)
     .load(conn)?;
     for row in checked {
         let index = usize::try_from(row.ord - 1).unwrap_or(usize::MAX);
@@ -275,6 +344,9 @@ fn check_capacity(conn: &mut PgConnection, rows: &AllocationRows) -> Result<(), 
         ) else {
             continue;
         };
+        if row.class_id.is_none() {
+            return Err(AllocationError::UnknownClass(class));
+        }
         let (Some(capacity), Some(min_unit), Some(max_unit), Some(step_size)) =
             (row.capacity, row.min_unit, row.max_unit, row.step_size)
         else {

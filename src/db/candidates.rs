@@ -122,7 +122,7 @@ struct Epoch {
 }
 
 fn epoch(conn: &mut PgConnection) -> Result<i64, DbError> {
-    let row: Epoch = diesel::sql_query("SELECT sum(n)::bigint AS epoch FROM placement_epochs")
+    let row: Epoch = super::cached::query("SELECT sum(n)::bigint AS epoch FROM placement_epochs")
         .get_result(conn)?;
     Ok(row.epoch)
 }

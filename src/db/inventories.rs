@@ -3,7 +3,7 @@
 //! allocations use.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Double, Integer, Text};
+use diesel::sql_types::{BigInt, Double, Integer, Text, Uuid as SqlUuid};
 
 use super::DbError;
 
@@ -88,91 +88,98 @@ fn class_id(conn: &mut PgConnection, name: &str) -> Result<Option<i32>, DbError>
     Ok(super::placement_names::find_resource_class(conn, name)?.map(|class| class.id))
 }
 
-/// Replaces the whole inventory of a provider (at generation `generation`): classes missing
-/// from `rows` are removed unless in use. Returns the new generation.
+/// Replaces the whole inventory of provider `provider` (a uuid) at generation `generation`, in
+/// one statement: classes missing from `rows` are removed unless allocations use them. Returns
+/// the new generation, or `None` when there is no such provider. Run it in a transaction: on
+/// a refusal the generation was already bumped and must be rolled back.
 pub fn replace_inventories(
     conn: &mut PgConnection,
-    provider: (i64, uuid::Uuid),
+    provider: uuid::Uuid,
     generation: i64,
     rows: &[InventoryRow],
-) -> Result<i64, InventoryError> {
-    let (provider_id, provider_uuid) = provider;
-    let new_generation = bump_generation(conn, provider_id, Some(generation))?;
-    let names: Vec<&str> = rows.iter().map(|row| row.resource_class.as_str()).collect();
-    let known = super::placement_names::class_ids(conn, &names)?;
-    let mut ids = Vec::with_capacity(rows.len());
-    for row in rows {
-        let id = known.get(&row.resource_class).copied().ok_or_else(|| {
-            InventoryError::UnknownClass(format!(
-                "Unknown resource class in inventory for resource provider {provider_uuid}: {}",
-                row.resource_class
-            ))
-        })?;
-        ids.push(id);
-    }
+) -> Result<Option<i64>, InventoryError> {
+    use diesel::sql_types::{Array, Nullable};
     #[derive(QueryableByName)]
-    struct Used {
-        #[diesel(sql_type = Text)]
-        class: String,
+    struct Outcome {
+        #[diesel(sql_type = Nullable<BigInt>)]
+        generation: Option<i64>,
+        #[diesel(sql_type = Nullable<Text>)]
+        unknown: Option<String>,
+        #[diesel(sql_type = Nullable<Text>)]
+        in_use: Option<String>,
     }
-    // Removes the classes no longer listed, unless allocations use them: then nothing is
-    // removed and the classes in use are named.
-    let removed_in_use: Vec<Used> = diesel::sql_query(
-        "WITH in_use AS (
-             SELECT rc.id, rc.name::text AS class FROM resource_classes rc
-              WHERE rc.id IN (SELECT a.resource_class_id FROM allocations a
-                               WHERE a.resource_provider_id = $1
-                                 AND NOT (a.resource_class_id = ANY($2)))),
-         removed AS (
-             DELETE FROM inventories
-              WHERE resource_provider_id = $1 AND NOT (resource_class_id = ANY($2))
-                AND NOT EXISTS (SELECT 1 FROM in_use))
-         SELECT class FROM in_use ORDER BY id",
-    )
-    .bind::<BigInt, _>(provider_id)
-    .bind::<diesel::sql_types::Array<Integer>, _>(&ids)
-    .load(conn)?;
-    if !removed_in_use.is_empty() {
-        let classes: Vec<String> = removed_in_use.into_iter().map(|used| used.class).collect();
-        return Err(InventoryError::InUse {
-            class: classes.join(", "),
-            provider: provider_uuid,
-        });
-    }
-    upsert_many(conn, provider_id, &ids, rows)?;
-    Ok(new_generation)
-}
-
-/// Writes several classes' inventory in one statement (`class_ids[i]` is `rows[i]`'s class).
-pub fn upsert_many(
-    conn: &mut PgConnection,
-    provider_id: i64,
-    class_ids: &[i32],
-    rows: &[InventoryRow],
-) -> Result<(), DbError> {
-    use diesel::sql_types::Array;
     let column = |pick: fn(&InventoryRow) -> i32| rows.iter().map(pick).collect::<Vec<i32>>();
+    let names: Vec<&str> = rows.iter().map(|row| row.resource_class.as_str()).collect();
     let ratios: Vec<f64> = rows.iter().map(|row| row.allocation_ratio).collect();
-    diesel::sql_query(
-        "INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved, min_unit, max_unit,
-                                  step_size, allocation_ratio)
-         SELECT $1, * FROM unnest($2::int[], $3::int[], $4::int[], $5::int[], $6::int[], $7::int[],
-                                  $8::float8[])
-         ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
-            SET total = EXCLUDED.total, reserved = EXCLUDED.reserved, min_unit = EXCLUDED.min_unit,
-                max_unit = EXCLUDED.max_unit, step_size = EXCLUDED.step_size,
-                allocation_ratio = EXCLUDED.allocation_ratio, updated_at = now()",
+    let outcome: Outcome = super::cached::query(
+        "WITH bumped AS (
+             UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+              WHERE uuid = $1 AND generation = $2 RETURNING id, generation),
+         wanted AS (
+             SELECT t.*, rc.id AS class_id
+               FROM unnest($3::text[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[],
+                           $9::float8[]) AS t(name, total, reserved, min_unit, max_unit, step_size, ratio)
+               LEFT JOIN resource_classes rc ON rc.name = t.name),
+         unknown AS (SELECT min(name) AS name FROM wanted WHERE class_id IS NULL),
+         in_use AS (
+             SELECT string_agg(rc.name, ', ' ORDER BY rc.id) AS names FROM resource_classes rc
+              WHERE rc.id IN (SELECT a.resource_class_id FROM allocations a JOIN bumped b
+                                  ON a.resource_provider_id = b.id
+                               WHERE a.resource_class_id NOT IN
+                                     (SELECT class_id FROM wanted WHERE class_id IS NOT NULL))),
+         allowed AS (
+             SELECT b.id FROM bumped b
+              WHERE (SELECT name FROM unknown) IS NULL AND (SELECT names FROM in_use) IS NULL),
+         removed AS (
+             DELETE FROM inventories i USING allowed
+              WHERE i.resource_provider_id = allowed.id
+                AND i.resource_class_id NOT IN (SELECT class_id FROM wanted)),
+         written AS (
+             INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,
+                                      min_unit, max_unit, step_size, allocation_ratio)
+             SELECT allowed.id, w.class_id, w.total, w.reserved, w.min_unit, w.max_unit,
+                    w.step_size, w.ratio
+               FROM allowed, wanted w
+             ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
+                SET total = EXCLUDED.total, reserved = EXCLUDED.reserved,
+                    min_unit = EXCLUDED.min_unit, max_unit = EXCLUDED.max_unit,
+                    step_size = EXCLUDED.step_size, allocation_ratio = EXCLUDED.allocation_ratio,
+                    updated_at = now()
+             RETURNING 1)
+         SELECT (SELECT generation FROM bumped) AS generation,
+                (SELECT name FROM unknown) AS unknown,
+                (SELECT names FROM in_use) AS in_use,
+                (SELECT count(*) FROM written) AS written",
     )
-    .bind::<BigInt, _>(provider_id)
-    .bind::<Array<Integer>, _>(class_ids)
+    .bind::<SqlUuid, _>(provider)
+    .bind::<BigInt, _>(generation)
+    .bind::<Array<Text>, _>(&names)
     .bind::<Array<Integer>, _>(column(|row| row.total))
     .bind::<Array<Integer>, _>(column(|row| row.reserved))
     .bind::<Array<Integer>, _>(column(|row| row.min_unit))
     .bind::<Array<Integer>, _>(column(|row| row.max_unit))
     .bind::<Array<Integer>, _>(column(|row| row.step_size))
     .bind::<Array<Double>, _>(&ratios)
-    .execute(conn)?;
-    Ok(())
+    .get_result(conn)?;
+    let Some(new_generation) = outcome.generation else {
+        return if super::providers::get_provider(conn, provider)?.is_some() {
+            Err(InventoryError::GenerationConflict)
+        } else {
+            Ok(None)
+        };
+    };
+    if let Some(class) = outcome.unknown {
+        return Err(InventoryError::UnknownClass(format!(
+            "Unknown resource class in inventory for resource provider {provider}: {class}"
+        )));
+    }
+    if let Some(classes) = outcome.in_use {
+        return Err(InventoryError::InUse {
+            class: classes,
+            provider,
+        });
+    }
+    Ok(Some(new_generation))
 }
 
 /// Writes one class's inventory (insert or update).

@@ -60,7 +60,7 @@ pub fn list_providers(
 
 /// Returns provider `uuid`, if it exists.
 pub fn get_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<ProviderRow>, DbError> {
-    Ok(diesel::sql_query(format!("{SELECT} WHERE rp.uuid = $1"))
+    Ok(super::cached::query(format!("{SELECT} WHERE rp.uuid = $1"))
         .bind::<SqlUuid, _>(uuid)
         .load::<ProviderRow>(conn)?
         .into_iter()
@@ -127,7 +127,7 @@ pub fn create_provider(
         #[diesel(sql_type = BigInt)]
         id: i64,
     }
-    let inserted = diesel::sql_query(
+    let inserted = super::cached::query(
         "WITH new AS (SELECT nextval('resource_providers_id_seq') AS id)
          INSERT INTO resource_providers (id, uuid, name, parent_provider_id, root_provider_id, created_at)
          SELECT new.id, $1, $2, $3, COALESCE($4, new.id), $5 FROM new

@@ -210,7 +210,8 @@ fn allocation_error(error: AllocationError, consumer: Option<Uuid>) -> Placement
         AllocationError::UnknownClass(_) => PlacementError::bad_request(format!(
             "Unable to allocate inventory for consumer {consumer}: {error}"
         )),
-        AllocationError::ConsumerGeneration { .. } => {
+        AllocationError::ConsumerGeneration { .. }
+        | AllocationError::ConsumerCreatedConcurrently(_) => {
             PlacementError::conflict(error.to_string()).with_code("placement.concurrent_update")
         }
         AllocationError::NoInventory { .. }
@@ -324,24 +325,15 @@ pub async fn delete_allocations(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     let consumer = consumer_uuid(&path)?;
-    let existing = db::run(&state.pool, move |conn| {
-        db::allocations::consumer_allocations(conn, consumer)
+    let deleted = db::run(&state.pool, move |conn| {
+        db::allocations::delete_consumer(conn, consumer)
     })
     .await?;
-    if existing.is_empty() {
+    if !deleted {
         return Err(PlacementError::not_found(format!(
             "No allocations for consumer '{consumer}'"
         )));
     }
-    let empty = ConsumerAllocations {
-        consumer,
-        project: String::new(),
-        user: String::new(),
-        expected_generation: None,
-        consumer_type: None,
-        allocations: BTreeMap::new(),
-    };
-    write(&state, vec![empty]).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -190,15 +190,13 @@ pub async fn list_inventories(
     Ok(HttpResponse::Ok().json(all_json(&state, &provider).await?))
 }
 
-/// Replaces a provider's whole inventory.
-pub async fn put_inventories(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    path: web::Path<String>,
-    body: web::Bytes,
-) -> Result<HttpResponse, PlacementError> {
-    let provider = path_provider(&state, &path).await?;
-    let object = parse_object(&body)?;
+/// Reads a `PUT …/inventories` body: the generation and every record.
+fn parse_inventories(
+    body: &[u8],
+    provider: Uuid,
+    may_equal: bool,
+) -> Result<(i64, Vec<InventoryRow>), PlacementError> {
+    let object = parse_object(body)?;
     if let Some(key) = object
         .keys()
         .find(|key| !matches!(key.as_str(), "resource_provider_generation" | "inventories"))
@@ -212,25 +210,55 @@ pub async fn put_inventories(
         .get("inventories")
         .and_then(Value::as_object)
         .ok_or_else(|| invalid("'inventories' is a required property"))?;
-    let may_equal = version_of(&request).at_least(1, 26);
     let mut rows = Vec::with_capacity(records.len());
     for (class, fields) in records {
         let fields = fields
             .as_object()
             .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(fields))))?;
         let row = record(fields, class, &[])?;
-        check_capacity(&row, provider.uuid, may_equal, "update")?;
+        check_capacity(&row, provider, may_equal, "update")?;
         rows.push(row);
     }
-    let key = (provider.id, provider.uuid);
-    db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::inventories::replace_inventories(conn, key, generation, &rows)
-        }))
+    Ok((generation, rows))
+}
+
+/// Replaces a provider's whole inventory.
+pub async fn put_inventories(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let not_found =
+        || PlacementError::not_found(format!("No resource provider with uuid {path} found"));
+    let provider = Uuid::parse_str(&path).map_err(|_| not_found())?;
+    let may_equal = version_of(&request).at_least(1, 26);
+    let (generation, rows) = match parse_inventories(&body, provider, may_equal) {
+        Ok(parsed) => parsed,
+        // Placement looks the provider up before it reads the body: a missing one is a 404.
+        Err(refusal) => {
+            path_provider(&state, &path).await?;
+            return Err(refusal);
+        }
+    };
+    let (written, rows) = db::run(&state.pool, move |conn| {
+        let written = diesel::Connection::transaction(conn, |conn| {
+            db::inventories::replace_inventories(conn, provider, generation, &rows)
+        });
+        Ok((written, rows))
     })
-    .await?
-    .map_err(|error| inventory_error(error, provider.uuid, "update"))?;
-    Ok(HttpResponse::Ok().json(all_json(&state, &provider).await?))
+    .await?;
+    let new_generation = written
+        .map_err(|error| inventory_error(error, provider, "update"))?
+        .ok_or_else(not_found)?;
+    let inventories: Map<String, Value> = rows
+        .iter()
+        .map(|row| (row.resource_class.clone(), record_json(row)))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "resource_provider_generation": new_generation,
+        "inventories": inventories,
+    })))
 }
 
 /// Adds one class's inventory: 201 with its location; 409 when the class already has one.
@@ -407,14 +435,16 @@ pub async fn delete_inventories(
         ));
     }
     let provider = path_provider(&state, &path).await?;
-    let key = (provider.id, provider.uuid);
-    let generation = provider.generation;
+    let (uuid, generation) = (provider.uuid, provider.generation);
     db::run(&state.pool, move |conn| {
         Ok(diesel::Connection::transaction(conn, |conn| {
-            db::inventories::replace_inventories(conn, key, generation, &[])
+            db::inventories::replace_inventories(conn, uuid, generation, &[])
         }))
     })
     .await?
-    .map_err(|error| inventory_error(error, provider.uuid, "delete"))?;
+    .map_err(|error| inventory_error(error, provider.uuid, "delete"))?
+    .ok_or_else(|| {
+        PlacementError::not_found(format!("No resource provider with uuid {path} found"))
+    })?;
     Ok(HttpResponse::NoContent().finish())
 }

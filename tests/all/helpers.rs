@@ -566,3 +566,34 @@ pub const FAST: [&str; 8] = [
     "--update-resources-interval",
     "500ms",
 ];
+
+/// Sends one Placement request (optional microversion, token and JSON body) and returns the
+/// status, the headers and the JSON body (`Null` when the body is not JSON).
+pub async fn placement_call(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    version: Option<&str>,
+    token: Option<&str>,
+    body: Option<serde_json::Value>,
+) -> (u16, reqwest::header::HeaderMap, serde_json::Value) {
+    let mut request = app.client.request(method, app.url(path));
+    if let Some(version) = version {
+        request = request.header("openstack-api-version", format!("placement {version}"));
+    }
+    if let Some(token) = token {
+        request = request.header("x-auth-token", token);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap();
+    (
+        status,
+        headers,
+        serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
+    )
+}

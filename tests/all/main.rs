@@ -19,4 +19,5 @@ mod db_registry;
 mod db_schema;
 mod ha_incidents;
 mod placement_api;
+mod placement_candidates;
 mod scripts;

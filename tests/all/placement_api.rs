@@ -3,36 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::helpers::TestApp;
-
-async fn call(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    version: Option<&str>,
-    token: Option<&str>,
-    body: Option<Value>,
-) -> (u16, reqwest::header::HeaderMap, Value) {
-    let mut request = app.client.request(method, app.url(path));
-    if let Some(version) = version {
-        request = request.header("openstack-api-version", format!("placement {version}"));
-    }
-    if let Some(token) = token {
-        request = request.header("x-auth-token", token);
-    }
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap();
-    (
-        status,
-        headers,
-        serde_json::from_str(&text).unwrap_or(Value::Null),
-    )
-}
+use crate::helpers::{TestApp, placement_call as call};
 
 #[actix_web::test]
 async fn the_version_document_needs_no_token_and_versions_are_negotiated() {

@@ -1,0 +1,418 @@
+//! Placement's allocation candidates for flat providers, the consumer-generation race, and the
+//! default policy (project readers, system scope).
+
+use diesel::RunQueryDsl;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, placement_call as call};
+
+const ADMIN: Option<&str> = Some("admin");
+
+/// Creates provider `uuid` with `inventories` and `traits`; returns nothing, asserts success.
+async fn provider(app: &TestApp, uuid: &str, inventories: Value, traits: &[&str]) {
+    let (status, _, body) = call(
+        app,
+        Method::POST,
+        "/placement/resource_providers",
+        Some("1.20"),
+        ADMIN,
+        Some(json!({"name": format!("rp-{uuid}"), "uuid": uuid})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = call(
+        app,
+        Method::PUT,
+        &format!("/placement/resource_providers/{uuid}/inventories"),
+        Some("1.20"),
+        ADMIN,
+        Some(json!({"resource_provider_generation": 0, "inventories": inventories})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    if !traits.is_empty() {
+        for name in traits.iter().filter(|name| name.starts_with("CUSTOM_")) {
+            call(
+                app,
+                Method::PUT,
+                &format!("/placement/traits/{name}"),
+                Some("1.6"),
+                ADMIN,
+                None,
+            )
+            .await;
+        }
+        let (status, _, body) = call(
+            app,
+            Method::PUT,
+            &format!("/placement/resource_providers/{uuid}/traits"),
+            Some("1.6"),
+            ADMIN,
+            Some(json!({"resource_provider_generation": 1, "traits": traits})),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+}
+
+fn candidate_uuids(body: &Value) -> Vec<String> {
+    let mut uuids: Vec<String> = body["allocation_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|request| request["allocations"].as_object().unwrap().keys().cloned())
+        .collect();
+    uuids.sort();
+    uuids
+}
+
+const BIG: &str = "c0000000-0000-4000-8000-000000000001";
+const SMALL: &str = "c0000000-0000-4000-8000-000000000002";
+const GPU: &str = "c0000000-0000-4000-8000-000000000003";
+
+async fn three_hosts(app: &TestApp) {
+    provider(
+        app,
+        BIG,
+        json!({"VCPU": {"total": 32}, "MEMORY_MB": {"total": 65536, "max_unit": 16384}}),
+        &["HW_CPU_X86_AVX2"],
+    )
+    .await;
+    provider(
+        app,
+        SMALL,
+        json!({"VCPU": {"total": 4}, "MEMORY_MB": {"total": 4096}}),
+        &[],
+    )
+    .await;
+    provider(
+        app,
+        GPU,
+        json!({"VCPU": {"total": 16, "allocation_ratio": 2.0}, "MEMORY_MB": {"total": 32768},
+               "CUSTOM_GPU": {"total": 1}}),
+        &["HW_CPU_X86_AVX2", "CUSTOM_FAST"],
+    )
+    .await;
+}
+
+/// Only providers that alone have room for every requested class are candidates; traits,
+/// limits and the summary shape follow the microversion.
+#[actix_web::test]
+async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
+    let app = TestApp::spawn().await;
+    call(
+        &app,
+        Method::PUT,
+        "/placement/resource_classes/CUSTOM_GPU",
+        Some("1.7"),
+        ADMIN,
+        None,
+    )
+    .await;
+    three_hosts(&app).await;
+    let get = |query: &str, version: &'static str| {
+        let path = format!("/placement/allocation_candidates?{query}");
+        let app = &app;
+        async move { call(app, Method::GET, &path, Some(version), ADMIN, None).await }
+    };
+
+    let (status, _, body) = get("resources=VCPU:8,MEMORY_MB:8192", "1.39").await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        candidate_uuids(&body),
+        vec![BIG.to_owned(), GPU.to_owned()],
+        "SMALL lacks room"
+    );
+    let summary = &body["provider_summaries"][GPU];
+    assert_eq!(
+        summary["resources"]["VCPU"],
+        json!({"capacity": 32, "used": 0}),
+        "ratio 2.0"
+    );
+    assert_eq!(
+        summary["resources"]["CUSTOM_GPU"],
+        json!({"capacity": 1, "used": 0}),
+        "1.27: every class"
+    );
+    assert_eq!(summary["root_provider_uuid"], json!(GPU));
+    assert_eq!(summary["parent_provider_uuid"], Value::Null);
+    assert_eq!(
+        body["allocation_requests"][0]["mappings"],
+        json!({"": [BIG]})
+    );
+
+    let (_, _, body) = get("resources=MEMORY_MB:20000", "1.39").await;
+    assert_eq!(
+        candidate_uuids(&body),
+        vec![GPU.to_owned()],
+        "BIG's max_unit is 16384"
+    );
+
+    let (_, _, body) = get(
+        "resources=VCPU:1&required=HW_CPU_X86_AVX2,!CUSTOM_FAST",
+        "1.39",
+    )
+    .await;
+    assert_eq!(candidate_uuids(&body), vec![BIG.to_owned()]);
+    let (_, _, body) = get(
+        "resources=VCPU:1&required=in:CUSTOM_FAST,CUSTOM_NOPE",
+        "1.39",
+    )
+    .await;
+    assert_eq!(
+        body["errors"][0]["detail"],
+        json!("No such trait(s): CUSTOM_NOPE.")
+    );
+    let (_, _, body) = get("resources=VCPU:1&limit=2", "1.39").await;
+    assert_eq!(body["allocation_requests"].as_array().unwrap().len(), 2);
+    assert_eq!(body["provider_summaries"].as_object().unwrap().len(), 2);
+
+    // 1.10: a list of allocations and only the requested classes in the summaries.
+    let (status, _, body) = get("resources=CUSTOM_GPU:1", "1.10").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body["allocation_requests"],
+        json!([{"allocations": [{"resource_provider": {"uuid": GPU}, "resources": {"CUSTOM_GPU": 1}}]}])
+    );
+    assert_eq!(
+        body["provider_summaries"][GPU],
+        json!({"resources": {"CUSTOM_GPU": {"capacity": 1, "used": 0}}})
+    );
+
+    for (query, version, detail) in [
+        (
+            "resources=VCPU:0",
+            "1.39",
+            "Requested resource VCPU requires amount >= 1. Got: 0.",
+        ),
+        (
+            "resources=CUSTOM_NOPE:1",
+            "1.39",
+            "Invalid resource class in resources parameter: No such resource class CUSTOM_NOPE.",
+        ),
+        (
+            "required=HW_CPU_X86_AVX2",
+            "1.39",
+            "There must be at least one resources or resources[$S] parameter.",
+        ),
+        (
+            "resources=VCPU:1&required=CUSTOM_FAST,!CUSTOM_FAST",
+            "1.39",
+            "Conflicting required and forbidden traits found in the following traits keys: required: (CUSTOM_FAST)",
+        ),
+        (
+            "resources=VCPU:1&limit=0",
+            "1.39",
+            "Failed validating 'pattern'",
+        ),
+        ("resources1=VCPU:1", "1.39", "not supported yet"),
+    ] {
+        let (status, _, body) = get(query, version).await;
+        assert_eq!(status, 400, "{query}: {body}");
+        let text = body["errors"][0]["detail"].as_str().unwrap();
+        assert!(text.contains(detail), "{query}: {text}");
+    }
+    let (status, _, _) = get("resources=VCPU:1", "1.9").await;
+    assert_eq!(status, 404, "allocation candidates start at 1.10");
+}
+
+/// Candidates are read from a kept snapshot; every committed write — through the API or
+/// straight into the database by another process — shows in the next answer.
+#[actix_web::test]
+async fn candidates_see_every_committed_write_at_once() {
+    let app = TestApp::spawn().await;
+    call(
+        &app,
+        Method::PUT,
+        "/placement/resource_classes/CUSTOM_GPU",
+        Some("1.7"),
+        ADMIN,
+        None,
+    )
+    .await;
+    three_hosts(&app).await;
+    let gpus = || async {
+        let (_, _, body) = call(
+            &app,
+            Method::GET,
+            "/placement/allocation_candidates?resources=CUSTOM_GPU:1",
+            Some("1.39"),
+            ADMIN,
+            None,
+        )
+        .await;
+        candidate_uuids(&body)
+    };
+    assert_eq!(gpus().await, vec![GPU.to_owned()]);
+    assert_eq!(
+        gpus().await,
+        vec![GPU.to_owned()],
+        "served again from the snapshot"
+    );
+
+    let consumer = "c0000000-0000-4000-8000-00000000c001";
+    let (status, _, body) = call(
+        &app,
+        Method::PUT,
+        &format!("/placement/allocations/{consumer}"),
+        Some("1.39"),
+        ADMIN,
+        Some(
+            json!({"allocations": {GPU: {"resources": {"CUSTOM_GPU": 1}}},
+                    "project_id": "p", "user_id": "u", "consumer_generation": null,
+                    "consumer_type": "INSTANCE"}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 204, "{body}");
+    assert!(gpus().await.is_empty(), "the only GPU is taken");
+
+    // Another process frees it behind this one's back.
+    let mut conn = app.db.conn();
+    diesel::sql_query(format!(
+        "DELETE FROM allocations WHERE consumer_id = '{consumer}'"
+    ))
+    .execute(&mut conn)
+    .unwrap();
+    assert_eq!(
+        gpus().await,
+        vec![GPU.to_owned()],
+        "a direct database write is seen too"
+    );
+
+    diesel::sql_query(format!(
+        "UPDATE inventories SET reserved = 1 FROM resource_providers rp
+          WHERE rp.id = inventories.resource_provider_id AND rp.uuid = '{GPU}'
+            AND inventories.resource_class_id = (SELECT id FROM resource_classes WHERE name = 'CUSTOM_GPU')"
+    ))
+    .execute(&mut conn)
+    .unwrap();
+    assert!(gpus().await.is_empty(), "the GPU is now reserved");
+}
+
+/// Many clients create the same new consumer at once with `consumer_generation: null`: one
+/// wins, every other gets 409 `placement.concurrent_update`, and one consumer row holds the
+/// allocation.
+#[actix_web::test]
+async fn racing_creators_of_one_consumer_get_one_winner() {
+    let app = TestApp::spawn().await;
+    provider(&app, BIG, json!({"VCPU": {"total": 64}}), &[]).await;
+    let consumer = "c0000000-0000-4000-8000-00000000c0de";
+    let claims = (0..8).map(|_| {
+        app.client
+            .put(app.url(&format!("/placement/allocations/{consumer}")))
+            .header("x-auth-token", "admin")
+            .header("openstack-api-version", "placement 1.39")
+            .json(&json!({"allocations": {BIG: {"resources": {"VCPU": 1}}},
+                          "project_id": "p", "user_id": "u", "consumer_generation": null,
+                          "consumer_type": "INSTANCE"}))
+            .send()
+    });
+    let mut outcomes = Vec::new();
+    for response in futures_util::future::join_all(claims).await {
+        let response = response.unwrap();
+        let status = response.status().as_u16();
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        outcomes.push((status, body["errors"][0]["code"].clone()));
+    }
+    let won = outcomes.iter().filter(|(status, _)| *status == 204).count();
+    assert_eq!(won, 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .filter(|(status, _)| *status != 204)
+            .all(|(status, code)| *status == 409 && code == "placement.concurrent_update"),
+        "{outcomes:?}"
+    );
+    let (status, _, body) = call(
+        &app,
+        Method::GET,
+        &format!("/placement/allocations/{consumer}"),
+        Some("1.39"),
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(body["allocations"][BIG]["resources"], json!({"VCPU": 1}));
+    assert_eq!(body["consumer_generation"], json!(1));
+    let (_, _, usages) = call(
+        &app,
+        Method::GET,
+        &format!("/placement/resource_providers/{BIG}/usages"),
+        Some("1.39"),
+        ADMIN,
+        None,
+    )
+    .await;
+    assert_eq!(
+        usages["usages"]["VCPU"],
+        json!(1),
+        "one allocation, not eight"
+    );
+}
+
+/// The default policy: admin or service for everything, a project reader for its own usages,
+/// nothing for a system-scoped token.
+#[actix_web::test]
+async fn readers_see_their_project_usages_and_nothing_else() {
+    let app = TestApp::spawn().await;
+    let as_caller = |path: &str, roles: &str, project: Option<&str>, scope: Option<&str>| {
+        let mut request = app
+            .client
+            .get(app.url(path))
+            .header("x-auth-token", "someone")
+            .header("x-roles", roles)
+            .header("openstack-api-version", "placement 1.39");
+        if let Some(project) = project {
+            request = request.header("x-project-id", project);
+        }
+        if let Some(scope) = scope {
+            request = request.header("openstack-system-scope", scope);
+        }
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(
+        as_caller(
+            "/placement/usages?project_id=p1",
+            "reader",
+            Some("p1"),
+            None
+        )
+        .await,
+        200
+    );
+    assert_eq!(
+        as_caller(
+            "/placement/usages?project_id=p2",
+            "reader",
+            Some("p1"),
+            None
+        )
+        .await,
+        403
+    );
+    assert_eq!(
+        as_caller("/placement/resource_providers", "reader", Some("p1"), None).await,
+        403
+    );
+    assert_eq!(
+        as_caller("/placement/resource_providers", "service", None, None).await,
+        200
+    );
+    assert_eq!(
+        as_caller("/placement/resource_providers", "admin", None, Some("all")).await,
+        403
+    );
+    let (status, _, _) = call(
+        &app,
+        Method::GET,
+        "/placement/resource_providers",
+        None,
+        Some("admin:admin"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "user admin of project admin is an admin");
+}

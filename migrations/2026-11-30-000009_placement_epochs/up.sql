@@ -19,7 +19,15 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER resource_providers_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+-- A provider matters to candidates through its inventory (whose triggers fire) and its place
+-- in a tree: creating one or bumping its generation changes neither, so only a move or a
+-- deletion counts.
+CREATE TRIGGER resource_providers_moved AFTER UPDATE ON resource_providers FOR EACH ROW
+    WHEN (OLD.parent_provider_id IS DISTINCT FROM NEW.parent_provider_id
+          OR OLD.root_provider_id IS DISTINCT FROM NEW.root_provider_id
+          OR OLD.uuid IS DISTINCT FROM NEW.uuid)
+    EXECUTE FUNCTION placement_changed();
+CREATE TRIGGER resource_providers_changed AFTER DELETE OR TRUNCATE
     ON resource_providers FOR EACH STATEMENT EXECUTE FUNCTION placement_changed();
 CREATE TRIGGER inventories_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
     ON inventories FOR EACH STATEMENT EXECUTE FUNCTION placement_changed();

@@ -138,7 +138,8 @@ async fn custom_resource_classes_and_traits_come_and_go() {
     assert_eq!(status, 201);
     assert_eq!(
         headers["location"],
-        "/placement/resource_classes/CUSTOM_GOLD"
+        app.url("/placement/resource_classes/CUSTOM_GOLD").as_str(),
+        "absolute, as webob sends it"
     );
     let (status, _, body) = call(
         &app,
@@ -295,7 +296,8 @@ async fn resource_providers_form_trees_and_keep_their_names_unique() {
     );
     assert_eq!(
         headers["location"],
-        format!("/placement/resource_providers/{parent}").as_str()
+        app.url(&format!("/placement/resource_providers/{parent}"))
+            .as_str()
     );
 
     let (status, _, body) = call(

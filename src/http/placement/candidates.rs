@@ -202,11 +202,20 @@ pub async fn list_candidates(
         )));
     }
     let tree_root = match asked.in_tree {
-        Some(uuid) => Some(snapshot.roots.get(&uuid).copied().ok_or_else(|| {
-            PlacementError::bad_request(format!(
-                "Invalid query string parameters: No such resource provider {uuid}."
-            ))
-        })?),
+        Some(uuid) => Some(match snapshot.roots.get(&uuid) {
+            Some(root) => *root,
+            // Creating a provider does not renew the snapshot (it has no inventory yet).
+            None => db::run(&state.pool, move |conn| {
+                db::providers::get_provider(conn, uuid)
+            })
+            .await?
+            .map(|provider| provider.root_uuid)
+            .ok_or_else(|| {
+                PlacementError::bad_request(format!(
+                    "Invalid query string parameters: No such resource provider {uuid}."
+                ))
+            })?,
+        }),
         None => None,
     };
     let chosen: Vec<&CandidateProvider> = snapshot

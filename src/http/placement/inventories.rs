@@ -314,12 +314,9 @@ pub async fn create_inventory(
     ) {
         object.insert("resource_provider_generation".to_owned(), current.clone());
     }
-    // Absolute, as webob makes Placement's Location headers.
-    let info = request.connection_info();
+    // The middleware makes it absolute, as webob does.
     let location = format!(
-        "{}://{}/placement/resource_providers/{}/inventories/{class}",
-        info.scheme(),
-        info.host(),
+        "/placement/resource_providers/{}/inventories/{class}",
         provider.uuid
     );
     Ok(HttpResponse::Created()

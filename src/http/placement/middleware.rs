@@ -75,6 +75,22 @@ pub async fn placement_request(
             }
         }
     };
+    // As webob does for Placement: a Location is sent as an absolute URL, which clients that
+    // join relative paths to their endpoint (keystoneauth) follow correctly under /placement.
+    let absolute_location = response
+        .headers()
+        .get(actix_web::http::header::LOCATION)
+        .and_then(|value| value.to_str().ok())
+        .filter(|location| location.starts_with('/'))
+        .map(|location| {
+            let info = response.request().connection_info();
+            format!("{}://{}{location}", info.scheme(), info.host())
+        });
+    if let Some(value) = absolute_location.and_then(|url| HeaderValue::from_str(&url).ok()) {
+        response
+            .headers_mut()
+            .insert(actix_web::http::header::LOCATION, value);
+    }
     let success = response.status().is_success();
     let headers = response.headers_mut();
     if caching && success {

@@ -60,14 +60,6 @@ impl From<diesel::result::Error> for AllocationError {
     }
 }
 
-#[derive(QueryableByName)]
-struct ProviderLock {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
-    #[diesel(sql_type = SqlUuid)]
-    uuid: Uuid,
-}
-
 /// Deletes every allocation of `consumer` and the consumer, in one statement that locks the
 /// consumer first (as writers do); `false` when it had no allocations.
 pub fn delete_consumer(conn: &mut PgConnection, consumer: Uuid) -> Result<bool, DbError> {
@@ -113,13 +105,72 @@ pub fn replace_allocations(
     conn: &mut PgConnection,
     writes: &[ConsumerAllocations],
 ) -> Result<(), AllocationError> {
+    let provider_ids = lock_providers(conn, writes)?;
+    for write in writes {
+        let existing = clear_consumer(conn, write)?;
+        if let Some(expected) = write.expected_generation {
+            let actual = existing.generation;
+            if expected != actual {
+                return Err(AllocationError::ConsumerGeneration {
+                    stored: actual.map_or_else(|| "null".to_owned(), |g| g.to_string()),
+                    sent: expected.map_or_else(|| "None".to_owned(), |g| g.to_string()),
+                });
+            }
+        }
+        let empty = write.allocations.values().all(BTreeMap::is_empty);
+        if empty {
+            super::cached::query("DELETE FROM consumers WHERE uuid = $1")
+                .bind::<SqlUuid, _>(write.consumer)
+                .execute(conn)?;
+            continue;
+        }
+        let names = name_ids(conn, write, &existing)?;
+        let mut rows = AllocationRows::default();
+        for (provider, resources) in &write.allocations {
+            let provider_id = provider_ids
+                .get(provider)
+                .copied()
+                .ok_or(AllocationError::ProviderMissing(*provider))?;
+            for (class, amount) in resources {
+                let amount = i32::try_from(*amount).map_err(|_| AllocationError::Capacity {
+                    class: class.clone(),
+                    provider: *provider,
+                })?;
+                rows.push(provider_id, *provider, class, amount);
+            }
+        }
+        write_and_check(
+            conn,
+            write.consumer,
+            existing.generation.is_some(),
+            names,
+            &rows,
+        )?;
+    }
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct ProviderLock {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = SqlUuid)]
+    uuid: Uuid,
+}
+
+/// Locks every provider the writes touch (asked for, or holding the consumers' current
+/// allocations) in id order and bumps, as Placement, the generation of those allocated against
+/// (not those only freed). The consumers are read by later statements, whose snapshots are
+/// taken after these locks are held, so they see what a writer that held them committed.
+fn lock_providers(
+    conn: &mut PgConnection,
+    writes: &[ConsumerAllocations],
+) -> Result<BTreeMap<Uuid, i64>, AllocationError> {
     let consumers: Vec<Uuid> = writes.iter().map(|write| write.consumer).collect();
     let requested: Vec<Uuid> = writes
         .iter()
         .flat_map(|write| write.allocations.keys().copied())
         .collect();
-    // Lock every provider touched (asked for, or holding the consumers' current allocations)
-    // and, as Placement, bump the generation of those allocated against, not those only freed.
     let locked: Vec<ProviderLock> = super::cached::query(
         "WITH locked AS (
              SELECT id, uuid FROM resource_providers
@@ -141,68 +192,39 @@ pub fn replace_allocations(
     {
         return Err(AllocationError::ProviderMissing(*missing));
     }
-
-    for write in writes {
-        // The consumer's old allocations go in the same statement that locks it; a refusal
-        // below rolls the whole transaction back.
-        let existing: ConsumerState = super::cached::query(
-            "WITH consumer AS (SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE),
-                  -- Reads `consumer`, so the consumer is locked before its allocations.
-                  cleared AS (DELETE FROM allocations
-                               WHERE consumer_id = $1 AND (SELECT count(*) FROM consumer) >= 0)
-             SELECT (SELECT generation FROM consumer) AS generation,
-                    (SELECT id FROM projects WHERE external_id = $2)::bigint AS project_id,
-                    (SELECT id FROM users WHERE external_id = $3)::bigint AS user_id,
-                    (SELECT id FROM consumer_types WHERE name = $4)::bigint AS type_id",
-        )
-        .bind::<SqlUuid, _>(write.consumer)
-        .bind::<Text, _>(&write.project)
-        .bind::<Text, _>(&write.user)
-        .bind::<Nullable<Text>, _>(write.consumer_type.as_deref())
-        .get_result(conn)?;
-        if let Some(expected) = write.expected_generation {
-            let actual = existing.generation;
-            if expected != actual {
-                return Err(AllocationError::ConsumerGeneration {
-                    stored: actual.map_or_else(|| "null".to_owned(), |g| g.to_string()),
-                    sent: expected.map_or_else(|| "None".to_owned(), |g| g.to_string()),
-                });
-            }
-        }
-        let empty = write.allocations.values().all(BTreeMap::is_empty);
-        if empty {
-            super::cached::query("DELETE FROM consumers WHERE uuid = $1")
-                .bind::<SqlUuid, _>(write.consumer)
-                .execute(conn)?;
-            continue;
-        }
-        upsert_consumer(conn, write, &existing)?;
-        let mut rows = AllocationRows::default();
-        for (provider, resources) in &write.allocations {
-            let provider_id = provider_ids
-                .get(provider)
-                .copied()
-                .ok_or(AllocationError::ProviderMissing(*provider))?;
-            for (class, amount) in resources {
-                let amount = i32::try_from(*amount).map_err(|_| AllocationError::Capacity {
-                    class: class.clone(),
-                    provider: *provider,
-                })?;
-                rows.push(provider_id, *provider, class, amount);
-            }
-        }
-        write_and_check(conn, write.consumer, &rows)?;
-    }
-    Ok(())
+    Ok(provider_ids)
 }
 
-fn upsert_consumer(
+/// Locks a consumer and clears its allocations; returns what it found.
+fn clear_consumer(
+    conn: &mut PgConnection,
+    write: &ConsumerAllocations,
+) -> Result<ConsumerState, AllocationError> {
+    Ok(super::cached::query(
+        "WITH consumer AS (SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE),
+              -- Reads `consumer`, so the consumer is locked before its allocations.
+              cleared AS (DELETE FROM allocations
+                           WHERE consumer_id = $1 AND (SELECT count(*) FROM consumer) >= 0)
+         SELECT (SELECT generation FROM consumer) AS generation,
+                (SELECT id FROM projects WHERE external_id = $2)::bigint AS project_id,
+                (SELECT id FROM users WHERE external_id = $3)::bigint AS user_id,
+                (SELECT id FROM consumer_types WHERE name = $4)::bigint AS type_id",
+    )
+    .bind::<SqlUuid, _>(write.consumer)
+    .bind::<Text, _>(&write.project)
+    .bind::<Text, _>(&write.user)
+    .bind::<Nullable<Text>, _>(write.consumer_type.as_deref())
+    .get_result(conn)?)
+}
+
+/// The ids of a write's project, user and consumer type (none when it names no type). The
+/// locking statement looked them up; only a first sight writes one (a write that would
+/// otherwise lock a shared row in every transaction).
+fn name_ids(
     conn: &mut PgConnection,
     write: &ConsumerAllocations,
     existing: &ConsumerState,
-) -> Result<(), AllocationError> {
-    // Projects, users and consumer types are looked up by the clearing statement; only a first
-    // sight writes one (a write that would otherwise lock a shared row in every transaction).
+) -> Result<(i64, i64, Option<i64>), DbError> {
     let project = match existing.project_id {
         Some(id) => id,
         None => ensure_named(conn, "projects", "external_id", &write.project)?,
@@ -216,36 +238,7 @@ fn upsert_consumer(
         (Some(name), None) => Some(ensure_named(conn, "consumer_types", "name", name)?),
         (None, _) => None,
     };
-    if existing.generation.is_some() {
-        super::cached::query(
-            "UPDATE consumers SET project_id = $2, user_id = $3, generation = generation + 1,
-                    updated_at = now(), consumer_type_id = COALESCE($4, consumer_type_id)
-              WHERE uuid = $1",
-        )
-        .bind::<SqlUuid, _>(write.consumer)
-        .bind::<BigInt, _>(project)
-        .bind::<BigInt, _>(user)
-        .bind::<Nullable<BigInt>, _>(kind)
-        .execute(conn)?;
-        return Ok(());
-    }
-    let inserted = super::cached::query(
-        "INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)
-         VALUES ($1, $2, $3, 1, $4)",
-    )
-    .bind::<SqlUuid, _>(write.consumer)
-    .bind::<BigInt, _>(project)
-    .bind::<BigInt, _>(user)
-    .bind::<Nullable<BigInt>, _>(kind)
-    .execute(conn)
-    .map_err(DbError::from);
-    match inserted {
-        // Another request created this consumer after this one saw none.
-        Err(DbError::UniqueViolation { .. }) => {
-            Err(AllocationError::ConsumerCreatedConcurrently(write.consumer))
-        }
-        other => other.map(|_| ()).map_err(AllocationError::from),
-    }
+    Ok((project, user, kind))
 }
 
 /// Returns the id of the row of `table` whose `column` is `value`, creating it if missing.
@@ -295,6 +288,8 @@ impl AllocationRows {
 fn write_and_check(
     conn: &mut PgConnection,
     consumer: Uuid,
+    exists: bool,
+    names: (i64, i64, Option<i64>),
     rows: &AllocationRows,
 ) -> Result<(), AllocationError> {
     #[derive(QueryableByName)]
@@ -314,8 +309,22 @@ fn write_and_check(
         #[diesel(sql_type = Nullable<Integer>)]
         step_size: Option<i32>,
     }
-    let checked: Vec<Capacity> = super::cached::query(
-        "WITH wanted AS (
+    // The consumer is written by the same statement: updated when it exists, inserted when
+    // not — where a racing request that created it first makes the insert fail.
+    let consumer_sql = if exists {
+        "consumer_written AS (
+             UPDATE consumers SET project_id = $5, user_id = $6, generation = generation + 1,
+                    updated_at = now(), consumer_type_id = COALESCE($7::int, consumer_type_id)
+              WHERE uuid = $1)"
+    } else {
+        "consumer_written AS (
+             INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)
+             VALUES ($1, $5, $6, 1, $7::int))"
+    };
+    let (project, user, kind) = names;
+    let checked: Result<Vec<Capacity>, DbError> = super::cached::query(format!(
+        "WITH {consumer_sql},
+         wanted AS (
              SELECT t.p, t.n, t.ord, rc.id AS class_id
                FROM unnest($2::bigint[], $3::text[], $4::int[]) WITH ORDINALITY AS t(p, name, n, ord)
                LEFT JOIN resource_classes rc ON rc.name = t.name),
@@ -328,13 +337,27 @@ fn write_and_check(
                         WHERE a.resource_provider_id = w.p AND a.resource_class_id = w.class_id)::bigint AS used
            FROM wanted w
            LEFT JOIN inventories i ON i.resource_provider_id = w.p AND i.resource_class_id = w.class_id
-          ORDER BY w.ord",
-    )
+          ORDER BY w.ord"
+    ))
     .bind::<SqlUuid, _>(consumer)
     .bind::<Array<BigInt>, _>(&rows.provider_ids)
     .bind::<Array<Text>, _>(&rows.classes)
     .bind::<Array<Integer>, _>(&rows.amounts)
-    .load(conn)?;
+    .bind::<BigInt, _>(project)
+    .bind::<BigInt, _>(user)
+    .bind::<Nullable<BigInt>, _>(kind)
+    .load(conn)
+    .map_err(DbError::from);
+    let checked = match checked {
+        // Another request wrote this consumer after this one read it (a new consumer both
+        // saw missing): the consumer's row or its allocations already exist.
+        Err(DbError::UniqueViolation { constraint })
+            if constraint.starts_with("consumers") || constraint.starts_with("allocations") =>
+        {
+            return Err(AllocationError::ConsumerCreatedConcurrently(consumer));
+        }
+        other => other?,
+    };
     for row in checked {
         let index = usize::try_from(row.ord - 1).unwrap_or(usize::MAX);
         let (Some(provider), Some(class), Some(amount)) = (

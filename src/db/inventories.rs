@@ -89,32 +89,38 @@ fn class_id(conn: &mut PgConnection, name: &str) -> Result<Option<i32>, DbError>
 }
 
 /// Replaces the whole inventory of provider `provider` (a uuid) at generation `generation`, in
-/// one statement: classes missing from `rows` are removed unless allocations use them. Returns
-/// the new generation, or `None` when there is no such provider. Run it in a transaction: on
-/// a refusal the generation was already bumped and must be rolled back.
+/// one statement that writes only when everything holds: classes missing from `rows` are
+/// removed unless allocations use them. Returns the new generation, or `None` when there is no
+/// such provider.
+///
+/// The checks read the statement's snapshot; the generation bump re-checks the generation on
+/// the locked row, and every allocation against the provider bumps it, so a claim committed in
+/// between turns into a generation conflict rather than a removed class in use.
 pub fn replace_inventories(
     conn: &mut PgConnection,
     provider: uuid::Uuid,
     generation: i64,
     rows: &[InventoryRow],
 ) -> Result<Option<i64>, InventoryError> {
-    use diesel::sql_types::{Array, Nullable};
+    use diesel::sql_types::{Array, Bool, Nullable};
     #[derive(QueryableByName)]
     struct Outcome {
+        #[diesel(sql_type = Nullable<BigInt>)]
+        seen: Option<i64>,
         #[diesel(sql_type = Nullable<BigInt>)]
         generation: Option<i64>,
         #[diesel(sql_type = Nullable<Text>)]
         unknown: Option<String>,
         #[diesel(sql_type = Nullable<Text>)]
         in_use: Option<String>,
+        #[diesel(sql_type = Bool)]
+        found: bool,
     }
     let column = |pick: fn(&InventoryRow) -> i32| rows.iter().map(pick).collect::<Vec<i32>>();
     let names: Vec<&str> = rows.iter().map(|row| row.resource_class.as_str()).collect();
     let ratios: Vec<f64> = rows.iter().map(|row| row.allocation_ratio).collect();
     let outcome: Outcome = super::cached::query(
-        "WITH bumped AS (
-             UPDATE resource_providers SET generation = generation + 1, updated_at = now()
-              WHERE uuid = $1 AND generation = $2 RETURNING id, generation),
+        "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          wanted AS (
              SELECT t.*, rc.id AS class_id
                FROM unnest($3::text[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[],
@@ -123,30 +129,35 @@ pub fn replace_inventories(
          unknown AS (SELECT min(name) AS name FROM wanted WHERE class_id IS NULL),
          in_use AS (
              SELECT string_agg(rc.name, ', ' ORDER BY rc.id) AS names FROM resource_classes rc
-              WHERE rc.id IN (SELECT a.resource_class_id FROM allocations a JOIN bumped b
-                                  ON a.resource_provider_id = b.id
+              WHERE rc.id IN (SELECT a.resource_class_id FROM allocations a JOIN target t
+                                  ON a.resource_provider_id = t.id
                                WHERE a.resource_class_id NOT IN
                                      (SELECT class_id FROM wanted WHERE class_id IS NOT NULL))),
-         allowed AS (
-             SELECT b.id FROM bumped b
-              WHERE (SELECT name FROM unknown) IS NULL AND (SELECT names FROM in_use) IS NULL),
+         bumped AS (
+             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
+               FROM target t
+              WHERE rp.id = t.id AND rp.generation = $2
+                AND (SELECT name FROM unknown) IS NULL AND (SELECT names FROM in_use) IS NULL
+             RETURNING rp.id, rp.generation),
          removed AS (
-             DELETE FROM inventories i USING allowed
-              WHERE i.resource_provider_id = allowed.id
+             DELETE FROM inventories i USING bumped
+              WHERE i.resource_provider_id = bumped.id
                 AND i.resource_class_id NOT IN (SELECT class_id FROM wanted)),
          written AS (
              INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,
                                       min_unit, max_unit, step_size, allocation_ratio)
-             SELECT allowed.id, w.class_id, w.total, w.reserved, w.min_unit, w.max_unit,
+             SELECT bumped.id, w.class_id, w.total, w.reserved, w.min_unit, w.max_unit,
                     w.step_size, w.ratio
-               FROM allowed, wanted w
+               FROM bumped, wanted w
              ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
                 SET total = EXCLUDED.total, reserved = EXCLUDED.reserved,
                     min_unit = EXCLUDED.min_unit, max_unit = EXCLUDED.max_unit,
                     step_size = EXCLUDED.step_size, allocation_ratio = EXCLUDED.allocation_ratio,
                     updated_at = now()
              RETURNING 1)
-         SELECT (SELECT generation FROM bumped) AS generation,
+         SELECT EXISTS (SELECT 1 FROM target) AS found,
+                (SELECT generation FROM target) AS seen,
+                (SELECT generation FROM bumped) AS generation,
                 (SELECT name FROM unknown) AS unknown,
                 (SELECT names FROM in_use) AS in_use,
                 (SELECT count(*) FROM written) AS written",
@@ -161,13 +172,12 @@ pub fn replace_inventories(
     .bind::<Array<Integer>, _>(column(|row| row.step_size))
     .bind::<Array<Double>, _>(&ratios)
     .get_result(conn)?;
-    let Some(new_generation) = outcome.generation else {
-        return if super::providers::get_provider(conn, provider)?.is_some() {
-            Err(InventoryError::GenerationConflict)
-        } else {
-            Ok(None)
-        };
-    };
+    if !outcome.found {
+        return Ok(None);
+    }
+    if outcome.seen != Some(generation) {
+        return Err(InventoryError::GenerationConflict);
+    }
     if let Some(class) = outcome.unknown {
         return Err(InventoryError::UnknownClass(format!(
             "Unknown resource class in inventory for resource provider {provider}: {class}"
@@ -179,7 +189,11 @@ pub fn replace_inventories(
             provider,
         });
     }
-    Ok(Some(new_generation))
+    // Seen at the right generation, but another writer bumped it before the lock.
+    outcome
+        .generation
+        .map(Some)
+        .ok_or(InventoryError::GenerationConflict)
 }
 
 /// Writes one class's inventory (insert or update).

@@ -291,52 +291,54 @@ async fn candidates_see_every_committed_write_at_once() {
     assert!(gpus().await.is_empty(), "the GPU is now reserved");
 }
 
-/// Many clients create the same new consumer at once with `consumer_generation: null`: one
-/// wins, every other gets 409 `placement.concurrent_update`, and one consumer row holds the
-/// allocation.
+/// Many clients create the same new consumer at once with `consumer_generation: null`, for 20
+/// consumers: each time one wins, every other gets 409 `placement.concurrent_update` (never a
+/// constraint's name), and one consumer row holds one allocation.
 #[actix_web::test]
 async fn racing_creators_of_one_consumer_get_one_winner() {
     let app = TestApp::spawn().await;
     provider(&app, BIG, json!({"VCPU": {"total": 64}}), &[]).await;
-    let consumer = "c0000000-0000-4000-8000-00000000c0de";
-    let claims = (0..8).map(|_| {
-        app.client
-            .put(app.url(&format!("/placement/allocations/{consumer}")))
-            .header("x-auth-token", "admin")
-            .header("openstack-api-version", "placement 1.39")
-            .json(&json!({"allocations": {BIG: {"resources": {"VCPU": 1}}},
-                          "project_id": "p", "user_id": "u", "consumer_generation": null,
-                          "consumer_type": "INSTANCE"}))
-            .send()
-    });
-    let mut outcomes = Vec::new();
-    for response in futures_util::future::join_all(claims).await {
-        let response = response.unwrap();
-        let status = response.status().as_u16();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        outcomes.push((status, body["errors"][0]["code"].clone()));
+    for round in 0..20 {
+        let consumer = format!("c0000000-0000-4000-8000-0000000c{round:04}");
+        let claims = (0..8).map(|_| {
+            app.client
+                .put(app.url(&format!("/placement/allocations/{consumer}")))
+                .header("x-auth-token", "admin")
+                .header("openstack-api-version", "placement 1.39")
+                .json(&json!({"allocations": {BIG: {"resources": {"VCPU": 1}}},
+                              "project_id": "p", "user_id": "u", "consumer_generation": null,
+                              "consumer_type": "INSTANCE"}))
+                .send()
+        });
+        let mut outcomes = Vec::new();
+        for response in futures_util::future::join_all(claims).await {
+            let response = response.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap_or(Value::Null);
+            outcomes.push((status, body["errors"][0]["code"].clone()));
+        }
+        let won = outcomes.iter().filter(|(status, _)| *status == 204).count();
+        assert_eq!(won, 1, "round {round}: {outcomes:?}");
+        assert!(
+            outcomes
+                .iter()
+                .filter(|(status, _)| *status != 204)
+                .all(|(status, code)| *status == 409 && code == "placement.concurrent_update"),
+            "round {round}: {outcomes:?}"
+        );
+        let (status, _, body) = call(
+            &app,
+            Method::GET,
+            &format!("/placement/allocations/{consumer}"),
+            Some("1.39"),
+            ADMIN,
+            None,
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(body["allocations"][BIG]["resources"], json!({"VCPU": 1}));
+        assert_eq!(body["consumer_generation"], json!(1));
     }
-    let won = outcomes.iter().filter(|(status, _)| *status == 204).count();
-    assert_eq!(won, 1, "{outcomes:?}");
-    assert!(
-        outcomes
-            .iter()
-            .filter(|(status, _)| *status != 204)
-            .all(|(status, code)| *status == 409 && code == "placement.concurrent_update"),
-        "{outcomes:?}"
-    );
-    let (status, _, body) = call(
-        &app,
-        Method::GET,
-        &format!("/placement/allocations/{consumer}"),
-        Some("1.39"),
-        ADMIN,
-        None,
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(body["allocations"][BIG]["resources"], json!({"VCPU": 1}));
-    assert_eq!(body["consumer_generation"], json!(1));
     let (_, _, usages) = call(
         &app,
         Method::GET,
@@ -348,8 +350,8 @@ async fn racing_creators_of_one_consumer_get_one_winner() {
     .await;
     assert_eq!(
         usages["usages"]["VCPU"],
-        json!(1),
-        "one allocation, not eight"
+        json!(20),
+        "one allocation per consumer"
     );
 }
 

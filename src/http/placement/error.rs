@@ -81,7 +81,16 @@ impl From<DbError> for PlacementError {
                     "The database is unavailable, try again.",
                 )
             }
-            ErrorKind::Conflict => PlacementError::conflict(error.to_string()),
+            // ringmaster's own conflict messages are for users; a constraint's name is not.
+            ErrorKind::Conflict => match error {
+                DbError::Conflict(message) => PlacementError::conflict(message),
+                other => {
+                    log::info!("placement request conflicted: {other}");
+                    PlacementError::conflict(
+                        "The request conflicted with a concurrent change; retry it.",
+                    )
+                }
+            },
             ErrorKind::NotFound => PlacementError::not_found(error.to_string()),
             ErrorKind::Invalid | ErrorKind::Internal => {
                 log::error!("placement request failed: {error}");

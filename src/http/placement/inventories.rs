@@ -242,9 +242,7 @@ pub async fn put_inventories(
         }
     };
     let (written, rows) = db::run(&state.pool, move |conn| {
-        let written = diesel::Connection::transaction(conn, |conn| {
-            db::inventories::replace_inventories(conn, provider, generation, &rows)
-        });
+        let written = db::inventories::replace_inventories(conn, provider, generation, &rows);
         Ok((written, rows))
     })
     .await?;
@@ -434,9 +432,12 @@ pub async fn delete_inventories(
     let provider = path_provider(&state, &path).await?;
     let (uuid, generation) = (provider.uuid, provider.generation);
     db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::inventories::replace_inventories(conn, uuid, generation, &[])
-        }))
+        Ok(db::inventories::replace_inventories(
+            conn,
+            uuid,
+            generation,
+            &[],
+        ))
     })
     .await?
     .map_err(|error| inventory_error(error, provider.uuid, "delete"))?

@@ -23,6 +23,7 @@ pub mod placement_names;
 pub mod provider_links;
 pub mod providers;
 pub mod registry;
+pub mod reshaper;
 pub mod schema;
 pub mod scratch;
 pub mod tracker;

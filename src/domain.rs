@@ -1,6 +1,7 @@
 //! Pure types and rules of ringmaster: no IO, no diesel, no actix, no logging.
 
 pub mod archive;
+pub mod candidates;
 pub mod clock;
 pub mod error;
 pub mod host;

@@ -7,5 +7,6 @@ DROP TRIGGER allocations_changed ON allocations;
 DROP TRIGGER inventories_changed ON inventories;
 DROP TRIGGER resource_providers_changed ON resource_providers;
 DROP TRIGGER resource_providers_moved ON resource_providers;
+DROP TRIGGER resource_providers_child_added ON resource_providers;
 DROP FUNCTION placement_changed();
 DROP TABLE placement_epochs;

@@ -19,9 +19,12 @@ BEGIN
 END
 $$;
 
--- A provider matters to candidates through its inventory (whose triggers fire) and its place
--- in a tree: creating one or bumping its generation changes neither, so only a move or a
--- deletion counts.
+-- A provider matters to candidates through its inventory, traits and aggregates (whose triggers
+-- fire) and its place in a tree: creating a root or bumping a generation changes none of them,
+-- so only a new child, a move or a deletion counts.
+CREATE TRIGGER resource_providers_child_added AFTER INSERT ON resource_providers FOR EACH ROW
+    WHEN (NEW.parent_provider_id IS NOT NULL)
+    EXECUTE FUNCTION placement_changed();
 CREATE TRIGGER resource_providers_moved AFTER UPDATE ON resource_providers FOR EACH ROW
     WHEN (OLD.parent_provider_id IS DISTINCT FROM NEW.parent_provider_id
           OR OLD.root_provider_id IS DISTINCT FROM NEW.root_provider_id

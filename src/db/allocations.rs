@@ -160,7 +160,8 @@ struct ProviderLock {
 
 /// Locks every provider the writes touch (asked for, or holding the consumers' current
 /// allocations) in id order and bumps, as Placement, the generation of those allocated against
-/// (not those only freed). The consumers are read by later statements, whose snapshots are
+/// and of those a consumer written with no allocations at all is freed from (not those other
+/// consumers only move away from). The consumers are read by later statements, whose snapshots are
 /// taken after these locks are held, so they see what a writer that held them committed.
 fn lock_providers(
     conn: &mut PgConnection,
@@ -171,6 +172,11 @@ fn lock_providers(
         .iter()
         .flat_map(|write| write.allocations.keys().copied())
         .collect();
+    let emptied: Vec<Uuid> = writes
+        .iter()
+        .filter(|write| write.allocations.values().all(BTreeMap::is_empty))
+        .map(|write| write.consumer)
+        .collect();
     let locked: Vec<ProviderLock> = super::cached::query(
         "WITH locked AS (
              SELECT id, uuid FROM resource_providers
@@ -179,11 +185,16 @@ fn lock_providers(
               ORDER BY id FOR UPDATE),
          bumped AS (
              UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
-               FROM locked WHERE rp.id = locked.id AND locked.uuid = ANY($1))
+               FROM locked
+              WHERE rp.id = locked.id
+                AND (locked.uuid = ANY($1)
+                     OR locked.id IN (SELECT resource_provider_id FROM allocations
+                                       WHERE consumer_id = ANY($3))))
          SELECT id, uuid FROM locked",
     )
     .bind::<Array<SqlUuid>, _>(&requested)
     .bind::<Array<SqlUuid>, _>(&consumers)
+    .bind::<Array<SqlUuid>, _>(&emptied)
     .load(conn)?;
     let provider_ids: BTreeMap<Uuid, i64> = locked.iter().map(|row| (row.uuid, row.id)).collect();
     if let Some(missing) = requested

@@ -10,28 +10,25 @@ use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text, Uuid as SqlUuid
 use uuid::Uuid;
 
 use super::DbError;
+use crate::domain::candidates::Provider;
 use crate::domain::placement_filter::{ClassFacts, ProviderFacts};
 
-/// One provider that has inventory of every requested class.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CandidateProvider {
-    pub id: i64,
-    pub uuid: Uuid,
-    pub parent: Option<Uuid>,
-    pub root: Uuid,
-    pub facts: ProviderFacts,
+#[derive(QueryableByName)]
+struct ProviderRow {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = SqlUuid)]
+    uuid: Uuid,
+    #[diesel(sql_type = Nullable<BigInt>)]
+    parent: Option<i64>,
+    #[diesel(sql_type = BigInt)]
+    root: i64,
 }
 
 #[derive(QueryableByName)]
 struct InventoryRow {
     #[diesel(sql_type = BigInt)]
     id: i64,
-    #[diesel(sql_type = SqlUuid)]
-    uuid: Uuid,
-    #[diesel(sql_type = Nullable<SqlUuid>)]
-    parent: Option<Uuid>,
-    #[diesel(sql_type = SqlUuid)]
-    root: Uuid,
     #[diesel(sql_type = Text)]
     class: String,
     #[diesel(sql_type = Double)]
@@ -67,12 +64,13 @@ struct MemberRow {
 pub struct PlacementSnapshot {
     /// The sum of the change counters when the snapshot was read.
     pub epoch: i64,
-    /// Every provider with some inventory, in id order.
-    pub providers: Vec<CandidateProvider>,
-    /// The root of every provider.
-    pub roots: HashMap<Uuid, Uuid>,
+    /// Every provider, in id order; parents and roots are indexes into it.
+    pub providers: Vec<Provider>,
+    /// The index of every provider by uuid.
+    pub by_uuid: HashMap<Uuid, usize>,
     pub classes: HashSet<String>,
-    pub traits: HashSet<String>,
+    /// Every trait, with its id (summaries list a provider's traits in id order, as Placement).
+    pub traits: HashMap<String, i64>,
 }
 
 /// The snapshot a process keeps, replaced when the change counter moves.
@@ -133,46 +131,43 @@ struct NameRow {
     name: String,
 }
 
-#[derive(QueryableByName)]
-struct RootRow {
-    #[diesel(sql_type = SqlUuid)]
-    uuid: Uuid,
-    #[diesel(sql_type = SqlUuid)]
-    root: Uuid,
-}
-
 fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> {
     let epoch = epoch(conn)?;
-    let rows: Vec<InventoryRow> = diesel::sql_query(
-        "SELECT rp.id, rp.uuid, parent.uuid AS parent, root.uuid AS root,
-                rc.name::text AS class,
+    let rows: Vec<ProviderRow> = diesel::sql_query(
+        "SELECT id, uuid, parent_provider_id AS parent, COALESCE(root_provider_id, id) AS root
+           FROM resource_providers ORDER BY id",
+    )
+    .load(conn)?;
+    let position: HashMap<i64, usize> = rows
+        .iter()
+        .enumerate()
+        .map(|(index, row)| (row.id, index))
+        .collect();
+    let mut providers: Vec<Provider> = rows
+        .iter()
+        .enumerate()
+        .map(|(index, row)| Provider {
+            uuid: row.uuid,
+            parent: row.parent.and_then(|parent| position.get(&parent).copied()),
+            root: position.get(&row.root).copied().unwrap_or(index),
+            facts: ProviderFacts::default(),
+        })
+        .collect();
+    let inventories: Vec<InventoryRow> = diesel::sql_query(
+        "SELECT i.resource_provider_id AS id, rc.name::text AS class,
                 ((i.total - i.reserved) * i.allocation_ratio)::float8 AS ceiling,
                 COALESCE(u.used, 0)::bigint AS used, i.min_unit, i.max_unit, i.step_size
            FROM inventories i
-           JOIN resource_providers rp ON rp.id = i.resource_provider_id
-           JOIN resource_providers root ON root.id = COALESCE(rp.root_provider_id, rp.id)
-           LEFT JOIN resource_providers parent ON parent.id = rp.parent_provider_id
            JOIN resource_classes rc ON rc.id = i.resource_class_id
            LEFT JOIN (SELECT resource_provider_id, resource_class_id, sum(used) AS used
                         FROM allocations GROUP BY resource_provider_id, resource_class_id) u
                   ON u.resource_provider_id = i.resource_provider_id
-                 AND u.resource_class_id = i.resource_class_id
-          ORDER BY rp.id",
+                 AND u.resource_class_id = i.resource_class_id",
     )
     .load(conn)?;
-    let mut providers: Vec<CandidateProvider> = Vec::new();
-    for row in rows {
-        if providers.last().is_none_or(|last| last.id != row.id) {
-            providers.push(CandidateProvider {
-                id: row.id,
-                uuid: row.uuid,
-                parent: row.parent,
-                root: row.root,
-                facts: ProviderFacts::default(),
-            });
-        }
-        if let Some(provider) = providers.last_mut() {
-            provider.facts.classes.insert(
+    for row in inventories {
+        if let Some(index) = position.get(&row.id) {
+            providers[*index].facts.classes.insert(
                 row.class,
                 ClassFacts {
                     limit: row.ceiling,
@@ -184,11 +179,6 @@ fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> 
             );
         }
     }
-    let position: HashMap<i64, usize> = providers
-        .iter()
-        .enumerate()
-        .map(|(index, provider)| (provider.id, index))
-        .collect();
     let traits: Vec<TraitRow> = diesel::sql_query(
         "SELECT rpt.resource_provider_id AS id, t.name::text AS name
            FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id",
@@ -210,20 +200,22 @@ fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> 
             providers[*index].facts.aggregates.insert(row.aggregate);
         }
     }
-    let roots: Vec<RootRow> = diesel::sql_query(
-        "SELECT rp.uuid, root.uuid AS root FROM resource_providers rp
-           JOIN resource_providers root ON root.id = COALESCE(rp.root_provider_id, rp.id)",
-    )
-    .load(conn)?;
     let classes: Vec<NameRow> =
         diesel::sql_query("SELECT name::text AS name FROM resource_classes").load(conn)?;
-    let trait_names: Vec<NameRow> =
-        diesel::sql_query("SELECT name::text AS name FROM traits").load(conn)?;
+    let trait_names: Vec<TraitRow> =
+        diesel::sql_query("SELECT id::bigint AS id, name::text AS name FROM traits").load(conn)?;
     Ok(PlacementSnapshot {
         epoch,
+        by_uuid: providers
+            .iter()
+            .enumerate()
+            .map(|(index, provider)| (provider.uuid, index))
+            .collect(),
         providers,
-        roots: roots.into_iter().map(|row| (row.uuid, row.root)).collect(),
         classes: classes.into_iter().map(|row| row.name).collect(),
-        traits: trait_names.into_iter().map(|row| row.name).collect(),
+        traits: trait_names
+            .into_iter()
+            .map(|row| (row.name, row.id))
+            .collect(),
     })
 }

@@ -13,6 +13,7 @@ pub mod middleware;
 pub mod names;
 pub mod provider_links;
 pub mod providers;
+pub mod reshaper;
 pub mod versions;
 
 use actix_web::middleware::from_fn;
@@ -66,6 +67,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .route("/allocations/{consumer}", web::delete().to(allocations::delete_allocations))
             .route("/usages", web::get().to(allocations::usages))
             .route("/allocation_candidates", web::get().to(candidates::list_candidates))
+            .route("/reshaper", web::post().to(reshaper::reshape))
             .route("/traits", web::get().to(names::list_traits))
             .route("/traits/{name}", web::get().to(names::show_trait))
             .route("/traits/{name}", web::put().to(names::put_trait))

@@ -206,7 +206,16 @@ async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
             "1.39",
             "Failed validating 'pattern'",
         ),
-        ("resources1=VCPU:1", "1.39", "not supported yet"),
+        (
+            "resources1=VCPU:1&resources2=VCPU:1",
+            "1.39",
+            "\"group_policy\" parameter is required",
+        ),
+        (
+            "resources01=VCPU:1",
+            "1.32",
+            "'resources01' does not match any of the regexes",
+        ),
     ] {
         let (status, _, body) = get(query, version).await;
         assert_eq!(status, 400, "{query}: {body}");

@@ -62,11 +62,45 @@ fn resources(value: &Value) -> Result<BTreeMap<String, i64>, PlacementError> {
     Ok(out)
 }
 
+/// Validates 1.34's `mappings` (request group suffix → provider uuids), which Placement accepts
+/// and does not keep.
+fn check_mappings(mappings: &Value) -> Result<(), PlacementError> {
+    let object = mappings
+        .as_object()
+        .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(mappings))))?;
+    if object.is_empty() {
+        return Err(failed(
+            "{} does not have enough properties",
+            "minProperties",
+        ));
+    }
+    for providers in object.values() {
+        let list = providers
+            .as_array()
+            .ok_or_else(|| invalid(format!("{} is not of type 'array'", python_repr(providers))))?;
+        if list.is_empty() {
+            return Err(failed("[] is too short", "minItems"));
+        }
+        for provider in list {
+            let valid = provider
+                .as_str()
+                .is_some_and(|text| Uuid::parse_str(text).is_ok());
+            if !valid {
+                return Err(invalid(format!(
+                    "{} is not a 'uuid'",
+                    python_repr(provider)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Parses one consumer's allocation body as Placement's schema for `version` does.
 ///
 /// From 1.12 to 1.27 `PUT` needs at least one provider; `POST` (1.13+) and `PUT` from 1.28
 /// may send none, which deletes the consumer's allocations.
-fn parse_consumer(
+pub(super) fn parse_consumer(
     consumer: Uuid,
     object: &Map<String, Value>,
     version: Microversion,
@@ -79,6 +113,9 @@ fn parse_consumer(
     if version.at_least(1, 28) {
         known.push("consumer_generation");
     }
+    if version.at_least(1, 34) {
+        known.push("mappings");
+    }
     if version.at_least(1, 38) {
         known.push("consumer_type");
     }
@@ -87,6 +124,9 @@ fn parse_consumer(
             format!("Additional properties are not allowed ('{key}' was unexpected)"),
             "additionalProperties",
         ));
+    }
+    if let Some(mappings) = object.get("mappings") {
+        check_mappings(mappings)?;
     }
     let allocations = object
         .get("allocations")
@@ -201,7 +241,7 @@ fn parse_consumer(
     })
 }
 
-fn allocation_error(error: AllocationError, consumer: Option<Uuid>) -> PlacementError {
+pub(super) fn allocation_error(error: AllocationError, consumer: Option<Uuid>) -> PlacementError {
     let consumer = consumer.map(|uuid| uuid.to_string()).unwrap_or_default();
     match error {
         AllocationError::ProviderMissing(provider) => PlacementError::bad_request(format!(

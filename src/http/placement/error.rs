@@ -122,7 +122,7 @@ pub(crate) fn allowed_methods(path: &str) -> Option<&'static str> {
         ["resource_providers", _, "allocations" | "usages"]
         | ["usages"]
         | ["allocation_candidates"] => Some("GET"),
-        ["allocations"] => Some("POST"),
+        ["allocations"] | ["reshaper"] => Some("POST"),
         ["allocations", _] => Some("GET, PUT, DELETE"),
         ["resource_classes", _] | ["traits", _] => Some("GET, PUT, DELETE"),
         ["traits"] => Some("GET"),

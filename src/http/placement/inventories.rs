@@ -196,7 +196,16 @@ fn parse_inventories(
     provider: Uuid,
     may_equal: bool,
 ) -> Result<(i64, Vec<InventoryRow>), PlacementError> {
-    let object = parse_object(body)?;
+    inventories_of(&parse_object(body)?, provider, may_equal)
+}
+
+/// Reads one provider's `{"resource_provider_generation", "inventories"}` object (the body of
+/// `PUT …/inventories`, and each provider's entry of a reshape).
+pub fn inventories_of(
+    object: &Map<String, Value>,
+    provider: Uuid,
+    may_equal: bool,
+) -> Result<(i64, Vec<InventoryRow>), PlacementError> {
     if let Some(key) = object
         .keys()
         .find(|key| !matches!(key.as_str(), "resource_provider_generation" | "inventories"))
@@ -205,7 +214,7 @@ fn parse_inventories(
             "Additional properties are not allowed ('{key}' was unexpected)"
         )));
     }
-    let generation = generation_of(&object)?;
+    let generation = generation_of(object)?;
     let records = object
         .get("inventories")
         .and_then(Value::as_object)

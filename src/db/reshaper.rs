@@ -1,0 +1,114 @@
+//! `POST /reshaper`: inventories and allocations moved between providers in one transaction,
+//! as Placement's "replace the world" reshape: an interim inventory (the current one plus the
+//! new one), then the consumers' allocations, then the final inventory.
+
+use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Uuid as SqlUuid};
+use uuid::Uuid;
+
+use super::DbError;
+use super::allocations::{AllocationError, ConsumerAllocations, replace_allocations};
+use super::inventories::{InventoryError, InventoryRow, bump_generation, replace_inventories};
+
+/// One provider's inventory as the reshape wants it in the end.
+#[derive(Debug, Clone)]
+pub struct ProviderInventory {
+    pub provider: Uuid,
+    pub generation: i64,
+    pub rows: Vec<InventoryRow>,
+}
+
+/// Why a reshape was refused; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReshapeError {
+    #[error(
+        "Resource provider {0} in inventories not found: No resource provider with uuid {0} found"
+    )]
+    ProviderMissing(Uuid),
+    #[error(
+        "resource provider generation conflict for provider {provider}: actual: {actual}, given: {given}"
+    )]
+    Generation {
+        provider: Uuid,
+        actual: i64,
+        given: i64,
+    },
+    #[error(transparent)]
+    Inventory(#[from] InventoryError),
+    #[error(transparent)]
+    Allocation(#[from] AllocationError),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<diesel::result::Error> for ReshapeError {
+    fn from(error: diesel::result::Error) -> Self {
+        ReshapeError::Db(DbError::from(error))
+    }
+}
+
+#[derive(QueryableByName)]
+struct Locked {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = SqlUuid)]
+    uuid: Uuid,
+    #[diesel(sql_type = BigInt)]
+    generation: i64,
+}
+
+fn generation(conn: &mut PgConnection, provider: Uuid) -> Result<i64, ReshapeError> {
+    let rows: Vec<Locked> =
+        diesel::sql_query("SELECT id, uuid, generation FROM resource_providers WHERE uuid = $1")
+            .bind::<SqlUuid, _>(provider)
+            .load(conn)?;
+    rows.first()
+        .map(|row| row.generation)
+        .ok_or(ReshapeError::ProviderMissing(provider))
+}
+
+/// Runs a reshape; call it inside a transaction, which a refusal must roll back.
+pub fn reshape(
+    conn: &mut PgConnection,
+    inventories: &[ProviderInventory],
+    writes: &[ConsumerAllocations],
+) -> Result<(), ReshapeError> {
+    let uuids: Vec<Uuid> = inventories.iter().map(|entry| entry.provider).collect();
+    let locked: Vec<Locked> = diesel::sql_query(
+        "SELECT id, uuid, generation FROM resource_providers WHERE uuid = ANY($1)
+          ORDER BY id FOR UPDATE",
+    )
+    .bind::<Array<SqlUuid>, _>(&uuids)
+    .load(conn)?;
+    for entry in inventories {
+        let Some(row) = locked.iter().find(|row| row.uuid == entry.provider) else {
+            return Err(ReshapeError::ProviderMissing(entry.provider));
+        };
+        if row.generation != entry.generation {
+            return Err(ReshapeError::Generation {
+                provider: entry.provider,
+                actual: row.generation,
+                given: entry.generation,
+            });
+        }
+    }
+    // Interim inventory: the new records over the current ones, so that allocations can move
+    // onto new classes before the old ones go.
+    for entry in inventories.iter().filter(|entry| !entry.rows.is_empty()) {
+        let Some(row) = locked.iter().find(|row| row.uuid == entry.provider) else {
+            return Err(ReshapeError::ProviderMissing(entry.provider));
+        };
+        for record in &entry.rows {
+            let class = super::inventories::require_class(conn, &record.resource_class)?;
+            super::inventories::upsert(conn, row.id, class, record)?;
+        }
+        bump_generation(conn, row.id, None)?;
+    }
+    replace_allocations(conn, writes)?;
+    for entry in inventories {
+        let current = generation(conn, entry.provider)?;
+        replace_inventories(conn, entry.provider, current, &entry.rows)?
+            .ok_or(ReshapeError::ProviderMissing(entry.provider))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,139 @@
+//! `POST /placement/reshaper` (1.30): move inventory and allocations between providers (a
+//! parent's VCPU to a new NUMA child, say) atomically. Mappings are accepted from 1.34 and
+//! consumer types required from 1.38, as in allocation writes.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::allocations::{allocation_error, parse_consumer};
+use super::common::{invalid, parse_object};
+use super::error::PlacementError;
+use super::inventories::inventories_of;
+use super::middleware::{python_repr, require_json, version_of};
+use crate::db;
+use crate::db::allocations::AllocationError;
+use crate::db::inventories::InventoryError;
+use crate::db::reshaper::{ProviderInventory, ReshapeError};
+use crate::http::AppState;
+
+const NOT_FOUND_CODE: &str = "placement.resource_provider.not_found";
+
+fn parse(
+    body: &[u8],
+    version: crate::domain::placement::Microversion,
+) -> Result<
+    (
+        Vec<ProviderInventory>,
+        Vec<db::allocations::ConsumerAllocations>,
+    ),
+    PlacementError,
+> {
+    let object = parse_object(body)?;
+    if let Some(key) = object
+        .keys()
+        .find(|key| !matches!(key.as_str(), "inventories" | "allocations"))
+    {
+        return Err(invalid(format!(
+            "Additional properties are not allowed ('{key}' was unexpected)"
+        )));
+    }
+    let section = |name: &str| -> Result<&serde_json::Map<String, Value>, PlacementError> {
+        let value = object
+            .get(name)
+            .ok_or_else(|| invalid(format!("'{name}' is a required property")))?;
+        value
+            .as_object()
+            .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(value))))
+    };
+    let inventories = section("inventories")?;
+    let allocations = section("allocations")?;
+    if inventories.is_empty() {
+        return Err(invalid("{} does not have enough properties"));
+    }
+    let may_equal = version.at_least(1, 26);
+    let mut wanted = Vec::with_capacity(inventories.len());
+    for (key, entry) in inventories {
+        let provider = Uuid::parse_str(key)
+            .map_err(|_| invalid(format!("'{key}' does not match any of the regexes")))?;
+        let entry = entry
+            .as_object()
+            .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(entry))))?;
+        let (generation, rows) = inventories_of(entry, provider, may_equal)?;
+        wanted.push(ProviderInventory {
+            provider,
+            generation,
+            rows,
+        });
+    }
+    let mut writes = Vec::with_capacity(allocations.len());
+    for (key, entry) in allocations {
+        let consumer = Uuid::parse_str(key)
+            .map_err(|_| invalid(format!("'{key}' does not match any of the regexes")))?;
+        let entry = entry
+            .as_object()
+            .ok_or_else(|| invalid(format!("{} is not of type 'object'", python_repr(entry))))?;
+        writes.push(parse_consumer(consumer, entry, version, true)?);
+    }
+    Ok((wanted, writes))
+}
+
+fn reshape_error(error: ReshapeError) -> PlacementError {
+    match error {
+        ReshapeError::ProviderMissing(_) => {
+            PlacementError::bad_request(error.to_string()).with_code(NOT_FOUND_CODE)
+        }
+        ReshapeError::Generation { .. } => {
+            PlacementError::conflict(error.to_string()).with_code("placement.concurrent_update")
+        }
+        ReshapeError::Inventory(InventoryError::UnknownClass(message))
+        | ReshapeError::Allocation(AllocationError::UnknownClass(message)) => {
+            let message = if message.starts_with("No such") {
+                message
+            } else {
+                format!("No such resource class {message}.")
+            };
+            PlacementError::bad_request(format!("malformed reshaper data: {message}"))
+        }
+        ReshapeError::Inventory(InventoryError::InUse { .. }) => {
+            PlacementError::conflict(format!("update conflict: {error}"))
+                .with_code("placement.inventory.inuse")
+        }
+        ReshapeError::Inventory(InventoryError::GenerationConflict) => {
+            PlacementError::conflict(format!("update conflict: {error}"))
+                .with_code("placement.concurrent_update")
+        }
+        ReshapeError::Allocation(AllocationError::ProviderMissing(provider)) => {
+            PlacementError::bad_request(format!(
+                "malformed reshaper data: No resource provider with uuid {provider} found"
+            ))
+            .with_code(NOT_FOUND_CODE)
+        }
+        ReshapeError::Allocation(other) => allocation_error(other, None),
+        ReshapeError::Inventory(InventoryError::Db(db)) | ReshapeError::Db(db) => db.into(),
+    }
+}
+
+/// Reshapes: 204, or nothing written.
+pub async fn reshape(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, PlacementError> {
+    let version = version_of(&request);
+    if !version.at_least(1, 30) {
+        return Err(PlacementError::not_found(
+            "The resource could not be found.",
+        ));
+    }
+    require_json(&request)?;
+    let (inventories, writes) = parse(&body, version)?;
+    db::run(&state.pool, move |conn| {
+        Ok(diesel::Connection::transaction(conn, |conn| {
+            db::reshaper::reshape(conn, &inventories, &writes)
+        }))
+    })
+    .await?
+    .map_err(reshape_error)?;
+    Ok(HttpResponse::NoContent().finish())
+}

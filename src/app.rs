@@ -51,7 +51,7 @@ impl Application {
         };
         let listener = TcpListener::bind(&config.bind).map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
-        let state = AppState::new(pool, actors);
+        let state = AppState::new(pool, actors).with_placement(config.placement.clone());
         let admin_token = config.admin_token.clone();
         let mut server = HttpServer::new(move || {
             App::new()

@@ -20,7 +20,8 @@ use crate::actors::rebalancer::{RebalancerSettings, Resign};
 use crate::actors::{self, ActorSettings, Actors};
 use crate::app::{AppError, Application};
 use crate::config::{
-    AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig, ServerConfig,
+    AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig,
+    PlacementSettings, ServerConfig,
 };
 use crate::db::archive::ArchiveOptions;
 use crate::db::cluster::{self, ClusterOptions};
@@ -90,6 +91,16 @@ pub struct ServeArgs {
     /// Token every mutating request must carry; required to bind a non-loopback address.
     #[arg(long, env = "RINGMASTER_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// Placement policy: legacy (Placement's default), secure-rbac (new defaults only) or
+    /// open (any authenticated caller).
+    #[arg(long, env = "RINGMASTER_PLACEMENT_POLICY", default_value = "legacy")]
+    pub placement_policy: crate::domain::placement::PolicyProfile,
+    /// Origins allowed cross-origin requests to Placement (CORS), comma-separated.
+    #[arg(long, env = "RINGMASTER_PLACEMENT_CORS_ORIGINS", value_delimiter = ',')]
+    pub placement_cors_origins: Vec<String>,
+    /// Request headers cross-origin Placement requests may send, comma-separated.
+    #[arg(long, env = "RINGMASTER_PLACEMENT_CORS_HEADERS", value_delimiter = ',')]
+    pub placement_cors_headers: Vec<String>,
     /// Compute services this process runs, comma-separated [demo default: cmp-1,cmp-2,cmp-3].
     #[arg(long, env = "RINGMASTER_HOSTS", value_delimiter = ',')]
     pub hosts: Option<Vec<String>>,
@@ -269,6 +280,11 @@ fn config(
         server: ServerConfig {
             bind: args.bind,
             admin_token: args.admin_token.as_deref().and_then(AdminToken::new),
+            placement: PlacementSettings {
+                policy: args.placement_policy,
+                cors_origins: args.placement_cors_origins,
+                cors_headers: args.placement_cors_headers,
+            },
             handle_signals: true,
         },
         deployment: DeploymentConfig {

@@ -56,12 +56,23 @@ impl fmt::Debug for AdminToken {
     }
 }
 
+/// How the Placement API authorizes callers and answers browsers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PlacementSettings {
+    pub policy: crate::domain::placement::PolicyProfile,
+    /// Origins allowed cross-origin requests (CORS); none: no CORS headers at all.
+    pub cors_origins: Vec<String>,
+    /// Request headers a cross-origin request may send.
+    pub cors_headers: Vec<String>,
+}
+
 /// The HTTP server's settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// `host:port` to listen on; port 0 picks a free port.
     pub bind: String,
     pub admin_token: Option<AdminToken>,
+    pub placement: PlacementSettings,
     /// Whether the server stops on SIGINT/SIGTERM (off for servers inside tests).
     pub handle_signals: bool,
 }
@@ -138,6 +149,7 @@ mod tests {
         ServerConfig {
             bind: bind.to_owned(),
             admin_token: token.and_then(AdminToken::new),
+            placement: PlacementSettings::default(),
             handle_signals: false,
         }
     }

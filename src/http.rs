@@ -28,6 +28,8 @@ pub struct AppState {
     pub actors: Actors,
     /// The snapshot allocation candidates are chosen from, shared by every worker.
     pub candidates: std::sync::Arc<crate::db::candidates::SnapshotCache>,
+    /// Placement's policy profile and CORS settings.
+    pub placement: std::sync::Arc<crate::config::PlacementSettings>,
 }
 
 impl AppState {
@@ -36,7 +38,14 @@ impl AppState {
             pool,
             actors,
             candidates: std::sync::Arc::default(),
+            placement: std::sync::Arc::default(),
         }
+    }
+
+    /// The same state with these Placement settings.
+    pub fn with_placement(mut self, settings: crate::config::PlacementSettings) -> AppState {
+        self.placement = std::sync::Arc::new(settings);
+        self
     }
 }
 

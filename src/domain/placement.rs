@@ -37,6 +37,35 @@ pub fn is_custom_name(name: &str) -> bool {
         .is_some_and(is_class_or_trait_name)
 }
 
+/// Which of Placement's policy configurations ringmaster follows (the profiles of Placement's
+/// gabbi fixtures).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PolicyProfile {
+    /// `enforce_new_defaults=false`: the deprecated rules are honoured too (admin may do what
+    /// a service may).
+    #[default]
+    Legacy,
+    /// `enforce_new_defaults=true`: the new rules only (the reshaper is for services).
+    SecureRbac,
+    /// Every rule but the base admin rule is `@`: any authenticated caller may do anything.
+    Open,
+}
+
+impl std::str::FromStr for PolicyProfile {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "legacy" => Ok(PolicyProfile::Legacy),
+            "secure-rbac" => Ok(PolicyProfile::SecureRbac),
+            "open" => Ok(PolicyProfile::Open),
+            other => Err(format!(
+                "unknown Placement policy {other:?}: use legacy, secure-rbac or open"
+            )),
+        }
+    }
+}
+
 /// A Placement API microversion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Microversion {

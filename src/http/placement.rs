@@ -7,6 +7,7 @@ pub mod allocations;
 pub mod auth;
 pub mod candidates;
 pub mod common;
+pub mod cors;
 pub mod error;
 pub mod inventories;
 pub mod middleware;

@@ -94,10 +94,19 @@ impl TestApp {
     }
 
     pub async fn spawn_with_token(token: Option<&str>) -> TestApp {
+        Self::spawn_with(token, Default::default()).await
+    }
+
+    /// A server with this admin token and these Placement settings.
+    pub async fn spawn_with(
+        token: Option<&str>,
+        placement: ringmaster::config::PlacementSettings,
+    ) -> TestApp {
         let db = TestDb::new();
         let config = ServerConfig {
             bind: "127.0.0.1:0".to_owned(),
             admin_token: token.and_then(AdminToken::new),
+            placement,
             handle_signals: false,
         };
         let pool = db.pool();

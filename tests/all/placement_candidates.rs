@@ -427,3 +427,107 @@ async fn readers_see_their_project_usages_and_nothing_else() {
     .await;
     assert_eq!(status, 200, "user admin of project admin is an admin");
 }
+
+/// The secure-RBAC profile keeps the reshaper for services; the open profile lets any caller
+/// in; CORS answers preflights only for the allowed origin and headers.
+#[actix_web::test]
+async fn policy_profiles_and_cors_follow_the_settings() {
+    use ringmaster::config::PlacementSettings;
+    use ringmaster::domain::placement::PolicyProfile;
+    let reshape = |app: &TestApp, roles: &'static str| {
+        app.client
+            .post(app.url("/placement/reshaper"))
+            .header("x-auth-token", "someone")
+            .header("x-roles", roles)
+            .header("openstack-api-version", "placement 1.30")
+            .json(&json!({"inventories": {}, "allocations": {}}))
+            .send()
+    };
+    let secure = TestApp::spawn_with(
+        None,
+        PlacementSettings {
+            policy: PolicyProfile::SecureRbac,
+            ..PlacementSettings::default()
+        },
+    )
+    .await;
+    assert_eq!(reshape(&secure, "admin").await.unwrap().status(), 403);
+    assert_eq!(
+        reshape(&secure, "service").await.unwrap().status(),
+        400,
+        "allowed, then refused for its empty inventories"
+    );
+    let legacy = TestApp::spawn().await;
+    assert_eq!(reshape(&legacy, "admin").await.unwrap().status(), 400);
+
+    let open = TestApp::spawn_with(
+        None,
+        PlacementSettings {
+            policy: PolicyProfile::Open,
+            ..PlacementSettings::default()
+        },
+    )
+    .await;
+    let (status, _, _) = call(
+        &open,
+        Method::GET,
+        "/placement/resource_providers",
+        None,
+        Some("anyone"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _, _) = call(
+        &open,
+        Method::GET,
+        "/placement/resource_providers",
+        None,
+        None,
+        None,
+    )
+    .await;
+    assert_eq!(status, 401, "a token is still required");
+
+    let cors = TestApp::spawn_with(
+        None,
+        PlacementSettings {
+            cors_origins: vec!["http://valid.example.com".to_owned()],
+            cors_headers: vec!["openstack-api-version".to_owned()],
+            ..PlacementSettings::default()
+        },
+    )
+    .await;
+    let preflight = |origin: &'static str| {
+        cors.client
+            .request(Method::OPTIONS, cors.url("/placement/"))
+            .header("origin", origin)
+            .header("access-control-request-method", "GET")
+            .header("access-control-request-headers", "openstack-api-version")
+            .send()
+    };
+    let good = preflight("http://valid.example.com").await.unwrap();
+    assert_eq!(good.status(), 200);
+    assert_eq!(
+        good.headers()["access-control-allow-origin"],
+        "http://valid.example.com"
+    );
+    assert_eq!(
+        good.headers()["access-control-allow-headers"],
+        "openstack-api-version"
+    );
+    let bad = preflight("http://invalid.example.com").await.unwrap();
+    assert_eq!(bad.status(), 200);
+    assert!(!bad.headers().contains_key("access-control-allow-origin"));
+    let plain = legacy
+        .client
+        .get(legacy.url("/placement/"))
+        .header("origin", "http://valid.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        !plain.headers().contains_key("access-control-allow-origin"),
+        "no CORS unless configured"
+    );
+}

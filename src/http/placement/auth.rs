@@ -1,17 +1,20 @@
-//! Who is calling and what they may do, as Placement's `noauth2` middleware and its default
-//! policy (`enforce_new_defaults=false`, `enforce_scope=true`) decide it.
+//! Who is calling and what they may do, as Placement's `noauth2` middleware and its policy
+//! (`enforce_scope=true`) decide it under the configured profile.
 //!
 //! The token is `user[:project]`; user `admin` has the role `admin`; `X-Roles` replaces the
 //! roles and `X-Project-Id` the project. Every rule is scoped to projects, so a system-scoped
-//! request (`OpenStack-System-Scope`) is refused. Everything needs `admin` or `service`, except
-//! `GET /usages`, which a `reader` of the project asked about may also see. With an admin token
-//! configured, only that token is accepted, and it is an admin.
+//! request (`OpenStack-System-Scope`) is refused. Legacy (Placement's default): everything
+//! needs `admin` or `service`, except `GET /usages`, which a `reader` of the project asked about
+//! may also see. Secure RBAC: the same, but the reshaper is for `service` alone. Open: any
+//! caller with a token. With an admin token configured, only that token is accepted, and it is
+//! an admin.
 
 use actix_web::dev::ServiceRequest;
 use actix_web::http::StatusCode;
 use actix_web::web;
 
 use super::error::PlacementError;
+use crate::domain::placement::PolicyProfile;
 use crate::http::admin_token::AdminTokenConfig;
 
 /// The caller of one request, from its headers.
@@ -109,7 +112,17 @@ pub fn authorize(request: &ServiceRequest) -> Result<(), PlacementError> {
         header(request, "x-project-id"),
         header(request, "openstack-system-scope"),
     );
-    let allowed = if request.path() == "/placement/usages" {
+    let profile = request
+        .app_data::<web::Data<crate::http::AppState>>()
+        .map(|state| state.placement.policy)
+        .unwrap_or_default();
+    let allowed = if caller.system_scope {
+        false
+    } else if profile == PolicyProfile::Open {
+        true
+    } else if request.path() == "/placement/reshaper" && profile == PolicyProfile::SecureRbac {
+        caller.has_role("service")
+    } else if request.path() == "/placement/usages" {
         let project = web::Query::<Vec<(String, String)>>::from_query(request.query_string())
             .ok()
             .and_then(|pairs| {

@@ -19,6 +19,14 @@ pub async fn placement_request(
     request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
+    let settings = request
+        .app_data::<actix_web::web::Data<crate::http::AppState>>()
+        .map(|state| state.placement.clone())
+        .unwrap_or_default();
+    if let Some(answer) = super::cors::preflight(&settings, &request) {
+        return Ok(request.into_response(answer));
+    }
+    let cors_origin = super::cors::allowed_origin(&settings, request.headers());
     let values: Vec<&str> = request
         .headers()
         .get_all(VERSION_HEADER)
@@ -113,6 +121,9 @@ pub async fn placement_request(
         actix_web::http::header::VARY,
         HeaderValue::from_static(VERSION_HEADER),
     );
+    if let Some(origin) = &cors_origin {
+        super::cors::mark(origin, headers);
+    }
     Ok(response)
 }
 

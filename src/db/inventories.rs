@@ -71,7 +71,7 @@ pub fn bump_generation(
         #[diesel(sql_type = BigInt)]
         generation: i64,
     }
-    let bumped: Vec<Generation> = diesel::sql_query(
+    let bumped: Vec<Generation> = super::cached::query(
         "UPDATE resource_providers SET generation = generation + 1, updated_at = now()
           WHERE id = $1 AND ($2::bigint IS NULL OR generation = $2) RETURNING generation",
     )

@@ -31,7 +31,7 @@ pub fn missing_traits(conn: &mut PgConnection, names: &[String]) -> Result<Vec<S
         #[diesel(sql_type = Text)]
         name: String,
     }
-    let rows: Vec<Name> = diesel::sql_query(
+    let rows: Vec<Name> = super::cached::query(
         "SELECT n AS name FROM unnest($1::text[]) AS n WHERE NOT EXISTS (SELECT 1 FROM traits t WHERE t.name = n) ORDER BY n",
     )
     .bind::<Array<Text>, _>(names)
@@ -48,10 +48,10 @@ pub fn set_provider_traits(
     names: &[String],
 ) -> Result<i64, InventoryError> {
     let new_generation = bump_generation(conn, provider_id, generation)?;
-    diesel::sql_query("DELETE FROM resource_provider_traits WHERE resource_provider_id = $1")
+    super::cached::query("DELETE FROM resource_provider_traits WHERE resource_provider_id = $1")
         .bind::<BigInt, _>(provider_id)
         .execute(conn)?;
-    diesel::sql_query(
+    super::cached::query(
         "INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
          SELECT $1, t.id FROM traits t WHERE t.name = ANY($2)",
     )
@@ -93,13 +93,15 @@ pub fn set_provider_aggregates(
         Some(expected) => bump_generation(conn, provider_id, Some(expected))?,
         None => super::providers::generation_of(conn, provider_id)?,
     };
-    diesel::sql_query("INSERT INTO placement_aggregates (uuid) SELECT unnest($1::uuid[]) ON CONFLICT (uuid) DO NOTHING")
+    super::cached::query("INSERT INTO placement_aggregates (uuid) SELECT unnest($1::uuid[]) ON CONFLICT (uuid) DO NOTHING")
         .bind::<Array<SqlUuid>, _>(aggregates)
         .execute(conn)?;
-    diesel::sql_query("DELETE FROM resource_provider_aggregates WHERE resource_provider_id = $1")
-        .bind::<BigInt, _>(provider_id)
-        .execute(conn)?;
-    diesel::sql_query(
+    super::cached::query(
+        "DELETE FROM resource_provider_aggregates WHERE resource_provider_id = $1",
+    )
+    .bind::<BigInt, _>(provider_id)
+    .execute(conn)?;
+    super::cached::query(
         "INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
          SELECT $1, a.id FROM placement_aggregates a WHERE a.uuid = ANY($2)",
     )

@@ -101,25 +101,22 @@ pub async fn put_traits(
     )?;
     let generation = generation_field(&object)?;
     let id = provider.id;
-    let lookup = names.clone();
-    let missing = db::run(&state.pool, move |conn| {
-        db::provider_links::missing_traits(conn, &lookup)
-    })
-    .await?;
-    if !missing.is_empty() {
-        return Err(PlacementError::bad_request(format!(
-            "No such trait(s): {}",
-            missing.join(", ")
-        )));
-    }
     let written = names.clone();
+    // One trip to the database: the names are checked inside the writing transaction.
     let new_generation = db::run(&state.pool, move |conn| {
+        let missing = db::provider_links::missing_traits(conn, &written)?;
+        if !missing.is_empty() {
+            return Ok(Err(PlacementError::bad_request(format!(
+                "No such trait(s): {}",
+                missing.join(", ")
+            ))));
+        }
         Ok(diesel::Connection::transaction(conn, |conn| {
             db::provider_links::set_provider_traits(conn, id, Some(generation), &written)
-        }))
+        })
+        .map_err(conflict_or))
     })
-    .await?
-    .map_err(conflict_or)?;
+    .await??;
     let mut sorted = names;
     sorted.sort();
     sorted.dedup();

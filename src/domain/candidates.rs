@@ -544,21 +544,42 @@ fn multiple_providers(context: &Context, group: &Group, nominees: &Nominees) -> 
     partials
 }
 
-/// Every index combination of lists of the given lengths, the last index varying fastest.
-fn product(lengths: &[usize]) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = vec![Vec::new()];
-    for &length in lengths {
-        let mut next = Vec::with_capacity(out.len() * length);
-        for prefix in &out {
-            for index in 0..length {
-                let mut combination = prefix.clone();
-                combination.push(index);
-                next.push(combination);
-            }
-        }
-        out = next;
+/// Every index combination of lists of the given lengths, the last index varying fastest,
+/// lazily.
+fn product(lengths: &[usize]) -> Product {
+    Product {
+        lengths: lengths.to_vec(),
+        next: (!lengths.contains(&0)).then(|| vec![0; lengths.len()]),
     }
-    out
+}
+
+/// The combinations of `product`, made one at a time (a wide tree can have millions).
+struct Product {
+    lengths: Vec<usize>,
+    next: Option<Vec<usize>>,
+}
+
+impl Iterator for Product {
+    type Item = Vec<usize>;
+
+    fn next(&mut self) -> Option<Vec<usize>> {
+        let current = self.next.take()?;
+        let mut following = current.clone();
+        let mut position = following.len();
+        loop {
+            if position == 0 {
+                break;
+            }
+            position -= 1;
+            following[position] += 1;
+            if following[position] < self.lengths[position] {
+                self.next = Some(following);
+                break;
+            }
+            following[position] = 0;
+        }
+        Some(current)
+    }
 }
 
 /// What makes two candidates the same, as Placement's AllocationRequest equality: the anchor

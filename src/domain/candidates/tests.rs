@@ -269,3 +269,22 @@ fn same_subtree_and_root_required_narrow_the_trees() {
         "the NUMA nodes are under the compute node, which has the VCPU"
     );
 }
+
+#[test]
+fn combinations_come_one_at_a_time_in_order() {
+    let all: Vec<Vec<usize>> = product(&[2, 3]).collect();
+    assert_eq!(
+        all,
+        vec![
+            vec![0, 0],
+            vec![0, 1],
+            vec![0, 2],
+            vec![1, 0],
+            vec![1, 1],
+            vec![1, 2]
+        ]
+    );
+    assert_eq!(product(&[]).count(), 1, "one empty combination");
+    assert_eq!(product(&[4, 0]).count(), 0);
+    assert_eq!(product(&[1000, 1000, 1000]).take(3).count(), 3, "lazy");
+}

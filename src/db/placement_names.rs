@@ -37,19 +37,6 @@ pub fn find_resource_class(
     )
 }
 
-/// Returns the ids of those of `names` that are resource classes, by name, in one query.
-pub fn class_ids(
-    conn: &mut PgConnection,
-    names: &[&str],
-) -> Result<std::collections::HashMap<String, i32>, DbError> {
-    let rows: Vec<NameRow> = diesel::sql_query(
-        "SELECT id, name::text AS name FROM resource_classes WHERE name = ANY($1)",
-    )
-    .bind::<diesel::sql_types::Array<Text>, _>(names)
-    .load(conn)?;
-    Ok(rows.into_iter().map(|row| (row.name, row.id)).collect())
-}
-
 /// Creates custom resource class `name`; `false` when it already existed.
 pub fn create_resource_class(
     conn: &mut PgConnection,

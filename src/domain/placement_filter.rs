@@ -258,27 +258,6 @@ impl ProviderRules {
         }
         Ok(())
     }
-
-    /// The required groups all of whose traits are also forbidden, worded as Placement lists
-    /// them (`required: (A, B)`), sorted.
-    pub fn conflicting_traits(&self) -> Vec<String> {
-        let mut both: Vec<String> = self
-            .traits_any
-            .iter()
-            .filter(|group| {
-                group
-                    .iter()
-                    .all(|name| self.forbidden_traits.contains(name))
-            })
-            .map(|group| {
-                let mut names = group.clone();
-                names.sort();
-                format!("required: ({})", names.join(", "))
-            })
-            .collect();
-        both.sort();
-        both
-    }
 }
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ fn unauthorized() -> PlacementError {
 }
 
 /// 401 without a token (except on the version document), 403 when the policy refuses.
-pub fn authorize(request: &ServiceRequest) -> Result<(), PlacementError> {
+pub fn authorize(request: &ServiceRequest, profile: PolicyProfile) -> Result<(), PlacementError> {
     if matches!(request.path(), "/placement" | "/placement/") {
         return Ok(());
     }
@@ -112,10 +112,6 @@ pub fn authorize(request: &ServiceRequest) -> Result<(), PlacementError> {
         header(request, "x-project-id"),
         header(request, "openstack-system-scope"),
     );
-    let profile = request
-        .app_data::<web::Data<crate::http::AppState>>()
-        .map(|state| state.placement.policy)
-        .unwrap_or_default();
     let allowed = if caller.system_scope {
         false
     } else if profile == PolicyProfile::Open {

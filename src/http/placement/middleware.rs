@@ -42,18 +42,19 @@ pub async fn placement_request(
             StatusCode::NOT_ACCEPTABLE,
             format!("Unacceptable version header: {asked}"),
         )),
-        Ok(_) => super::auth::authorize(&request).err().or_else(|| {
-            let is_root = matches!(request.path(), "/placement" | "/placement/");
-            let known = super::error::allowed_methods(request.path()).is_some();
-            (!is_root && known && request.method() == Method::GET && !accepts_json(&request)).then(
-                || {
-                    PlacementError::new(
-                        StatusCode::NOT_ACCEPTABLE,
-                        "Only application/json is provided",
-                    )
-                },
-            )
-        }),
+        Ok(_) => super::auth::authorize(&request, settings.policy)
+            .err()
+            .or_else(|| {
+                let is_root = matches!(request.path(), "/placement" | "/placement/");
+                let known = super::error::allowed_methods(request.path()).is_some();
+                (!is_root && known && request.method() == Method::GET && !accepts_json(&request))
+                    .then(|| {
+                        PlacementError::new(
+                            StatusCode::NOT_ACCEPTABLE,
+                            "Only application/json is provided",
+                        )
+                    })
+            }),
     };
     let wants_html = wants_html(&request);
     // From 1.15 answers that show a resource are dated and marked uncacheable; creating a

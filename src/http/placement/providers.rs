@@ -187,34 +187,47 @@ pub async fn list_providers(
         .parse_member_of(&member_of, version)
         .and_then(|()| rules.parse_required(&required, version))
         .map_err(PlacementError::bad_request)?;
+    let cache = state.candidates.clone();
     let listed = db::run(&state.pool, move |conn| {
         let providers = db::providers::list_providers(conn, &filter)?;
         if rules.is_empty() {
             return Ok(Ok(providers));
         }
-        let names = rules.trait_names();
-        let missing = db::provider_links::missing_traits(conn, &names)?;
+        // The facts the rules look at are those allocation candidates read: the kept snapshot.
+        let snapshot = db::candidates::snapshot(conn, &cache)?;
+        let mut missing: Vec<String> = rules
+            .trait_names()
+            .into_iter()
+            .filter(|name| !snapshot.traits.contains_key(name))
+            .collect();
         if !missing.is_empty() {
+            missing.sort();
+            missing.dedup();
             return Ok(Err(PlacementError::bad_request(format!(
                 "No such trait(s): {}.",
                 missing.join(", ")
             ))));
         }
-        for (class, _) in &rules.resources {
-            if db::placement_names::find_resource_class(conn, class)?.is_none() {
-                return Ok(Err(PlacementError::bad_request(format!(
-                    "Invalid resource class in resources parameter: No such resource class {class}."
-                ))));
-            }
+        if let Some((class, _)) = rules
+            .resources
+            .iter()
+            .find(|(class, _)| !snapshot.classes.contains(class))
+        {
+            return Ok(Err(PlacementError::bad_request(format!(
+                "Invalid resource class in resources parameter: No such resource class {class}."
+            ))));
         }
-        let ids: Vec<i64> = providers.iter().map(|provider| provider.id).collect();
-        let facts = db::provider_links::provider_facts(conn, &ids)?;
+        // A provider the snapshot lacks was created since and has no inventory, traits or
+        // aggregates yet.
+        let none = crate::domain::placement_filter::ProviderFacts::default();
         Ok(Ok(providers
             .into_iter()
             .filter(|provider| {
-                facts
-                    .get(&provider.id)
-                    .is_some_and(|facts| rules.admits(facts))
+                let facts = snapshot
+                    .by_uuid
+                    .get(&provider.uuid)
+                    .map_or(&none, |index| &snapshot.providers[*index].facts);
+                rules.admits(facts)
             })
             .collect()))
     })

@@ -16,7 +16,7 @@
 //! a joining host pulls the nodes that now prefer it, up to its fair share and a per-tick limit.
 //! A failure therefore moves only the dead host's nodes.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 
@@ -181,7 +181,8 @@ pub struct PlanInput<'a> {
     pub draining: &'a [String],
     /// Up hosts that keep their nodes but receive none (disabled, not draining).
     pub holding: &'a [String],
-    /// Eligible hosts that pull the nodes preferring them, up to their fair share.
+    /// Eligible hosts that pull the nodes preferring them, then (default ring) the nodes
+    /// ranking them highest on crowded hosts, up to their fair share.
     pub joining: &'a [String],
     /// The most join moves in one plan (the per-tick rate limit).
     pub max_join_moves: usize,
@@ -278,16 +279,75 @@ fn join_moves<'a>(
         if !worth_it {
             continue;
         }
-        *load.entry(to).or_default() += 1;
-        *load.entry(from).or_default() -= 1;
-        moves.push(Assignment {
-            node: node.node.clone(),
-            from: Some(from.to_owned()),
-            to: to.to_owned(),
-            reason: MoveReason::Join,
-        });
+        moves.push(join_move(load, node, from, to));
+    }
+    if !chooser.is_tooz() {
+        top_up_joining(input, chooser, &joining, fair_share, load, &mut moves);
     }
     moves
+}
+
+/// Brings each joining host still under its fair share up to it with the nodes that rank it
+/// highest among the ones on crowded hosts. Rendezvous preference alone can leave a host
+/// empty: with few nodes, none may prefer it (12 nodes on 3 hosts: 0.8 % of node sets).
+fn top_up_joining<'a>(
+    input: &PlanInput<'a>,
+    chooser: &Chooser<'a>,
+    joining: &[&'a str],
+    fair_share: usize,
+    load: &mut HashMap<&'a str, usize>,
+    moves: &mut Vec<Assignment>,
+) {
+    let moved: HashSet<&str> = moves.iter().map(|m| m.node.as_str()).collect();
+    let movable: Vec<(&NodeOwner, &str)> = input
+        .nodes
+        .iter()
+        .filter(|node| !moved.contains(node.node.as_str()))
+        .filter_map(|node| {
+            let owner = node.owner.as_deref()?;
+            let eligible = load.contains_key(owner) && !joining.contains(&owner);
+            eligible.then_some((node, owner))
+        })
+        .collect();
+    let mut taken: HashSet<&str> = HashSet::new();
+    for &to in joining {
+        let mut ranked: Vec<(u64, &NodeOwner, &str)> = movable
+            .iter()
+            .map(|(node, owner)| (chooser.affinity(&node.node, to), *node, *owner))
+            .collect();
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.node.cmp(&b.1.node)));
+        for (_, node, from) in ranked {
+            if moves.len() >= input.max_join_moves {
+                return;
+            }
+            let to_load = load.get(to).copied().unwrap_or(0);
+            if to_load >= fair_share {
+                break;
+            }
+            let from_load = load.get(from).copied().unwrap_or(0);
+            if from_load <= to_load + 1 || !taken.insert(node.node.as_str()) {
+                continue;
+            }
+            moves.push(join_move(load, node, from, to));
+        }
+    }
+}
+
+/// Moves `node` from `from` to the joining host `to`, keeping the loads up to date.
+fn join_move<'a>(
+    load: &mut HashMap<&'a str, usize>,
+    node: &NodeOwner,
+    from: &'a str,
+    to: &'a str,
+) -> Assignment {
+    *load.entry(to).or_default() += 1;
+    *load.entry(from).or_default() -= 1;
+    Assignment {
+        node: node.node.clone(),
+        from: Some(from.to_owned()),
+        to: to.to_owned(),
+        reason: MoveReason::Join,
+    }
 }
 
 /// Picks a node's host among the eligible ones.
@@ -348,6 +408,16 @@ impl<'a> Chooser<'a> {
                 let owner = ring.owner(node.as_bytes())?;
                 hosts.iter().copied().find(|host| *host == owner)
             }
+        }
+    }
+
+    /// How much `node` ranks `host` (rendezvous score; zero under tooz, which has no ranking).
+    fn affinity(&self, node: &str, host: &str) -> u64 {
+        match self {
+            Chooser::Rendezvous { .. } => {
+                score(stable_hash(node.as_bytes()), stable_hash(host.as_bytes()))
+            }
+            Chooser::Tooz { .. } => 0,
         }
     }
 

@@ -243,6 +243,58 @@ fn a_join_moves_about_one_in_h_plus_one_nodes_rate_limited() {
     assert!((900..=1_000).contains(&total), "join moved {total}");
 }
 
+/// A host that comes back gets its fair share even when no node prefers it: with 12 nodes on
+/// 3 hosts, about one node set in 130 has no node whose first choice is a given host.
+#[test]
+fn a_returning_host_gets_its_fair_share_whatever_the_node_names() {
+    let live = hosts(3);
+    let survivors: Vec<String> = live[1..].to_vec();
+    let joining = vec![live[0].clone()];
+    let mut unpreferred_sets = 0;
+    for set in 0..2_000usize {
+        let names: Vec<String> = (0..12)
+            .map(|index| format!("{set:08x}-0000-4000-8000-{:012x}", index * 104_729))
+            .collect();
+        let mut nodes = settle(RingAlgorithm::Default, &names, &live);
+        let failover = plan(input(RingAlgorithm::Default, &nodes, &survivors, &[]));
+        apply(&mut nodes, &failover);
+        let chooser = Chooser::new(
+            RingAlgorithm::Default,
+            &["compute-1", "compute-2", "compute-3"],
+            12,
+        );
+        if names
+            .iter()
+            .all(|name| chooser.preferred(name) != Some("compute-1"))
+        {
+            unpreferred_sets += 1;
+        }
+        for _ in 0..12 {
+            let moves = plan(input(RingAlgorithm::Default, &nodes, &live, &joining));
+            if moves.is_empty() {
+                break;
+            }
+            assert!(
+                moves
+                    .iter()
+                    .all(|m| m.to == "compute-1" && m.reason == MoveReason::Join)
+            );
+            apply(&mut nodes, &moves);
+        }
+        let loads = loads(&nodes);
+        assert_eq!(
+            loads.get("compute-1"),
+            Some(&4),
+            "node set {set}: {loads:?}"
+        );
+        assert!(
+            loads.values().all(|load| (3..=5).contains(load)),
+            "node set {set}: {loads:?}"
+        );
+    }
+    assert!(unpreferred_sets > 0, "the case this test is about occurred");
+}
+
 #[test]
 fn draining_moves_every_node_off_the_host_and_nothing_else() {
     let names = node_names(3_000);

@@ -24,19 +24,130 @@ pub fn provider_traits(conn: &mut PgConnection, provider_id: i64) -> Result<Vec<
     Ok(rows.into_iter().map(|row| row.name).collect())
 }
 
-/// Returns which of `names` are not traits.
-pub fn missing_traits(conn: &mut PgConnection, names: &[String]) -> Result<Vec<String>, DbError> {
-    #[derive(QueryableByName)]
-    struct Name {
-        #[diesel(sql_type = Text)]
-        name: String,
+/// What a generation-checked replacement of a provider's traits or aggregates did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkWrite {
+    /// The set was replaced; the provider's new generation.
+    Written(i64),
+    NoSuchProvider,
+    /// The provider's generation is not the one given (checked before the names).
+    GenerationConflict,
+    /// These trait names do not exist (sorted); nothing was written.
+    NoSuchTraits(Vec<String>),
+}
+
+#[derive(QueryableByName)]
+struct LinkOutcome {
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    found: bool,
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    seen: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    generation: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Array<Text>>)]
+    missing: Option<Vec<String>>,
+}
+
+impl LinkOutcome {
+    fn into_write(self, expected: i64) -> LinkWrite {
+        if !self.found {
+            LinkWrite::NoSuchProvider
+        } else if self.seen != Some(expected) {
+            LinkWrite::GenerationConflict
+        } else if let Some(missing) = self.missing {
+            LinkWrite::NoSuchTraits(missing)
+        } else {
+            // Seen at the right generation, but another writer bumped it before the lock.
+            self.generation
+                .map_or(LinkWrite::GenerationConflict, LinkWrite::Written)
+        }
     }
-    let rows: Vec<Name> = super::cached::query(
-        "SELECT n AS name FROM unnest($1::text[]) AS n WHERE NOT EXISTS (SELECT 1 FROM traits t WHERE t.name = n) ORDER BY n",
+}
+
+/// Replaces the traits of the provider with uuid `provider` at `generation`, in one statement
+/// that writes only when the provider is at that generation and every name is a trait. Rows
+/// that stay are left alone; the generation bump locks the provider row, so a concurrent
+/// writer at the same generation finds it changed and writes nothing.
+pub fn replace_traits(
+    conn: &mut PgConnection,
+    provider: Uuid,
+    generation: i64,
+    names: &[String],
+) -> Result<LinkWrite, DbError> {
+    let outcome: LinkOutcome = super::cached::query(
+        "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
+         wanted AS (SELECT n AS name, t.id AS trait_id
+                      FROM unnest($3::text[]) AS n LEFT JOIN traits t ON t.name = n),
+         missing AS (SELECT array_agg(DISTINCT name ORDER BY name) AS names
+                       FROM wanted WHERE trait_id IS NULL),
+         bumped AS (
+             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
+               FROM target t
+              WHERE rp.id = t.id AND rp.generation = $2 AND (SELECT names FROM missing) IS NULL
+             RETURNING rp.id, rp.generation),
+         removed AS (
+             DELETE FROM resource_provider_traits rpt USING bumped
+              WHERE rpt.resource_provider_id = bumped.id
+                AND rpt.trait_id NOT IN (SELECT trait_id FROM wanted WHERE trait_id IS NOT NULL)),
+         added AS (
+             INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
+             SELECT DISTINCT bumped.id, w.trait_id FROM bumped, wanted w
+             ON CONFLICT DO NOTHING)
+         SELECT EXISTS (SELECT 1 FROM target) AS found,
+                (SELECT generation FROM target) AS seen,
+                (SELECT generation FROM bumped) AS generation,
+                (SELECT names FROM missing) AS missing",
     )
+    .bind::<SqlUuid, _>(provider)
+    .bind::<BigInt, _>(generation)
     .bind::<Array<Text>, _>(names)
-    .load(conn)?;
-    Ok(rows.into_iter().map(|row| row.name).collect())
+    .get_result(conn)?;
+    Ok(outcome.into_write(generation))
+}
+
+/// Replaces the aggregates of the provider with uuid `provider` at `generation` (1.19+), in one
+/// statement, creating the aggregates that do not exist yet (only when the write goes ahead).
+pub fn replace_aggregates(
+    conn: &mut PgConnection,
+    provider: Uuid,
+    generation: i64,
+    aggregates: &[Uuid],
+) -> Result<LinkWrite, DbError> {
+    let outcome: LinkOutcome = super::cached::query(
+        "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
+         existing AS (SELECT id, uuid FROM placement_aggregates WHERE uuid = ANY($3)),
+         bumped AS (
+             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
+               FROM target t
+              WHERE rp.id = t.id AND rp.generation = $2
+             RETURNING rp.id, rp.generation),
+         created AS (
+             -- DO UPDATE (not NOTHING) returns the id of an aggregate another transaction
+             -- created after this statement's snapshot; it only runs for uuids not seen here.
+             INSERT INTO placement_aggregates (uuid)
+             SELECT u FROM unnest($3::uuid[]) AS u
+              WHERE EXISTS (SELECT 1 FROM bumped) AND u NOT IN (SELECT uuid FROM existing)
+             ON CONFLICT (uuid) DO UPDATE SET uuid = EXCLUDED.uuid
+             RETURNING id),
+         chosen AS (SELECT id FROM existing UNION ALL SELECT id FROM created),
+         removed AS (
+             DELETE FROM resource_provider_aggregates rpa USING bumped
+              WHERE rpa.resource_provider_id = bumped.id
+                AND rpa.aggregate_id NOT IN (SELECT id FROM chosen)),
+         added AS (
+             INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
+             SELECT bumped.id, c.id FROM bumped, chosen c
+             ON CONFLICT DO NOTHING)
+         SELECT EXISTS (SELECT 1 FROM target) AS found,
+                (SELECT generation FROM target) AS seen,
+                (SELECT generation FROM bumped) AS generation,
+                NULL::text[] AS missing",
+    )
+    .bind::<SqlUuid, _>(provider)
+    .bind::<BigInt, _>(generation)
+    .bind::<Array<SqlUuid>, _>(aggregates)
+    .get_result(conn)?;
+    Ok(outcome.into_write(generation))
 }
 
 /// Replaces the traits of provider `provider_id` (at `generation`, when given); returns the

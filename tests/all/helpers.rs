@@ -606,3 +606,41 @@ pub async fn placement_call(
         serde_json::from_str(&text).unwrap_or(serde_json::Value::Null),
     )
 }
+
+/// Creates Placement provider `uuid` (named `rp-{uuid}`); asserts success.
+pub async fn create_placement_provider(app: &TestApp, uuid: &str) {
+    let (status, _, body) = placement_call(
+        app,
+        reqwest::Method::POST,
+        "/placement/resource_providers",
+        Some("1.20"),
+        Some("admin"),
+        Some(serde_json::json!({"name": format!("rp-{uuid}"), "uuid": uuid})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// Sends the PUT requests (path, body) all at once; returns each (status, error code).
+pub async fn placement_race(
+    app: &TestApp,
+    requests: impl Iterator<Item = (String, serde_json::Value)>,
+    version: &str,
+) -> Vec<(u16, serde_json::Value)> {
+    let sent = requests.map(|(path, body)| {
+        app.client
+            .put(app.url(&path))
+            .header("x-auth-token", "admin")
+            .header("openstack-api-version", format!("placement {version}"))
+            .json(&body)
+            .send()
+    });
+    let mut outcomes = Vec::new();
+    for response in futures_util::future::join_all(sent).await {
+        let response = response.unwrap();
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().await.unwrap_or(serde_json::Value::Null);
+        outcomes.push((status, body["errors"][0]["code"].clone()));
+    }
+    outcomes
+}

@@ -20,4 +20,5 @@ mod db_schema;
 mod ha_incidents;
 mod placement_api;
 mod placement_candidates;
+mod placement_links;
 mod scripts;

@@ -5,22 +5,13 @@ use diesel::RunQueryDsl;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, placement_call as call};
+use crate::helpers::{TestApp, create_placement_provider, placement_call as call, placement_race};
 
 const ADMIN: Option<&str> = Some("admin");
 
 /// Creates provider `uuid` with `inventories` and `traits`; returns nothing, asserts success.
 async fn provider(app: &TestApp, uuid: &str, inventories: Value, traits: &[&str]) {
-    let (status, _, body) = call(
-        app,
-        Method::POST,
-        "/placement/resource_providers",
-        Some("1.20"),
-        ADMIN,
-        Some(json!({"name": format!("rp-{uuid}"), "uuid": uuid})),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
+    create_placement_provider(app, uuid).await;
     let (status, _, body) = call(
         app,
         Method::PUT,
@@ -310,22 +301,14 @@ async fn racing_creators_of_one_consumer_get_one_winner() {
     for round in 0..20 {
         let consumer = format!("c0000000-0000-4000-8000-0000000c{round:04}");
         let claims = (0..8).map(|_| {
-            app.client
-                .put(app.url(&format!("/placement/allocations/{consumer}")))
-                .header("x-auth-token", "admin")
-                .header("openstack-api-version", "placement 1.39")
-                .json(&json!({"allocations": {BIG: {"resources": {"VCPU": 1}}},
-                              "project_id": "p", "user_id": "u", "consumer_generation": null,
-                              "consumer_type": "INSTANCE"}))
-                .send()
+            (
+                format!("/placement/allocations/{consumer}"),
+                json!({"allocations": {BIG: {"resources": {"VCPU": 1}}},
+                       "project_id": "p", "user_id": "u", "consumer_generation": null,
+                       "consumer_type": "INSTANCE"}),
+            )
         });
-        let mut outcomes = Vec::new();
-        for response in futures_util::future::join_all(claims).await {
-            let response = response.unwrap();
-            let status = response.status().as_u16();
-            let body: Value = response.json().await.unwrap_or(Value::Null);
-            outcomes.push((status, body["errors"][0]["code"].clone()));
-        }
+        let outcomes = placement_race(&app, claims, "1.39").await;
         let won = outcomes.iter().filter(|(status, _)| *status == 204).count();
         assert_eq!(won, 1, "round {round}: {outcomes:?}");
         assert!(

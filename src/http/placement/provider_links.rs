@@ -10,6 +10,7 @@ use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
 use crate::db::inventories::InventoryError;
+use crate::db::provider_links::LinkWrite;
 use crate::http::AppState;
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
@@ -74,7 +75,8 @@ pub async fn list_traits(
         .json(json!({"resource_provider_generation": provider.generation, "traits": traits})))
 }
 
-/// Replaces a provider's traits (generation-checked).
+/// Replaces a provider's traits (generation-checked), checked in Placement's order: body,
+/// provider, generation, trait names; one statement in the database.
 pub async fn put_traits(
     request: HttpRequest,
     state: web::Data<AppState>,
@@ -82,7 +84,6 @@ pub async fn put_traits(
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 6)?;
-    let provider = path_provider(&state, &path).await?;
     require_json(&request)?;
     let object = parse_object(&body)?;
     if let Some(key) = object
@@ -100,28 +101,39 @@ pub async fn put_traits(
         "traits",
     )?;
     let generation = generation_field(&object)?;
-    let id = provider.id;
+    let provider = provider_uuid(&path)?;
     let written = names.clone();
-    // One trip to the database: the names are checked inside the writing transaction.
-    let new_generation = db::run(&state.pool, move |conn| {
-        let missing = db::provider_links::missing_traits(conn, &written)?;
-        if !missing.is_empty() {
-            return Ok(Err(PlacementError::bad_request(format!(
-                "No such trait(s): {}",
-                missing.join(", ")
-            ))));
-        }
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::provider_links::set_provider_traits(conn, id, Some(generation), &written)
-        })
-        .map_err(conflict_or))
+    let outcome = db::run(&state.pool, move |conn| {
+        db::provider_links::replace_traits(conn, provider, generation, &written)
     })
-    .await??;
+    .await?;
+    let new_generation = written_or(outcome, &path)?;
     let mut sorted = names;
     sorted.sort();
     sorted.dedup();
     Ok(HttpResponse::Ok()
         .json(json!({"resource_provider_generation": new_generation, "traits": sorted})))
+}
+
+fn no_such_provider(uuid: &str) -> PlacementError {
+    PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
+}
+
+fn provider_uuid(text: &str) -> Result<Uuid, PlacementError> {
+    Uuid::parse_str(text).map_err(|_| no_such_provider(text))
+}
+
+/// The new generation of a replacement, or the error Placement answers with.
+fn written_or(outcome: LinkWrite, provider: &str) -> Result<i64, PlacementError> {
+    match outcome {
+        LinkWrite::Written(generation) => Ok(generation),
+        LinkWrite::NoSuchProvider => Err(no_such_provider(provider)),
+        LinkWrite::GenerationConflict => Err(conflict_or(InventoryError::GenerationConflict)),
+        LinkWrite::NoSuchTraits(missing) => Err(PlacementError::bad_request(format!(
+            "No such trait(s): {}",
+            missing.join(", ")
+        ))),
+    }
 }
 
 /// Removes every trait of a provider.
@@ -172,7 +184,8 @@ pub async fn list_aggregates(
 }
 
 /// Replaces a provider's aggregates: a list of uuids before 1.19, then
-/// `{aggregates, resource_provider_generation}` (generation-checked).
+/// `{aggregates, resource_provider_generation}` (generation-checked, one statement). As in
+/// Placement, an unknown provider is reported before a bad body.
 pub async fn put_aggregates(
     request: HttpRequest,
     state: web::Data<AppState>,
@@ -180,10 +193,49 @@ pub async fn put_aggregates(
     body: web::Bytes,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 1)?;
-    let provider = path_provider(&state, &path).await?;
     let with_generation = version_of(&request).at_least(1, 19);
     require_json(&request)?;
-    let value: Value = serde_json::from_slice(&body)
+    let (aggregates, generation) = match parse_aggregates(&body, with_generation) {
+        Ok(parsed) => parsed,
+        Err(bad_body) => {
+            path_provider(&state, &path).await?;
+            return Err(bad_body);
+        }
+    };
+    let written = aggregates.clone();
+    let new_generation = match generation {
+        Some(generation) => {
+            let provider = provider_uuid(&path)?;
+            let outcome = db::run(&state.pool, move |conn| {
+                db::provider_links::replace_aggregates(conn, provider, generation, &written)
+            })
+            .await?;
+            written_or(outcome, &path)?
+        }
+        None => {
+            let id = path_provider(&state, &path).await?.id;
+            db::run(&state.pool, move |conn| {
+                Ok(diesel::Connection::transaction(conn, |conn| {
+                    db::provider_links::set_provider_aggregates(conn, id, None, &written)
+                }))
+            })
+            .await?
+            .map_err(conflict_or)?
+        }
+    };
+    Ok(HttpResponse::Ok().json(aggregates_body(
+        &aggregates,
+        new_generation,
+        with_generation,
+    )))
+}
+
+/// Reads a PUT aggregates body: the unique aggregate uuids, and the generation from 1.19.
+fn parse_aggregates(
+    body: &[u8],
+    with_generation: bool,
+) -> Result<(Vec<Uuid>, Option<i64>), PlacementError> {
+    let value: Value = serde_json::from_slice(body)
         .map_err(|error| PlacementError::bad_request(format!("Malformed JSON: {error}")))?;
     let (list, generation) = if with_generation {
         let object = value
@@ -206,28 +258,13 @@ pub async fn put_aggregates(
         (value, None)
     };
     let texts = strings(&list, "aggregates")?;
-    let mut uuids = Vec::with_capacity(texts.len());
-    for text in &texts {
-        uuids
-            .push(Uuid::parse_str(text).map_err(|_| invalid(format!("'{text}' is not a 'uuid'")))?);
-    }
-    let mut unique: Vec<Uuid> = Vec::with_capacity(uuids.len());
-    for uuid in &uuids {
-        if !unique.contains(uuid) {
-            unique.push(*uuid);
-        }
-    }
+    let uuids = texts
+        .iter()
+        .map(|text| Uuid::parse_str(text).map_err(|_| invalid(format!("'{text}' is not a 'uuid'"))))
+        .collect::<Result<Vec<Uuid>, _>>()?;
+    let unique: std::collections::HashSet<&Uuid> = uuids.iter().collect();
     if unique.len() != uuids.len() {
         return Err(invalid(format!("{list} has non-unique elements")));
     }
-    let id = provider.id;
-    let written = unique.clone();
-    let new_generation = db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::provider_links::set_provider_aggregates(conn, id, generation, &written)
-        }))
-    })
-    .await?
-    .map_err(conflict_or)?;
-    Ok(HttpResponse::Ok().json(aggregates_body(&unique, new_generation, with_generation)))
+    Ok((uuids, generation))
 }

@@ -7,6 +7,7 @@
 //! The WebDriver calls are plain JSON over HTTP (reqwest), which is all this test needs.
 //! Without chromium and chromedriver the test is skipped, except under CI=true, where it fails.
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,7 +32,9 @@ impl Driver {
             .local_addr()
             .unwrap()
             .port();
+        // Its own process group, so that Drop can stop Chromium with it.
         let process = Command::new(CHROMEDRIVER)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -136,10 +139,23 @@ impl Driver {
             .await;
         decode_base64(encoded.as_str().unwrap())
     }
+
+    /// Ends the session: chromedriver closes Chromium.
+    async fn quit(self) {
+        let url = format!("{}/session/{}", self.base, self.session);
+        let _ = self.client.delete(url).send().await;
+    }
 }
 
 impl Drop for Driver {
+    /// Stops chromedriver and whatever Chromium it still runs (a test that failed midway).
     fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.process.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
@@ -282,7 +298,7 @@ async fn the_dashboard_shows_a_crash_move_nodes_on_the_ring_and_in_the_table() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dashboard-screenshot.png");
     std::fs::write(&path, screenshot).unwrap();
     eprintln!("dashboard screenshot: {}", path.display());
-    drop(driver);
+    driver.quit().await;
     demo.interrupt();
     demo.wait_exit(Duration::from_secs(30));
 }

@@ -114,45 +114,50 @@ pub fn create_provider(
     if parent == Some(uuid) {
         return Err(ProviderError::SelfParent);
     }
-    let parent_row = match parent {
-        Some(parent) => Some(get_provider(conn, parent)?.ok_or(ProviderError::ParentMissing)?),
-        None => None,
-    };
-    let (parent_id, root_id) = match &parent_row {
-        Some(parent) => (Some(parent.id), root_id_of(conn, parent.id)?),
-        None => (None, None),
-    };
     #[derive(QueryableByName)]
     struct Inserted {
-        #[diesel(sql_type = BigInt)]
-        id: i64,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        id: Option<i64>,
+        #[diesel(sql_type = Nullable<SqlUuid>)]
+        root_uuid: Option<Uuid>,
     }
+    // One statement: the parent's row and root are read where the new row is written.
     let inserted = super::cached::query(
-        "WITH new AS (SELECT nextval('resource_providers_id_seq') AS id)
-         INSERT INTO resource_providers (id, uuid, name, parent_provider_id, root_provider_id, created_at)
-         SELECT new.id, $1, $2, $3, COALESCE($4, new.id), $5 FROM new
-         RETURNING id",
+        "WITH parent AS (
+             SELECT p.id, COALESCE(p.root_provider_id, p.id) AS root_id, r.uuid AS root_uuid
+               FROM resource_providers p
+               JOIN resource_providers r ON r.id = COALESCE(p.root_provider_id, p.id)
+              WHERE p.uuid = $3),
+         new AS (SELECT nextval('resource_providers_id_seq') AS id),
+         inserted AS (
+             INSERT INTO resource_providers
+                    (id, uuid, name, parent_provider_id, root_provider_id, created_at)
+             SELECT new.id, $1, $2, parent.id, COALESCE(parent.root_id, new.id), $4
+               FROM new LEFT JOIN parent ON TRUE
+              WHERE $3::uuid IS NULL OR parent.id IS NOT NULL
+             RETURNING id)
+         SELECT (SELECT id FROM inserted) AS id, (SELECT root_uuid FROM parent) AS root_uuid",
     )
     .bind::<SqlUuid, _>(uuid)
     .bind::<Text, _>(name)
-    .bind::<Nullable<BigInt>, _>(parent_id)
-    .bind::<Nullable<BigInt>, _>(root_id)
+    .bind::<Nullable<SqlUuid>, _>(parent)
     .bind::<Timestamptz, _>(now)
     .get_result::<Inserted>(conn)
     .map_err(DbError::from);
-    let id = match inserted {
+    let inserted = match inserted {
         Err(DbError::UniqueViolation { constraint }) if constraint.contains("name") => {
             return Err(ProviderError::DuplicateName(name.to_owned()));
         }
         Err(DbError::UniqueViolation { .. }) => return Err(ProviderError::DuplicateUuid(uuid)),
-        other => other?.id,
+        other => other?,
     };
+    let id = inserted.id.ok_or(ProviderError::ParentMissing)?;
     Ok(ProviderRow {
         id,
         uuid,
         name: name.to_owned(),
         generation: 0,
-        root_uuid: parent_row.as_ref().map_or(uuid, |parent| parent.root_uuid),
+        root_uuid: inserted.root_uuid.unwrap_or(uuid),
         parent_uuid: parent,
     })
 }

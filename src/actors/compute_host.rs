@@ -411,53 +411,54 @@ impl Handler<Spawn> for ComputeHost {
         );
         AtomicResponse::new(Box::pin(
             async move {
-                let node_uuid = require_owned(&pool, &host, &message.node).await?;
+                let owned = require_owned(&pool, &host, &message.node).await?;
                 let instance = message.instance;
                 let claimed = if message.pci_devices > 0 {
-                    let (node, now) = (message.node.clone(), clock.now());
+                    let now = clock.now();
                     let count = i32::try_from(message.pci_devices).unwrap_or(i32::MAX);
-                    db::transaction(&pool, move |conn| {
-                        let compute_node = db::registry::find_compute_node(conn, &node)?
-                            .ok_or_else(|| {
-                                DbError::NotFound(format!("compute node of node {node}"))
-                            })?;
-                        db::pci::claim_devices(conn, compute_node.id, instance, count, now)
-                    })
-                    .await
-                    .map(|_| ())
+                    let node_id = owned.compute_node_id;
+                    owned
+                        .write(&pool, move |conn| {
+                            db::pci::claim_devices(conn, node_id, instance, count, now)
+                        })
+                        .await
+                        .map(|_| ())
                 } else {
                     Ok(())
                 };
                 let deployed = match claimed {
-                    Ok(()) => {
-                        ironic
-                            .send(Deploy {
-                                node: node_uuid,
-                                instance,
-                            })
-                            .await?
-                    }
+                    Ok(()) => ironic
+                        .send(Deploy {
+                            node: owned.ironic,
+                            instance,
+                        })
+                        .await?
+                        .map_err(HostError::from),
                     Err(failure) => Err(failure),
                 };
                 match deployed {
                     Ok(()) => {
                         let now = clock.now();
-                        db::run(&pool, move |conn| {
-                            db::instances::set_state(conn, instance, ACTIVE, None, now)
-                        })
-                        .await?;
+                        owned
+                            .write(&pool, move |conn| {
+                                db::instances::set_state(conn, instance, ACTIVE, None, now)
+                            })
+                            .await?;
                         Ok(ACTIVE.to_owned())
                     }
+                    // Ownership lost on the way: the new owner acts for the node now.
+                    Err(lost @ HostError::NotOwner { .. }) => Err(lost),
                     Err(failure) => {
                         let text = failure.to_string();
                         let now = clock.now();
-                        db::transaction(&pool, move |conn| {
-                            db::instances::add_fault(conn, instance, &text, &host, now)?;
-                            db::placement::delete_consumer_allocations(conn, instance, now)?;
-                            db::pci::free_instance_devices(conn, instance, now)?;
-                            db::instances::set_state(conn, instance, ERROR, None, now)
-                        })
-                        .await?;
+                        owned
+                            .write(&pool, move |conn| {
+                                db::instances::add_fault(conn, instance, &text, &host, now)?;
+                                db::placement::delete_consumer_allocations(conn, instance, now)?;
+                                db::pci::free_instance_devices(conn, instance, now)?;
+                                db::instances::set_state(conn, instance, ERROR, None, now)
+                            })
+                            .await?;
                         Ok(ERROR.to_owned())
                     }
                 }
@@ -497,37 +498,47 @@ impl Handler<DestroyInstance> for ComputeHost {
                     db::instances::get_instance(conn, instance)
                 })
                 .await?;
-                if let Some(node) = found.node.clone() {
-                    let node_uuid = require_owned(&pool, &host, &node).await?;
-                    if let Err(failure) = ironic.send(Destroy { node: node_uuid }).await? {
-                        let text = failure.to_string();
-                        let now = clock.now();
-                        let fault_text = text.clone();
-                        db::transaction(&pool, move |conn| {
+                let owned = match found.node.as_deref() {
+                    Some(node) => Some(require_owned(&pool, &host, node).await?),
+                    None => None,
+                };
+                if let Some(owned) = &owned
+                    && let Err(failure) = ironic.send(Destroy { node: owned.ironic }).await?
+                {
+                    let text = failure.to_string();
+                    let now = clock.now();
+                    let fault_text = text.clone();
+                    owned
+                        .write(&pool, move |conn| {
                             db::instances::add_fault(conn, instance, &fault_text, &host, now)?;
                             db::instances::set_state(conn, instance, ERROR, None, now)
                         })
                         .await?;
-                        return Err(HostError::Ironic(text));
-                    }
+                    return Err(HostError::Ironic(text));
                 }
                 let now = clock.now();
-                db::transaction(&pool, move |conn| {
+                let delete = move |conn: &mut diesel::PgConnection| {
                     db::placement::delete_consumer_allocations(conn, instance, now)?;
                     db::instances::soft_delete_instance(conn, instance, now)
-                })
-                .await?;
+                };
+                match &owned {
+                    Some(owned) => owned.write(&pool, delete).await?,
+                    None => db::transaction(&pool, delete).await?,
+                }
                 // Freeing the devices is its own step, as in Nova: it may lag behind the delete
                 // (this host busy or down), and the tracker pass finishes it then.
                 if message.defer_pci_free {
                     return Ok(());
                 }
                 let now = clock.now();
-                if let Err(error) = db::run(&pool, move |conn| {
+                let free = move |conn: &mut diesel::PgConnection| {
                     db::pci::free_instance_devices(conn, instance, now)
-                })
-                .await
-                {
+                };
+                let freed = match &owned {
+                    Some(owned) => owned.write(&pool, free).await,
+                    None => db::transaction(&pool, free).await.map_err(HostError::from),
+                };
+                if let Err(error) = freed {
                     log::warn!("pci devices of instance {instance} not freed yet: {error}");
                 }
                 Ok(())
@@ -537,8 +548,41 @@ impl Handler<DestroyInstance> for ComputeHost {
     }
 }
 
-/// Returns the ironic uuid of `node` if `host` owns it now.
-async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Uuid, HostError> {
+/// A node this host owned when it was looked up: its writes go through `write`, which
+/// re-checks the ownership in the writing transaction (invariant 4).
+struct Owned {
+    host: String,
+    node: String,
+    ironic: Uuid,
+    compute_node_id: i64,
+    epoch: i64,
+}
+
+impl Owned {
+    /// Runs `work` in one transaction that holds the node at the epoch it was found at;
+    /// `NotOwner` with nothing written when the node has moved since.
+    async fn write<T, F>(&self, pool: &Pool, work: F) -> Result<T, HostError>
+    where
+        F: FnOnce(&mut diesel::PgConnection) -> Result<T, DbError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (id, host, epoch) = (self.compute_node_id, self.host.clone(), self.epoch);
+        let written = db::transaction(pool, move |conn| {
+            if !db::registry::hold_ownership(conn, id, &host, epoch)? {
+                return Ok(None);
+            }
+            work(conn).map(Some)
+        })
+        .await?;
+        written.ok_or_else(|| HostError::NotOwner {
+            host: self.host.clone(),
+            node: self.node.clone(),
+        })
+    }
+}
+
+/// Returns `node` if `host` owns it now.
+async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Owned, HostError> {
     let lookup = node.to_owned();
     let compute_node = db::run(pool, move |conn| {
         db::registry::find_compute_node(conn, &lookup)
@@ -549,9 +593,13 @@ async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Uuid, Host
         node: node.to_owned(),
     };
     match compute_node {
-        Some(compute_node) if compute_node.host == host => {
-            Uuid::parse_str(node).map_err(|_| not_owner())
-        }
+        Some(compute_node) if compute_node.host == host => Ok(Owned {
+            host: host.to_owned(),
+            node: node.to_owned(),
+            ironic: Uuid::parse_str(node).map_err(|_| not_owner())?,
+            compute_node_id: compute_node.id,
+            epoch: compute_node.owner_epoch,
+        }),
         _ => Err(not_owner()),
     }
 }

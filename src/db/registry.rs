@@ -380,6 +380,27 @@ pub fn find_compute_node(
     Ok(rows.into_iter().next().map(ComputeNode::from))
 }
 
+/// Holds compute node `id` for the rest of the transaction if `host` at `epoch` still owns it,
+/// and says whether it does (invariant 4). A move of the node waits for the transaction; one
+/// committed before makes this `false`, and the caller then writes nothing.
+pub fn hold_ownership(
+    conn: &mut PgConnection,
+    id: i64,
+    host: &str,
+    epoch: i64,
+) -> Result<bool, DbError> {
+    let held = diesel::sql_query(
+        "SELECT id FROM compute_nodes
+          WHERE id = $1 AND host = $2 AND owner_epoch = $3 AND deleted = 0
+          FOR SHARE",
+    )
+    .bind::<BigInt, _>(id)
+    .bind::<Text, _>(host)
+    .bind::<BigInt, _>(epoch)
+    .execute(conn)?;
+    Ok(held == 1)
+}
+
 /// Every enrolled ironic node with its owner and epoch, if it has a live compute node.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct NodeOwnerRow {

@@ -17,6 +17,7 @@ mod db_constraints;
 mod db_migrations;
 mod db_registry;
 mod db_schema;
+mod ha_fencing;
 mod ha_incidents;
 mod placement_api;
 mod placement_candidates;

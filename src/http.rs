@@ -30,6 +30,8 @@ pub struct AppState {
     pub candidates: std::sync::Arc<crate::db::candidates::SnapshotCache>,
     /// Placement's policy profile and CORS settings.
     pub placement: std::sync::Arc<crate::config::PlacementSettings>,
+    /// The dashboard's state fingerprint, read once per interval for all event streams.
+    pub fingerprint: std::sync::Arc<events::SharedFingerprint>,
 }
 
 impl AppState {
@@ -39,6 +41,7 @@ impl AppState {
             actors,
             candidates: std::sync::Arc::default(),
             placement: std::sync::Arc::default(),
+            fingerprint: std::sync::Arc::default(),
         }
     }
 

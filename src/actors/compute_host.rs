@@ -194,6 +194,8 @@ pub struct TrackerReport {
     pub orphans_kept: Vec<String>,
     /// PCI devices freed after their instance was deleted.
     pub devices_freed: usize,
+    /// Builds Ironic finished on nodes that moved here meanwhile, now marked active.
+    pub builds_finished: Vec<Uuid>,
 }
 
 /// Runs the resource-tracker pass (Nova's `update_available_resource`).
@@ -292,10 +294,12 @@ async fn tracker_pass(
         to_report.push((compute_node, ironic.inventory()));
     }
     let pass_clock = clock.clone();
+    let host_name = host.clone();
     let reported = db::run(&pool, move |conn| {
         let clock = pass_clock;
         conn.transaction(|conn| {
             let mut lost = Vec::new();
+            let mut finished = Vec::new();
             let mut reported = 0;
             for (compute_node, inventory) in &to_report {
                 let now = clock.now();
@@ -314,6 +318,11 @@ async fn tracker_pass(
                         settings.pci_devices_per_node,
                         now,
                     )?;
+                    finished.extend(db::tracker::finish_deployed_builds(
+                        conn,
+                        &compute_node.node,
+                        now,
+                    )?);
                     reported += 1;
                 } else {
                     lost.push(compute_node.node.clone());
@@ -323,12 +332,18 @@ async fn tracker_pass(
             if !liveness.lease_holds(last_ok, clock.now()) {
                 return Err(DbError::LeaseLapsed);
             }
-            Ok((reported, lost))
+            Ok((reported, lost, finished))
         })
     })
     .await?;
     report.reported = reported.0;
     report.lost.extend(reported.1);
+    report.builds_finished = reported.2;
+    for instance in &report.builds_finished {
+        log::info!(
+            "host {host_name}: instance {instance} deployed while its node moved here: active"
+        );
+    }
     report.devices_freed = free_lagging_devices(&pool, &clock, owned_ids).await?;
     Ok(report)
 }

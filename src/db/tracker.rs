@@ -153,3 +153,30 @@ pub fn report_inventory(
     .execute(conn)?;
     Ok(true)
 }
+
+/// Marks active the instances still `building` on `node` that Ironic shows deployed with
+/// them: a build whose node moved while Ironic deployed it (its old host's closing write was
+/// refused). Call only while holding the node (`report_inventory` returned `true` in this
+/// transaction). Returns the instances finished.
+pub fn finish_deployed_builds(
+    conn: &mut PgConnection,
+    node: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Uuid>, DbError> {
+    #[derive(QueryableByName)]
+    struct Finished {
+        #[diesel(sql_type = SqlUuid)]
+        uuid: Uuid,
+    }
+    let finished: Vec<Finished> = diesel::sql_query(
+        "UPDATE instances i SET vm_state = 'active', task_state = NULL, updated_at = $2
+           FROM ironic_nodes n
+          WHERE i.node = $1 AND i.deleted = 0 AND i.vm_state = 'building'
+            AND n.uuid::text = $1 AND n.provision_state = 'active' AND n.instance_uuid = i.uuid
+          RETURNING i.uuid",
+    )
+    .bind::<Text, _>(node)
+    .bind::<Timestamptz, _>(now)
+    .load(conn)?;
+    Ok(finished.into_iter().map(|row| row.uuid).collect())
+}

@@ -372,7 +372,8 @@ impl Run {
                             .map_err(|e| e.to_string())?;
                         Ok(json!({"reported": report.reported, "lost": report.lost,
                                   "orphans_deleted": report.orphans_deleted, "orphans_kept": report.orphans_kept,
-                                  "devices_freed": report.devices_freed}))
+                                  "devices_freed": report.devices_freed,
+                                  "builds_finished": report.builds_finished}))
                     }
                     Message::DestroyInstance {
                         instance,

@@ -1,5 +1,6 @@
 //! Invariant 4 inside a host's own work: a node that moves while its host is busy with Ironic
-//! (a deploy or a destroy in flight) gets no write from the old host afterwards.
+//! (a deploy or a destroy in flight) gets no write from the old host afterwards; the new owner
+//! finishes what Ironic finished.
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ringmaster::actors::compute_host::{DestroyInstance, HostError};
@@ -113,7 +114,8 @@ fn other_than(host: &str) -> &'static str {
 }
 
 /// A node moves while its old host waits on Ironic to deploy: the old host's closing write is
-/// refused (NotOwner), the instance is not marked active by it, and its allocation stays.
+/// refused (NotOwner), the instance is not marked active by it, and its allocation stays; the
+/// new owner's tracker pass finds the finished deploy and marks the instance active, once.
 #[actix_web::test]
 async fn a_host_that_lost_the_node_during_a_deploy_writes_nothing_after_it() {
     let d = TestDeployment::start(&["cmp-1", "cmp-2"], 4).await;
@@ -163,6 +165,17 @@ async fn a_host_that_lost_the_node_during_a_deploy_writes_nothing_after_it() {
     );
     assert_eq!(after.host.as_deref(), Some(other_than(&old_host)));
     assert_eq!(d.allocations(), allocations, "the allocation stays");
+    d.audit();
+
+    let report = d.track(&[other_than(&old_host)]).await.remove(0);
+    assert_eq!(
+        report.builds_finished,
+        vec![instance.uuid],
+        "the new owner finds the build Ironic finished"
+    );
+    assert_eq!(the_instance(&d).unwrap().vm_state, "active");
+    let again = d.track(&[other_than(&old_host)]).await.remove(0);
+    assert!(again.builds_finished.is_empty(), "finished once");
     d.audit();
 }
 

@@ -532,27 +532,21 @@ impl Handler<DestroyInstance> for ComputeHost {
                     return Err(HostError::Ironic(text));
                 }
                 let now = clock.now();
-                let delete = move |conn: &mut diesel::PgConnection| {
+                write_for(owned.as_ref(), &pool, move |conn| {
                     db::placement::delete_consumer_allocations(conn, instance, now)?;
                     db::instances::soft_delete_instance(conn, instance, now)
-                };
-                match &owned {
-                    Some(owned) => owned.write(&pool, delete).await?,
-                    None => db::transaction(&pool, delete).await?,
-                }
+                })
+                .await?;
                 // Freeing the devices is its own step, as in Nova: it may lag behind the delete
                 // (this host busy or down), and the tracker pass finishes it then.
                 if message.defer_pci_free {
                     return Ok(());
                 }
                 let now = clock.now();
-                let free = move |conn: &mut diesel::PgConnection| {
+                let freed = write_for(owned.as_ref(), &pool, move |conn| {
                     db::pci::free_instance_devices(conn, instance, now)
-                };
-                let freed = match &owned {
-                    Some(owned) => owned.write(&pool, free).await,
-                    None => db::transaction(&pool, free).await.map_err(HostError::from),
-                };
+                })
+                .await;
                 if let Err(error) = freed {
                     log::warn!("pci devices of instance {instance} not freed yet: {error}");
                 }
@@ -593,6 +587,18 @@ impl Owned {
             host: self.host.clone(),
             node: self.node.clone(),
         })
+    }
+}
+
+/// Runs `work` fenced by `owned` when the instance has a node, in a plain transaction when not.
+async fn write_for<T, F>(owned: Option<&Owned>, pool: &Pool, work: F) -> Result<T, HostError>
+where
+    F: FnOnce(&mut diesel::PgConnection) -> Result<T, DbError> + Send + 'static,
+    T: Send + 'static,
+{
+    match owned {
+        Some(owned) => owned.write(pool, work).await,
+        None => Ok(db::transaction(pool, work).await?),
     }
 }
 

@@ -150,25 +150,16 @@ pub fn replace_aggregates(
     Ok(outcome.into_write(generation))
 }
 
-/// Replaces the traits of provider `provider_id` (at `generation`, when given); returns the
-/// new generation.
-pub fn set_provider_traits(
+/// Removes every trait of provider `provider_id` and bumps its generation (DELETE traits);
+/// returns the new generation.
+pub fn clear_provider_traits(
     conn: &mut PgConnection,
     provider_id: i64,
-    generation: Option<i64>,
-    names: &[String],
 ) -> Result<i64, InventoryError> {
-    let new_generation = bump_generation(conn, provider_id, generation)?;
+    let new_generation = bump_generation(conn, provider_id, None)?;
     super::cached::query("DELETE FROM resource_provider_traits WHERE resource_provider_id = $1")
         .bind::<BigInt, _>(provider_id)
         .execute(conn)?;
-    super::cached::query(
-        "INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
-         SELECT $1, t.id FROM traits t WHERE t.name = ANY($2)",
-    )
-    .bind::<BigInt, _>(provider_id)
-    .bind::<Array<Text>, _>(names)
-    .execute(conn)?;
     Ok(new_generation)
 }
 
@@ -191,19 +182,15 @@ pub fn provider_aggregates(
     Ok(rows.into_iter().map(|row| row.uuid).collect())
 }
 
-/// Replaces the aggregates of provider `provider_id`, creating aggregates that do not exist
-/// yet. With `generation` (microversion 1.19+) it is compared and bumped; without, the
-/// generation stays, as before 1.19. Returns the provider's generation afterwards.
+/// Replaces the aggregates of provider `provider_id` as before microversion 1.19: no
+/// generation check, and the generation stays (from 1.19, `replace_aggregates`). Creates the
+/// aggregates that do not exist yet. Returns the provider's generation.
 pub fn set_provider_aggregates(
     conn: &mut PgConnection,
     provider_id: i64,
-    generation: Option<i64>,
     aggregates: &[Uuid],
 ) -> Result<i64, InventoryError> {
-    let new_generation = match generation {
-        Some(expected) => bump_generation(conn, provider_id, Some(expected))?,
-        None => super::providers::generation_of(conn, provider_id)?,
-    };
+    let generation = super::providers::generation_of(conn, provider_id)?;
     super::cached::query("INSERT INTO placement_aggregates (uuid) SELECT unnest($1::uuid[]) ON CONFLICT (uuid) DO NOTHING")
         .bind::<Array<SqlUuid>, _>(aggregates)
         .execute(conn)?;
@@ -219,5 +206,5 @@ pub fn set_provider_aggregates(
     .bind::<BigInt, _>(provider_id)
     .bind::<Array<SqlUuid>, _>(aggregates)
     .execute(conn)?;
-    Ok(new_generation)
+    Ok(generation)
 }

@@ -282,7 +282,7 @@ fn join_moves<'a>(
         moves.push(join_move(load, node, from, to));
     }
     if !chooser.is_tooz() {
-        top_up_joining(input, chooser, &joining, fair_share, load, &mut moves);
+        top_up_joining(input, &joining, fair_share, load, &mut moves);
     }
     moves
 }
@@ -292,7 +292,6 @@ fn join_moves<'a>(
 /// empty: with few nodes, none may prefer it (12 nodes on 3 hosts: 0.8 % of node sets).
 fn top_up_joining<'a>(
     input: &PlanInput<'a>,
-    chooser: &Chooser<'a>,
     joining: &[&'a str],
     fair_share: usize,
     load: &mut HashMap<&'a str, usize>,
@@ -311,9 +310,13 @@ fn top_up_joining<'a>(
         .collect();
     let mut taken: HashSet<&str> = HashSet::new();
     for &to in joining {
+        let host_hash = stable_hash(to.as_bytes());
         let mut ranked: Vec<(u64, &NodeOwner, &str)> = movable
             .iter()
-            .map(|(node, owner)| (chooser.affinity(&node.node, to), *node, *owner))
+            .map(|(node, owner)| {
+                let rank = score(stable_hash(node.node.as_bytes()), host_hash);
+                (rank, *node, *owner)
+            })
             .collect();
         ranked.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.node.cmp(&b.1.node)));
         for (_, node, from) in ranked {
@@ -408,16 +411,6 @@ impl<'a> Chooser<'a> {
                 let owner = ring.owner(node.as_bytes())?;
                 hosts.iter().copied().find(|host| *host == owner)
             }
-        }
-    }
-
-    /// How much `node` ranks `host` (rendezvous score; zero under tooz, which has no ranking).
-    fn affinity(&self, node: &str, host: &str) -> u64 {
-        match self {
-            Chooser::Rendezvous { .. } => {
-                score(stable_hash(node.as_bytes()), stable_hash(host.as_bytes()))
-            }
-            Chooser::Tooz { .. } => 0,
         }
     }
 

@@ -147,7 +147,7 @@ pub async fn delete_traits(
     let id = provider.id;
     db::run(&state.pool, move |conn| {
         Ok(diesel::Connection::transaction(conn, |conn| {
-            db::provider_links::set_provider_traits(conn, id, None, &[])
+            db::provider_links::clear_provider_traits(conn, id)
         }))
     })
     .await?
@@ -216,7 +216,7 @@ pub async fn put_aggregates(
             let id = path_provider(&state, &path).await?.id;
             db::run(&state.pool, move |conn| {
                 Ok(diesel::Connection::transaction(conn, |conn| {
-                    db::provider_links::set_provider_aggregates(conn, id, None, &written)
+                    db::provider_links::set_provider_aggregates(conn, id, &written)
                 }))
             })
             .await?

@@ -113,6 +113,9 @@ fn failover(
         DateTime::from_timestamp(1_800_000_000, 0).ok_or("time")?,
     ));
     let hosts: Vec<String> = (1..=HOSTS).map(|index| format!("cmp-{index}")).collect();
+    // The hosts are registered to a process of their own (the bench heartbeats for them).
+    let holder = Uuid::new_v4();
+    let down_time = chrono::Duration::seconds(10);
     {
         let mut conn = connect(db.url())?;
         let batch: Vec<NewIronicNode> = (0..nodes)
@@ -120,8 +123,8 @@ fn failover(
             .collect();
         enroll_nodes(&mut conn, &batch)?;
         for host in &hosts {
-            ringmaster::db::hosts::register_host(&mut conn, host, clock.now())?;
-            ringmaster::db::hosts::heartbeat(&mut conn, host, clock.now())?;
+            ringmaster::db::hosts::register_host(&mut conn, host, holder, down_time, clock.now())?;
+            ringmaster::db::hosts::heartbeat(&mut conn, host, holder, clock.now())?;
         }
     }
     let settings = ActorSettings::driven_by_messages(chrono::Duration::seconds(10));
@@ -136,7 +139,7 @@ fn failover(
         clock.advance(chrono::Duration::seconds(11));
         let mut conn = connect(db.url())?;
         for host in hosts.iter().skip(1) {
-            ringmaster::db::hosts::heartbeat(&mut conn, host, clock.now())?;
+            ringmaster::db::hosts::heartbeat(&mut conn, host, holder, clock.now())?;
         }
         let started = Instant::now();
         let report = actors.rebalancer.send(RebalanceNow).await??;

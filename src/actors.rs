@@ -13,10 +13,12 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use actix::prelude::*;
+use uuid::Uuid;
 
-use crate::db::Pool;
+use crate::db::presence::Presence;
+use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
-use compute_host::{ComputeHost, Crash, HostSettings};
+use compute_host::{ComputeHost, Crash, HostError, HostSettings};
 use ironic::Ironic;
 use rebalancer::{Rebalancer, RebalancerSettings};
 use registry::Registry;
@@ -40,12 +42,14 @@ impl ActorSettings {
                 update_resources_interval: std::time::Duration::ZERO,
                 liveness,
                 pci_devices_per_node: 2,
+                instance_build_timeout: std::time::Duration::from_secs(600),
             },
             rebalancer: RebalancerSettings {
                 interval: std::time::Duration::ZERO,
                 liveness,
                 algorithm: crate::domain::ring::RingAlgorithm::Default,
                 max_join_moves: 1_000,
+                lease: service_down_time / 2,
             },
         }
     }
@@ -62,11 +66,15 @@ pub struct Actors {
     pub hosts: HostDirectory,
     pub clock: SharedClock,
     pub settings: ActorSettings,
+    /// This process's token: the holder of its hosts and of its leadership lease.
+    pub process: Uuid,
 }
 
 /// Starts the registry (one thread), Ironic, the archiver, the rebalancer and the scheduler, and an
 /// arbiter for the compute hosts. Call inside an actix system.
 pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Actors {
+    let process = Uuid::new_v4();
+    let presence = Arc::new(Presence::new(process));
     let registry = {
         let (pool, clock) = (pool.clone(), clock.clone());
         SyncArbiter::start(1, move || Registry::new(pool.clone(), clock.clone()))
@@ -89,6 +97,7 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
             settings: settings.host,
             registry: registry.clone(),
             ironic: ironic.clone(),
+            presence,
             arbiter: Arbiter::new().handle(),
         }),
     };
@@ -98,6 +107,7 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
         settings.rebalancer,
         registry.clone(),
         hosts.clone(),
+        process,
     )
     .start();
     let scheduler =
@@ -111,6 +121,7 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
         hosts,
         clock,
         settings,
+        process,
     }
 }
 
@@ -120,6 +131,7 @@ struct HostFactory {
     settings: HostSettings,
     registry: Addr<Registry>,
     ironic: Addr<Ironic>,
+    presence: Arc<Presence>,
     arbiter: ArbiterHandle,
 }
 
@@ -131,11 +143,28 @@ pub struct HostDirectory {
 }
 
 impl HostDirectory {
-    /// Starts host `name` (on the compute arbiter) unless it runs already; returns it.
-    pub fn start(&self, name: &str) -> Addr<ComputeHost> {
+    /// Registers host `name` as run by this process and starts it (on the compute arbiter),
+    /// unless it runs here already; returns it. Refused (a conflict naming the host) while
+    /// another live process runs a host of that name.
+    pub async fn start(&self, name: &str) -> Result<Addr<ComputeHost>, HostError> {
+        if let Some(running) = self.get(name) {
+            return Ok(running);
+        }
+        let factory = self.factory.clone();
+        let host = name.to_owned();
+        let now = factory.clock.now();
+        db::run(&factory.pool.clone(), move |conn| {
+            factory.presence.ensure(&factory.pool)?;
+            let down_time = factory.settings.liveness.service_down_time;
+            let holder = factory.presence.holder();
+            diesel::Connection::transaction(conn, |conn| {
+                db::hosts::register_host(conn, &host, holder, down_time, now)
+            })
+        })
+        .await?;
         let mut hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(address) = hosts.get(name).filter(|address| address.connected()) {
-            return address.clone();
+            return Ok(address.clone());
         }
         let factory = self.factory.clone();
         let host_name = name.to_owned();
@@ -148,10 +177,16 @@ impl HostDirectory {
                 factory.settings,
                 factory.registry.clone(),
                 factory.ironic.clone(),
+                factory.presence.clone(),
             )
         });
         hosts.insert(name.to_owned(), address.clone());
-        address
+        Ok(address)
+    }
+
+    /// Says whether host `name` runs in this process.
+    pub fn is_running(&self, name: &str) -> bool {
+        self.get(name).is_some()
     }
 
     /// Crashes host `name`: it stops at once, without clean-up. `false` if it was not running.

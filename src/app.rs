@@ -36,6 +36,7 @@ pub enum AppError {
 pub struct Application {
     server: actix_web::dev::Server,
     local_addr: SocketAddr,
+    database_grace: Duration,
 }
 
 impl Application {
@@ -64,7 +65,11 @@ impl Application {
             server = server.disable_signals();
         }
         let server = server.listen(listener).map_err(bind_error)?.run();
-        Ok(Application { server, local_addr })
+        Ok(Application {
+            server,
+            local_addr,
+            database_grace: config.database_grace,
+        })
     }
 
     /// Returns the address the server listens on.
@@ -77,13 +82,15 @@ impl Application {
         self.server.handle()
     }
 
-    /// Serves until the server is stopped, or until `probe` finds the database gone.
+    /// Serves until the server is stopped, or until `probe` has found the database gone for the
+    /// whole database grace period (a restart or failover shorter than that is ridden out).
     pub async fn run_until_stopped(self, probe: Option<DatabaseProbe>) -> Result<(), AppError> {
         let handle = self.server.handle();
         let Some(probe) = probe else {
             return self.server.await.map_err(AppError::Server);
         };
-        match select(pin!(self.server), pin!(watch_database(probe))).await {
+        let grace = self.database_grace;
+        match select(pin!(self.server), pin!(watch_database(probe, grace))).await {
             Either::Left((served, _)) => served.map_err(AppError::Server),
             Either::Right((lost, server)) => {
                 // The server processes its stop command only while it is polled.
@@ -97,8 +104,11 @@ impl Application {
     }
 }
 
-/// Probes the database every `PROBE_INTERVAL` and returns once it does not answer.
-async fn watch_database(mut probe: DatabaseProbe) -> DbError {
+/// Probes the database every `PROBE_INTERVAL` and returns once it has not answered for
+/// `grace`. While it does not answer, hosts fence themselves (their heartbeats fail) and the
+/// pool reconnects as work asks for connections; a database back within `grace` is ridden out.
+async fn watch_database(mut probe: DatabaseProbe, grace: Duration) -> DbError {
+    let mut lost_since: Option<std::time::Instant> = None;
     loop {
         actix::clock::sleep(PROBE_INTERVAL).await;
         let checked = actix_rt::task::spawn_blocking(move || {
@@ -106,10 +116,32 @@ async fn watch_database(mut probe: DatabaseProbe) -> DbError {
             (probe, result)
         })
         .await;
-        match checked {
-            Ok((returned, Ok(()))) => probe = returned,
-            Ok((_, Err(error))) => return error,
+        let (returned, result) = match checked {
+            Ok(checked) => checked,
             Err(_) => return DbError::Canceled,
+        };
+        probe = returned;
+        match result {
+            Ok(()) => {
+                if let Some(since) = lost_since.take() {
+                    log::info!(
+                        "database reachable again after {:.1}s",
+                        since.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            Err(error) => {
+                let since = *lost_since.get_or_insert_with(|| {
+                    log::warn!(
+                        "database unreachable ({error}); hosts fence themselves, riding it out for up to {}",
+                        humantime::format_duration(grace)
+                    );
+                    std::time::Instant::now()
+                });
+                if since.elapsed() >= grace {
+                    return error;
+                }
+            }
         }
     }
 }

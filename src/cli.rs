@@ -134,6 +134,18 @@ pub struct ServeArgs {
     /// The most nodes a joining host pulls in one rebalancer tick.
     #[arg(long, env = "RINGMASTER_MAX_JOIN_MOVES", default_value_t = 1000)]
     pub max_join_moves: usize,
+    /// How long rebalancer leadership lasts without a renewal; another process takes over
+    /// once it has expired [default: half the service down time, at least 3 rebalance
+    /// intervals].
+    #[arg(long, env = "RINGMASTER_LEADER_LEASE", value_parser = parse_duration)]
+    pub leader_lease: Option<Duration>,
+    /// A build with no progress for this long ends in error and releases its claim.
+    #[arg(long, env = "RINGMASTER_INSTANCE_BUILD_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
+    pub instance_build_timeout: Duration,
+    /// How long the process rides out a database it cannot reach (a restart, a crash recovery,
+    /// a failover) before it exits with an error.
+    #[arg(long, env = "RINGMASTER_DATABASE_GRACE", default_value = "60s", value_parser = parse_duration)]
+    pub database_grace: Duration,
 }
 
 /// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
@@ -182,6 +194,8 @@ pub enum CliError {
     Startup(DbError),
     #[error("cannot run scripts: {0}")]
     Scripts(String),
+    #[error("cannot start host {0}: {1}")]
+    Host(String, crate::actors::compute_host::HostError),
 }
 
 impl CliError {
@@ -189,9 +203,11 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Config(_) => ExitCode::from(2),
-            CliError::Open(_) | CliError::App(_) | CliError::Startup(_) | CliError::Scripts(_) => {
-                ExitCode::FAILURE
-            }
+            CliError::Open(_)
+            | CliError::App(_)
+            | CliError::Startup(_)
+            | CliError::Scripts(_)
+            | CliError::Host(..) => ExitCode::FAILURE,
         }
     }
 }
@@ -262,6 +278,27 @@ fn config(
             humantime::format_duration(args.service_down_time)
         )));
     }
+    let lease = match args.leader_lease {
+        Some(lease) => lease,
+        None => (args.service_down_time / 2).max(args.rebalance_interval * 3),
+    };
+    if lease.is_zero()
+        || (!args.rebalance_interval.is_zero() && lease < args.rebalance_interval * 2)
+    {
+        return Err(ConfigError::Invalid(format!(
+            "--leader-lease ({}) must be at least twice --rebalance-interval ({}), so that the leader \
+             renews it before it expires",
+            humantime::format_duration(lease),
+            humantime::format_duration(args.rebalance_interval)
+        )));
+    }
+    let lease = chrono::Duration::from_std(lease)
+        .map_err(|_| ConfigError::Invalid("--leader-lease is too long".to_owned()))?;
+    if args.instance_build_timeout.is_zero() {
+        return Err(ConfigError::Invalid(
+            "--instance-build-timeout must be above zero".to_owned(),
+        ));
+    }
     let hosts = args.hosts.unwrap_or_default();
     for host in &hosts {
         if host.is_empty()
@@ -286,6 +323,7 @@ fn config(
                 cors_headers: args.placement_cors_headers,
             },
             handle_signals: true,
+            database_grace: args.database_grace,
         },
         deployment: DeploymentConfig {
             archive_interval: args.archive_interval,
@@ -298,12 +336,14 @@ fn config(
                     update_resources_interval: args.update_resources_interval,
                     liveness,
                     pci_devices_per_node: args.pci_devices,
+                    instance_build_timeout: args.instance_build_timeout,
                 },
                 rebalancer: RebalancerSettings {
                     interval: args.rebalance_interval,
                     liveness,
                     algorithm: args.ring,
                     max_join_moves: args.max_join_moves,
+                    lease,
                 },
             },
         },
@@ -405,7 +445,11 @@ async fn start_deployment(pool: &Pool, deployment: &DeploymentConfig) -> Result<
     clock.set_offset(database_now - chrono::Utc::now());
     let actors = actors::spawn_all(pool.clone(), clock, deployment.actors);
     for host in &deployment.hosts {
-        actors.hosts.start(host);
+        actors
+            .hosts
+            .start(host)
+            .await
+            .map_err(|error| CliError::Host(host.clone(), error))?;
     }
     if let Some(interval) = deployment
         .archive_interval

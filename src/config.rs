@@ -75,6 +75,8 @@ pub struct ServerConfig {
     pub placement: PlacementSettings,
     /// Whether the server stops on SIGINT/SIGTERM (off for servers inside tests).
     pub handle_signals: bool,
+    /// How long a database that does not answer is ridden out before the process gives up.
+    pub database_grace: std::time::Duration,
 }
 
 /// Says why a configuration cannot be used.
@@ -151,6 +153,7 @@ mod tests {
             admin_token: token.and_then(AdminToken::new),
             placement: PlacementSettings::default(),
             handle_signals: false,
+            database_grace: std::time::Duration::from_secs(60),
         }
     }
 

@@ -73,6 +73,7 @@ pub fn configure(
                     .route("/hosts/{host}/crash", web::post().to(hosts::crash_host))
                     .route("/hosts/{host}/start", web::post().to(hosts::start_host))
                     .route("/hosts/{host}/drain", web::post().to(hosts::drain_host))
+                    .route("/hosts/{host}/enable", web::post().to(hosts::enable_host))
                     .route("/nodes", web::get().to(nodes::list_nodes))
                     .route("/nodes", web::post().to(nodes::enroll_nodes))
                     .route("/nodes/{uuid}", web::delete().to(nodes::delete_node))

@@ -7,6 +7,7 @@
 //! Database work runs on the blocking pool (`db::run`); handlers that touch the actor's state
 //! are `AtomicResponse`s, so one host handles one message at a time.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -16,13 +17,15 @@ use uuid::Uuid;
 
 use super::ironic::{Deploy, Destroy, Ironic};
 use super::registry::{CreateProvider, DeleteOrphan, Registry};
+use crate::db::instances::BuildOutcome;
+use crate::db::presence::Presence;
 use crate::db::registry::{OrphanOutcome, ProviderOutcome};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
 use crate::domain::host::Liveness;
 use crate::domain::instance::{ACTIVE, ERROR};
-use crate::domain::node::ComputeNode;
+use crate::domain::node::{ComputeNode, ProvisionState};
 
 /// How often a host works; a zero interval turns that timer off (tests send the messages).
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +35,8 @@ pub struct HostSettings {
     pub liveness: Liveness,
     /// Simulated PCI devices each node carries.
     pub pci_devices_per_node: u32,
+    /// A build with no progress for this long ends in error, its claim released.
+    pub instance_build_timeout: Duration,
 }
 
 /// Says why a host could not do what it was asked.
@@ -43,6 +48,8 @@ pub enum HostError {
     Fenced(String),
     #[error("host {host} does not own node {node}")]
     NotOwner { host: String, node: String },
+    #[error("the build of instance {0} was ended meanwhile (failed, timed out or deleted)")]
+    BuildEnded(Uuid),
     #[error("ironic: {0}")]
     Ironic(String),
     #[error(transparent)]
@@ -56,7 +63,9 @@ impl HostError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             HostError::Fenced(_) | HostError::Mailbox(_) => ErrorKind::Unavailable,
-            HostError::NotOwner { .. } | HostError::Ironic(_) => ErrorKind::Conflict,
+            HostError::NotOwner { .. } | HostError::Ironic(_) | HostError::BuildEnded(_) => {
+                ErrorKind::Conflict
+            }
             HostError::Db(error) => error.kind(),
         }
     }
@@ -70,11 +79,16 @@ pub struct ComputeHost {
     settings: HostSettings,
     registry: Addr<Registry>,
     ironic: Addr<Ironic>,
+    presence: Arc<Presence>,
+    /// When this actor started: builds on its nodes older than this have nobody working on
+    /// them (their spawn died with the process or actor that ran it).
+    started_at: DateTime<Utc>,
     last_heartbeat_ok: Option<DateTime<Utc>>,
 }
 
 impl ComputeHost {
-    /// Returns the actor of host `name`; it registers and heartbeats once started.
+    /// Returns the actor of host `name`, registered to this process (`HostDirectory::start`);
+    /// it heartbeats once started.
     pub fn new(
         name: String,
         pool: Pool,
@@ -82,7 +96,9 @@ impl ComputeHost {
         settings: HostSettings,
         registry: Addr<Registry>,
         ironic: Addr<Ironic>,
+        presence: Arc<Presence>,
     ) -> ComputeHost {
+        let started_at = clock.now();
         ComputeHost {
             name,
             pool,
@@ -90,6 +106,8 @@ impl ComputeHost {
             settings,
             registry,
             ironic,
+            presence,
+            started_at,
             last_heartbeat_ok: None,
         }
     }
@@ -113,25 +131,7 @@ impl Actor for ComputeHost {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        let pool = self.pool.clone();
-        let host = self.name.clone();
-        let now = self.clock.now();
-        // Registration comes before any other message: `wait` holds the mailbox.
-        ctx.wait(
-            async move {
-                db::run(&pool, move |conn| {
-                    db::hosts::register_host(conn, &host, now)
-                })
-                .await
-            }
-            .into_actor(self)
-            .map(|registered, actor, ctx| {
-                if let Err(error) = registered {
-                    log::error!("host {} could not register: {error}", actor.name);
-                }
-                ctx.notify(Heartbeat);
-            }),
-        );
+        ctx.notify(Heartbeat);
         if !self.settings.report_interval.is_zero() {
             ctx.run_interval(self.settings.report_interval, |_, ctx| {
                 ctx.notify(Heartbeat)
@@ -162,18 +162,27 @@ impl Handler<Heartbeat> for ComputeHost {
         let sent_at = self.clock.now();
         let pool = self.pool.clone();
         let host = self.name.clone();
+        let presence = self.presence.clone();
         AtomicResponse::new(Box::pin(
             async move {
-                db::run(&pool, move |conn| {
-                    db::hosts::heartbeat(conn, &host, sent_at)
+                db::run(&pool.clone(), move |conn| {
+                    presence.ensure(&pool)?;
+                    db::hosts::heartbeat(conn, &host, presence.holder(), sent_at)
                 })
                 .await
             }
             .into_actor(self)
-            .map(move |result, actor, _| {
+            .map(move |result, actor, ctx| {
                 let recorded = result?;
                 if recorded {
                     actor.last_heartbeat_ok = Some(sent_at);
+                } else {
+                    log::error!(
+                        "host {} is now run by another process (or no longer registered): this \
+                         process stops running it",
+                        actor.name
+                    );
+                    ctx.stop();
                 }
                 Ok(recorded)
             }),
@@ -196,6 +205,11 @@ pub struct TrackerReport {
     pub devices_freed: usize,
     /// Builds Ironic finished on nodes that moved here meanwhile, now marked active.
     pub builds_finished: Vec<Uuid>,
+    /// Builds nobody works on any more (timed out, left by a dead process or a moved node)
+    /// that ended in error, their claims released.
+    pub builds_failed: Vec<Uuid>,
+    /// Nodes enrolled in Ironic again while their compute node lived, made available.
+    pub nodes_made_available: Vec<String>,
 }
 
 /// Runs the resource-tracker pass (Nova's `update_available_resource`).
@@ -207,52 +221,99 @@ impl Handler<UpdateAvailableResource> for ComputeHost {
     type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
 
     fn handle(&mut self, _: UpdateAvailableResource, _: &mut Self::Context) -> Self::Result {
-        if let Err(fenced) = self.require_lease() {
-            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
-        }
-        let pool = self.pool.clone();
-        let host = self.name.clone();
-        let clock = self.clock.clone();
-        let registry = self.registry.clone();
-        let settings = self.settings;
-        let last_ok = self.last_heartbeat_ok;
-        AtomicResponse::new(Box::pin(
-            tracker_pass(pool, host, clock, registry, settings, last_ok)
-                .into_actor(self)
-                .map(|report, actor, _| {
-                    if let Ok(report) = &report {
-                        for node in &report.lost {
-                            log::warn!(
-                                "host {} lost node {node} to another host; dropped it",
-                                actor.name
-                            );
-                        }
-                    }
-                    report
-                }),
-        ))
+        self.pass(None)
     }
 }
 
-async fn tracker_pass(
+/// Runs the tracker pass for these nodes only, if this host owns them (a node whose Ironic
+/// state just changed, such as an unlock, is reported at once).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackerReport, HostError>")]
+pub struct RefreshNodes {
+    pub nodes: Vec<String>,
+}
+
+impl Handler<RefreshNodes> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
+
+    fn handle(&mut self, message: RefreshNodes, _: &mut Self::Context) -> Self::Result {
+        self.pass(Some(message.nodes))
+    }
+}
+
+impl ComputeHost {
+    /// Runs a tracker pass over every owned node, or over `only` those.
+    fn pass(
+        &mut self,
+        only: Option<Vec<String>>,
+    ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
+        if let Err(fenced) = self.require_lease() {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        let pass = TrackerPass {
+            pool: self.pool.clone(),
+            host: self.name.clone(),
+            clock: self.clock.clone(),
+            registry: self.registry.clone(),
+            settings: self.settings,
+            last_ok: self.last_heartbeat_ok,
+            started_at: self.started_at,
+            only,
+        };
+        AtomicResponse::new(Box::pin(tracker_pass(pass).into_actor(self).map(
+            |report, actor, _| {
+                if let Ok(report) = &report {
+                    for node in &report.lost {
+                        log::warn!(
+                            "host {} lost node {node} to another host; dropped it",
+                            actor.name
+                        );
+                    }
+                }
+                report
+            },
+        )))
+    }
+}
+
+/// What a tracker pass works with.
+struct TrackerPass {
     pool: Pool,
     host: String,
     clock: SharedClock,
     registry: Addr<Registry>,
     settings: HostSettings,
     last_ok: Option<DateTime<Utc>>,
-) -> Result<TrackerReport, HostError> {
+    started_at: DateTime<Utc>,
+    only: Option<Vec<String>>,
+}
+
+async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
+    let TrackerPass {
+        pool,
+        host,
+        clock,
+        registry,
+        settings,
+        last_ok,
+        started_at,
+        only,
+    } = pass;
     let liveness = settings.liveness;
-    let owned = {
+    let mut owned = {
         let host = host.clone();
         db::run(&pool, move |conn| db::tracker::owned_nodes(conn, &host)).await?
     };
+    if let Some(only) = &only {
+        owned.retain(|node| only.contains(&node.compute_node.node));
+    }
     let mut report = TrackerReport::default();
     let mut to_report = Vec::new();
+    let mut to_make_available = Vec::new();
     let owned_ids: Vec<i64> = owned.iter().map(|node| node.compute_node.id).collect();
     for node in owned {
         let compute_node = node.compute_node;
-        let Some(ironic) = node.ironic else {
+        let Some(mut ironic) = node.ironic else {
             let outcome = registry
                 .send(DeleteOrphan {
                     node: compute_node.node.clone(),
@@ -281,26 +342,42 @@ async fn tracker_pass(
                     uuid: compute_node.uuid,
                     name: compute_node.node.clone(),
                 })
-                .await??;
-            if let ProviderOutcome::Adopted(other) = outcome {
-                log::error!(
-                    "provider {other} holds the name of node {} whose compute node is {}: not reporting it",
-                    compute_node.node,
-                    compute_node.uuid
-                );
-                continue;
+                .await?;
+            match outcome {
+                Ok(ProviderOutcome::Adopted(other)) => {
+                    log::error!(
+                        "provider {other} holds the name of node {} whose compute node is {}: not reporting it",
+                        compute_node.node,
+                        compute_node.uuid
+                    );
+                    continue;
+                }
+                Ok(_) => {}
+                Err(DbError::Conflict(reason)) => {
+                    log::error!("node {}: {reason}; not reporting it", compute_node.node);
+                    continue;
+                }
+                Err(other) => return Err(other.into()),
             }
         }
-        to_report.push((compute_node, ironic.inventory()));
+        // A node enrolled in Ironic again while its compute node lived: this host manages
+        // it, so it makes it available (as a first claim does), keeping its identity.
+        if ironic.provision_state == ProvisionState::Enroll {
+            to_make_available.push(ironic.uuid);
+            ironic.provision_state = ProvisionState::Available;
+        }
+        let inventory = ironic.inventory(node.allocated);
+        to_report.push((compute_node, inventory));
     }
     let pass_clock = clock.clone();
     let host_name = host.clone();
-    let reported = db::run(&pool, move |conn| {
+    let build_timeout = chrono::Duration::from_std(settings.instance_build_timeout)
+        .unwrap_or(chrono::Duration::MAX);
+    let written = db::run(&pool, move |conn| {
         let clock = pass_clock;
         conn.transaction(|conn| {
-            let mut lost = Vec::new();
-            let mut finished = Vec::new();
-            let mut reported = 0;
+            let mut written = PassWrites::default();
+            let mut held = Vec::new();
             for (compute_node, inventory) in &to_report {
                 let now = clock.now();
                 if db::tracker::report_inventory(
@@ -311,41 +388,84 @@ async fn tracker_pass(
                     inventory,
                     now,
                 )? {
-                    // The row lock taken for the inventory fences the PCI writes too.
+                    // The row lock taken for the inventory fences the writes below too.
                     db::pci::sync_devices(
                         conn,
                         compute_node.id,
                         settings.pci_devices_per_node,
                         now,
                     )?;
-                    finished.extend(db::tracker::finish_deployed_builds(
+                    written.finished.extend(db::tracker::finish_deployed_builds(
                         conn,
                         &compute_node.node,
                         now,
                     )?);
-                    reported += 1;
+                    held.push(compute_node.node.clone());
+                    written.reported += 1;
                 } else {
-                    lost.push(compute_node.node.clone());
+                    written.lost.push(compute_node.node.clone());
+                }
+            }
+            let now = clock.now();
+            let available: Vec<Uuid> = to_make_available
+                .iter()
+                .copied()
+                .filter(|uuid| held.contains(&uuid.to_string()))
+                .collect();
+            db::ironic::make_available(conn, &available, now)?;
+            written.made_available = available.iter().map(Uuid::to_string).collect();
+            // Builds nobody works on any more end in error and give their node back.
+            let cutoff = started_at.max(now - build_timeout);
+            for (instance, node) in db::instances::stale_builds(conn, &host, cutoff)? {
+                if !held.contains(&node) {
+                    continue;
+                }
+                let reason =
+                    "build made no progress: timed out, or its spawn died with its process";
+                if db::instances::settle_build(conn, instance, reason, &host, now)?
+                    == BuildOutcome::Failed
+                {
+                    written.failed.push(instance);
                 }
             }
             // Commit only while the lease still holds: a host that lapsed mid-pass writes nothing.
             if !liveness.lease_holds(last_ok, clock.now()) {
                 return Err(DbError::LeaseLapsed);
             }
-            Ok((reported, lost, finished))
+            Ok(written)
         })
     })
     .await?;
-    report.reported = reported.0;
-    report.lost.extend(reported.1);
-    report.builds_finished = reported.2;
+    report.reported = written.reported;
+    report.lost.extend(written.lost);
+    report.builds_finished = written.finished;
+    report.builds_failed = written.failed;
+    report.nodes_made_available = written.made_available;
     for instance in &report.builds_finished {
         log::info!(
             "host {host_name}: instance {instance} deployed while its node moved here: active"
         );
     }
+    for instance in &report.builds_failed {
+        log::warn!(
+            "host {host_name}: build of instance {instance} made no progress: error, claim released"
+        );
+    }
+    for node in &report.nodes_made_available {
+        log::info!("host {host_name}: node {node} was enrolled again: available");
+    }
     report.devices_freed = free_lagging_devices(&pool, &clock, owned_ids).await?;
     Ok(report)
+}
+
+/// What the writing transaction of a tracker pass did.
+#[derive(Debug, Default)]
+struct PassWrites {
+    reported: usize,
+    lost: Vec<String>,
+    finished: Vec<Uuid>,
+    failed: Vec<Uuid>,
+    made_available: Vec<String>,
 }
 
 /// Frees, device by device by key, the PCI devices still allocated to instances that are
@@ -428,38 +548,52 @@ impl Handler<Spawn> for ComputeHost {
             async move {
                 let owned = require_owned(&pool, &host, &message.node).await?;
                 let instance = message.instance;
-                let claimed = if message.pci_devices > 0 {
-                    let now = clock.now();
-                    let count = i32::try_from(message.pci_devices).unwrap_or(i32::MAX);
-                    let node_id = owned.compute_node_id;
-                    owned
-                        .write(&pool, move |conn| {
-                            db::pci::claim_devices(conn, node_id, instance, count, now)
-                        })
-                        .await
-                        .map(|_| ())
-                } else {
-                    Ok(())
-                };
+                // Fenced, and only while the build is still on: a build settled meanwhile (its
+                // claim released) is not deployed.
+                let now = clock.now();
+                let count = i32::try_from(message.pci_devices).unwrap_or(i32::MAX);
+                let node_id = owned.compute_node_id;
+                let claimed = owned
+                    .write(&pool, move |conn| {
+                        if !db::instances::lock_building(conn, instance)? {
+                            return Ok(false);
+                        }
+                        if count > 0 {
+                            db::pci::claim_devices(conn, node_id, instance, count, now)?;
+                        }
+                        Ok(true)
+                    })
+                    .await;
                 let deployed = match claimed {
-                    Ok(()) => ironic
+                    Ok(true) => ironic
                         .send(Deploy {
                             node: owned.ironic,
                             instance,
                         })
                         .await?
                         .map_err(HostError::from),
+                    Ok(false) => return Err(HostError::BuildEnded(instance)),
                     Err(failure) => Err(failure),
                 };
                 match deployed {
                     Ok(()) => {
                         let now = clock.now();
-                        owned
+                        let activated = owned
                             .write(&pool, move |conn| {
-                                db::instances::set_state(conn, instance, ACTIVE, None, now)
+                                db::instances::activate_build(conn, instance, now)
                             })
                             .await?;
-                        Ok(ACTIVE.to_owned())
+                        if activated {
+                            return Ok(ACTIVE.to_owned());
+                        }
+                        // Settled while Ironic deployed it: undo the deploy, nothing holds it.
+                        if let Err(error) = ironic.send(Destroy { node: owned.ironic }).await? {
+                            log::warn!(
+                                "host {host}: instance {instance} was deployed after its build ended; \
+                                 tearing it down failed: {error}"
+                            );
+                        }
+                        Err(HostError::BuildEnded(instance))
                     }
                     // Ownership lost on the way: the new owner acts for the node now.
                     Err(lost @ HostError::NotOwner { .. }) => Err(lost),
@@ -468,10 +602,7 @@ impl Handler<Spawn> for ComputeHost {
                         let now = clock.now();
                         owned
                             .write(&pool, move |conn| {
-                                db::instances::add_fault(conn, instance, &text, &host, now)?;
-                                db::placement::delete_consumer_allocations(conn, instance, now)?;
-                                db::pci::free_instance_devices(conn, instance, now)?;
-                                db::instances::set_state(conn, instance, ERROR, None, now)
+                                db::instances::settle_build(conn, instance, &text, &host, now)
                             })
                             .await?;
                         Ok(ERROR.to_owned())
@@ -533,7 +664,7 @@ impl Handler<DestroyInstance> for ComputeHost {
                 }
                 let now = clock.now();
                 write_for(owned.as_ref(), &pool, move |conn| {
-                    db::placement::delete_consumer_allocations(conn, instance, now)?;
+                    db::allocations::delete_consumer(conn, instance)?;
                     db::instances::soft_delete_instance(conn, instance, now)
                 })
                 .await?;

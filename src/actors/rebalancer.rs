@@ -1,26 +1,29 @@
-//! `Rebalancer`: one active per deployment, chosen by a PostgreSQL advisory lock held on a
-//! connection of its own (a process that dies loses the lock with its connection). Each tick
-//! it reads service liveness and node owners, plans with the hash ring (`domain::ring`) and
-//! sends one `ClaimNodes` and one `MoveNodes` to the `Registry`; then it tells the new owners.
+//! `Rebalancer`: one leads per deployment, by a lease (`db::leases`) it renews every tick and
+//! another process takes over once it has expired — a leader that dies, freezes or loses the
+//! database loses it within one lease, even with its connections still open (invariant 13).
+//! Each tick the leader reads service liveness and node owners, plans with the hash ring
+//! (`domain::ring`) and sends one `ClaimNodes` and one `MoveNodes` to the `Registry`, both
+//! carrying its lease epoch, so they commit only while it still leads; then it tells the new
+//! owners.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use diesel::Connection;
+use uuid::Uuid;
 
 use super::HostDirectory;
 use super::compute_host::NodesAssigned;
 use super::registry::{ClaimNodes, MoveNodes, Registry};
+use crate::db::leases::{self, LeaseToken};
 use crate::db::registry::{NodeClaim, NodeMove};
-use crate::db::{self, DbError, Pool, PooledConnection};
+use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::host::Liveness;
 use crate::domain::node::ComputeNode;
 use crate::domain::ring::{Assignment, NodeOwner, PlanInput, RingAlgorithm, plan};
-
-/// Advisory-lock key of rebalancer leadership.
-const LEADER_LOCK_KEY: i64 = 0x7269_6e67_6c65_6164; // "ringlead"
 
 /// How the rebalancer works.
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +34,8 @@ pub struct RebalancerSettings {
     pub algorithm: RingAlgorithm,
     /// The most nodes a joining host pulls in one tick.
     pub max_join_moves: usize,
+    /// How long leadership lasts without a renewal.
+    pub lease: chrono::Duration,
 }
 
 /// The ring as the leader last computed it.
@@ -40,6 +45,8 @@ pub struct RingView {
     pub algorithm: &'static str,
     pub members: Vec<String>,
     pub leader: bool,
+    /// The lease epoch this process leads under, when it leads.
+    pub lease_epoch: Option<i64>,
 }
 
 /// The rebalancer actor.
@@ -49,7 +56,12 @@ pub struct Rebalancer {
     settings: RebalancerSettings,
     registry: Addr<Registry>,
     hosts: HostDirectory,
-    leader: Arc<Mutex<Option<PooledConnection>>>,
+    /// This process's token, the holder of the lease.
+    process: Uuid,
+    /// The lease this process leads under, and until when, as last renewed.
+    lease: Option<(LeaseToken, DateTime<Utc>)>,
+    /// A database outage this rebalancer lived through: when it began and when it ended.
+    outage: Outage,
     members: Vec<String>,
     joining: BTreeSet<String>,
     version: i64,
@@ -63,6 +75,7 @@ impl Rebalancer {
         settings: RebalancerSettings,
         registry: Addr<Registry>,
         hosts: HostDirectory,
+        process: Uuid,
     ) -> Rebalancer {
         Rebalancer {
             pool,
@@ -70,7 +83,9 @@ impl Rebalancer {
             settings,
             registry,
             hosts,
-            leader: Arc::new(Mutex::new(None)),
+            process,
+            lease: None,
+            outage: Outage::default(),
             members: Vec::new(),
             joining: BTreeSet::new(),
             version: 0,
@@ -118,11 +133,41 @@ pub struct RebalanceNow;
 
 /// What the blocking part of a tick decided.
 struct Decision {
-    leader: bool,
+    /// The lease this process leads under (`None`: it does not lead).
+    lease: Option<LeaseToken>,
     members: Vec<String>,
     joining: BTreeSet<String>,
     plan: Vec<Assignment>,
     epochs: std::collections::HashMap<String, i64>,
+}
+
+/// A database outage as a rebalancer saw it: hosts could not heartbeat while it lasted, so
+/// for one down time after it ends a host that was up when it began is not judged down for
+/// the heartbeats it missed (nothing moves because the database went away).
+#[derive(Debug, Clone, Copy, Default)]
+struct Outage {
+    began: Option<DateTime<Utc>>,
+    ended: Option<DateTime<Utc>>,
+}
+
+impl Outage {
+    /// Returns the last heartbeat a host is judged by at `now`.
+    fn credited(
+        &self,
+        last_seen_up: Option<DateTime<Utc>>,
+        liveness: &Liveness,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        let (Some(began), Some(ended)) = (self.began, self.ended) else {
+            return last_seen_up;
+        };
+        let was_up = last_seen_up.is_some_and(|seen| seen >= began - liveness.service_down_time);
+        if was_up && now - ended <= liveness.service_down_time {
+            last_seen_up.map(|seen| seen.max(ended))
+        } else {
+            last_seen_up
+        }
+    }
 }
 
 impl Handler<RebalanceNow> for Rebalancer {
@@ -130,29 +175,34 @@ impl Handler<RebalanceNow> for Rebalancer {
 
     fn handle(&mut self, _: RebalanceNow, _: &mut Self::Context) -> Self::Result {
         let pool = self.pool.clone();
-        let leader = self.leader.clone();
         let now = self.clock.now();
         let settings = self.settings;
         let previous_members = self.members.clone();
         let previous_joining = self.joining.clone();
         let registry = self.registry.clone();
         let previous_version = self.version;
+        let process = self.process;
+        let outage = self.outage;
         AtomicResponse::new(Box::pin(
             async move {
                 let members_before = previous_members.clone();
                 let decision = actix_rt::task::spawn_blocking(move || {
                     decide(
                         &pool,
-                        &leader,
+                        process,
                         now,
                         settings,
+                        outage,
                         &members_before,
                         previous_joining,
                     )
                 })
                 .await
                 .map_err(|_| DbError::Canceled)??;
-                let version = if decision.leader && decision.members != previous_members {
+                let Some(lease) = decision.lease else {
+                    return Ok((decision, Vec::new(), Vec::new(), previous_version));
+                };
+                let version = if decision.members != previous_members {
                     previous_version + 1
                 } else {
                     previous_version
@@ -161,7 +211,7 @@ impl Handler<RebalanceNow> for Rebalancer {
                 let claimed = if claims.is_empty() {
                     Vec::new()
                 } else {
-                    registry.send(ClaimNodes { claims }).await??
+                    registry.send(ClaimNodes { claims, lease }).await??
                 };
                 let moved = if moves.is_empty() {
                     Vec::new()
@@ -170,18 +220,32 @@ impl Handler<RebalanceNow> for Rebalancer {
                         .send(MoveNodes {
                             moves,
                             ring_version: version,
+                            lease,
                         })
                         .await??
                 };
                 Ok::<_, RebalanceError>((decision, claimed, moved, version))
             }
             .into_actor(self)
-            .map(|result, actor, _| {
-                let (decision, claimed, moved, version) = result?;
-                if !decision.leader {
+            .map(move |result, actor, _| {
+                let (decision, claimed, moved, version) = actor.note_outcome(result, now)?;
+                let Some(lease) = decision.lease else {
+                    if let Some((lost, _)) = actor.lease.take() {
+                        log::warn!(
+                            "this process no longer leads rebalancing: lease epoch {} expired or was taken over",
+                            lost.epoch
+                        );
+                    }
                     actor.members.clear();
                     return Ok(RebalanceReport::default());
+                };
+                if actor.lease.map(|(held, _)| held) != Some(lease) {
+                    log::info!(
+                        "this process now leads rebalancing (lease epoch {})",
+                        lease.epoch
+                    );
                 }
+                actor.lease = Some((lease, now + settings.lease));
                 actor.version = version;
                 actor.members = decision.members;
                 actor.joining = decision.joining;
@@ -205,37 +269,43 @@ impl Handler<RebalanceNow> for Rebalancer {
     }
 }
 
-/// Splits a plan into first claims and moves (with the epochs the moves expect).
-fn split_plan(decision: &Decision) -> (Vec<NodeClaim>, Vec<NodeMove>) {
-    let mut claims = Vec::new();
-    let mut moves = Vec::new();
-    for assignment in &decision.plan {
-        match assignment.from.clone() {
-            None => {
-                if let Ok(node) = assignment.node.parse() {
-                    claims.push(NodeClaim {
-                        node,
-                        host: assignment.to.clone(),
-                    });
+impl Rebalancer {
+    /// Keeps track of database outages, and of a lease lost to a refused write.
+    fn note_outcome<T>(
+        &mut self,
+        result: Result<T, RebalanceError>,
+        now: DateTime<Utc>,
+    ) -> Result<T, RebalanceError> {
+        match &result {
+            Err(RebalanceError::Db(DbError::Unavailable(_) | DbError::Canceled)) => {
+                if self.outage.began.is_none() || self.outage.ended.is_some() {
+                    log::warn!(
+                        "rebalancer cannot reach the database; hosts are not judged until it is back"
+                    );
+                    self.outage = Outage {
+                        began: Some(now),
+                        ended: None,
+                    };
                 }
             }
-            Some(from) => {
-                if let Some(epoch) = decision.epochs.get(&assignment.node) {
-                    moves.push(NodeMove {
-                        node: assignment.node.clone(),
-                        from,
-                        epoch: *epoch,
-                        to: assignment.to.clone(),
-                        reason: assignment.reason,
-                    });
+            Err(RebalanceError::Db(DbError::LeadershipLost { epoch, .. })) => {
+                log::warn!(
+                    "this process no longer leads rebalancing: its writes under lease epoch {epoch} were refused"
+                );
+                self.lease = None;
+                self.members.clear();
+            }
+            Err(_) => {}
+            Ok(_) => {
+                if self.outage.began.is_some() && self.outage.ended.is_none() {
+                    log::info!("rebalancer reaches the database again");
+                    self.outage.ended = Some(now);
                 }
             }
         }
+        result
     }
-    (claims, moves)
-}
 
-impl Rebalancer {
     /// Tells each new owner running in this process which nodes it received.
     fn notify_owners(&self, claimed: &[ComputeNode], moved: &[ComputeNode]) {
         let mut by_host: std::collections::BTreeMap<&str, Vec<ComputeNode>> = Default::default();
@@ -254,43 +324,75 @@ impl Rebalancer {
     }
 }
 
-/// Holds or takes leadership, then reads hosts and owners and plans (blocking).
+/// Splits a plan into first claims and moves (with the epochs the moves expect).
+fn split_plan(decision: &Decision) -> (Vec<NodeClaim>, Vec<NodeMove>) {
+    let mut claims = Vec::new();
+    let mut moves = Vec::new();
+    for assignment in &decision.plan {
+        match assignment.from.clone() {
+            None => match assignment.node.parse() {
+                Ok(node) => claims.push(NodeClaim {
+                    node,
+                    host: assignment.to.clone(),
+                }),
+                Err(_) => log::error!(
+                    "node {:?} is not a uuid: it cannot be claimed",
+                    assignment.node
+                ),
+            },
+            Some(from) => match decision.epochs.get(&assignment.node) {
+                Some(epoch) => moves.push(NodeMove {
+                    node: assignment.node.clone(),
+                    from,
+                    epoch: *epoch,
+                    to: assignment.to.clone(),
+                    reason: assignment.reason,
+                }),
+                None => log::error!(
+                    "node {} has an owner but no epoch: move skipped",
+                    assignment.node
+                ),
+            },
+        }
+    }
+    (claims, moves)
+}
+
+/// Renews or takes the lease, then reads hosts and owners and plans (blocking).
 fn decide(
     pool: &Pool,
-    leader: &Mutex<Option<PooledConnection>>,
-    now: chrono::DateTime<chrono::Utc>,
+    process: Uuid,
+    now: DateTime<Utc>,
     settings: RebalancerSettings,
+    outage: Outage,
     previous_members: &[String],
     previous_joining: BTreeSet<String>,
 ) -> Result<Decision, DbError> {
-    let mut held = leader.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(conn) = held.as_mut()
-        && db::ping(conn).is_err()
-    {
-        log::warn!("rebalancer lost its leadership connection");
-        *held = None;
-    }
-    if held.is_none() {
-        let mut conn = pool.get()?;
-        if db::try_advisory_lock(&mut conn, LEADER_LOCK_KEY)? {
-            log::info!("this process now leads rebalancing");
-            *held = Some(conn);
-        }
-    }
-    let Some(conn) = held.as_mut() else {
+    let mut conn = pool.get()?;
+    let epoch = conn.transaction(|conn| {
+        leases::acquire_or_renew(conn, leases::REBALANCER, process, settings.lease, now)
+    })?;
+    let Some(epoch) = epoch else {
         return Ok(Decision {
-            leader: false,
+            lease: None,
             members: Vec::new(),
             joining: BTreeSet::new(),
             plan: Vec::new(),
             epochs: Default::default(),
         });
     };
-    let hosts = db::hosts::list_hosts(conn)?;
-    let owners = db::registry::node_owners(conn)?;
-    drop(held);
+    let lease = LeaseToken {
+        holder: process,
+        epoch,
+    };
+    let mut hosts = db::hosts::list_hosts(&mut conn)?;
+    let owners = db::registry::node_owners(&mut conn)?;
+    drop(conn);
 
     let liveness = settings.liveness;
+    for host in &mut hosts {
+        host.last_seen_up = outage.credited(host.last_seen_up, &liveness, now);
+    }
     let up: Vec<&crate::domain::host::Host> = hosts
         .iter()
         .filter(|host| host.is_up(&liveness, now))
@@ -362,7 +464,7 @@ fn decide(
     let mut members = eligible;
     members.sort();
     Ok(Decision {
-        leader: true,
+        lease: Some(lease),
         members,
         joining,
         plan: planned,
@@ -379,39 +481,52 @@ impl Handler<GetRing> for Rebalancer {
     type Result = MessageResult<GetRing>;
 
     fn handle(&mut self, _: GetRing, _: &mut Self::Context) -> Self::Result {
-        let leader = self
-            .leader
-            .lock()
-            .map(|held| held.is_some())
-            .unwrap_or(false);
+        let now = self.clock.now();
+        let lease = self
+            .lease
+            .filter(|(_, expires_at)| *expires_at > now)
+            .map(|(lease, _)| lease);
         MessageResult(RingView {
             version: self.version,
             algorithm: self.settings.algorithm.name(),
-            members: self.members.clone(),
-            leader,
+            members: if lease.is_some() {
+                self.members.clone()
+            } else {
+                Vec::new()
+            },
+            leader: lease.is_some(),
+            lease_epoch: lease.map(|lease| lease.epoch),
         })
     }
 }
 
-/// Gives up leadership (used when a process shuts down cleanly, and by tests).
+/// Gives up leadership (used when a process shuts down cleanly, and by tests): the lease
+/// expires now, so another process leads at its next tick.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct Resign;
 
 impl Handler<Resign> for Rebalancer {
-    type Result = ();
+    type Result = AtomicResponse<Self, ()>;
 
-    fn handle(&mut self, _: Resign, _: &mut Self::Context) {
-        let leader = self.leader.clone();
+    fn handle(&mut self, _: Resign, _: &mut Self::Context) -> Self::Result {
         self.members.clear();
-        // The connection goes back to the pool, so the lock must be released first.
-        drop(actix_rt::task::spawn_blocking(move || {
-            let mut held = leader.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(mut conn) = held.take()
-                && let Err(error) = db::advisory_unlock(&mut conn, LEADER_LOCK_KEY)
-            {
-                log::warn!("could not release rebalancer leadership: {error}");
+        let held = self.lease.take();
+        let (pool, process, now) = (self.pool.clone(), self.process, self.clock.now());
+        AtomicResponse::new(Box::pin(
+            async move {
+                if held.is_none() {
+                    return;
+                }
+                let released = db::run(&pool, move |conn| {
+                    leases::release(conn, leases::REBALANCER, process, now)
+                })
+                .await;
+                if let Err(error) = released {
+                    log::warn!("could not release rebalancer leadership: {error}");
+                }
             }
-        }));
+            .into_actor(self),
+        ))
     }
 }

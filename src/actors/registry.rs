@@ -6,6 +6,7 @@ use actix::prelude::*;
 use diesel::Connection;
 use uuid::Uuid;
 
+use crate::db::leases::{self, LeaseToken};
 use crate::db::registry::{self, NodeClaim, NodeMove, OrphanOutcome, ProviderOutcome};
 use crate::db::{DbError, Pool};
 use crate::domain::clock::SharedClock;
@@ -42,11 +43,13 @@ impl Actor for Registry {
     type Context = SyncContext<Self>;
 }
 
-/// Gives unowned nodes their first owner (compute node and provider, by adoption or undelete).
+/// Gives unowned nodes their first owner (compute node and provider, by adoption or undelete),
+/// under the rebalancer lease `lease` (refused, nothing written, when it is not current).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Vec<ComputeNode>, DbError>")]
 pub struct ClaimNodes {
     pub claims: Vec<NodeClaim>,
+    pub lease: LeaseToken,
 }
 
 impl Handler<ClaimNodes> for Registry {
@@ -55,17 +58,20 @@ impl Handler<ClaimNodes> for Registry {
     fn handle(&mut self, message: ClaimNodes, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         self.in_transaction("claim", |conn| {
+            leases::hold(conn, leases::REBALANCER, message.lease, now)?;
             registry::claim_nodes(conn, &message.claims, now)
         })
     }
 }
 
-/// Moves nodes between hosts, fenced by expected owner and epoch, in one transaction.
+/// Moves nodes between hosts, fenced by expected owner and epoch, in one transaction that
+/// commits only under the current rebalancer lease `lease` (invariant 13).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<Vec<ComputeNode>, DbError>")]
 pub struct MoveNodes {
     pub moves: Vec<NodeMove>,
     pub ring_version: i64,
+    pub lease: LeaseToken,
 }
 
 impl Handler<MoveNodes> for Registry {
@@ -74,12 +80,14 @@ impl Handler<MoveNodes> for Registry {
     fn handle(&mut self, message: MoveNodes, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
         self.in_transaction("move", |conn| {
+            leases::hold(conn, leases::REBALANCER, message.lease, now)?;
             registry::move_nodes(conn, &message.moves, message.ring_version, now)
         })
     }
 }
 
-/// Creates a provider; a name collision is resolved by adoption.
+/// Creates a provider; a name collision is resolved by adoption, and a UUID held by a provider
+/// of another name is refused (nothing is renamed).
 #[derive(Debug, Message)]
 #[rtype(result = "Result<ProviderOutcome, DbError>")]
 pub struct CreateProvider {

@@ -1,29 +1,43 @@
-//! `Scheduler`: picks a free node of the requested class among the nodes of up hosts that run
-//! in this process, claims its allocation and creates the instance in one transaction (the
-//! capacity check inside it), then hands the instance to the owning `ComputeHost`.
+//! `Scheduler`: places an instance. It picks a free node of the requested class (with enough
+//! free PCI devices) among the nodes of hosts of this process that are up, not fenced and not
+//! disabled; claims its allocation through the one allocation writer
+//! (`db::allocations::replace_allocations`, as the Placement API does) and creates the
+//! instance, in one transaction; a claim that loses a race tries the next node, and the boot
+//! fails (409, nothing written) only when no node is free. Then it hands the instance to the
+//! owning `ComputeHost`; a build that fails after its claim ends `error` with its allocation
+//! released (invariants 11 and 12).
+
+use std::collections::BTreeMap;
 
 use actix::prelude::*;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::HostDirectory;
 use super::compute_host::{HostError, Spawn};
-use crate::db::instances::NewInstance;
-use crate::db::placement::Consumer;
+use crate::db::allocations::{AllocationError, ConsumerAllocations};
+use crate::db::instances::{FreeNode, NewInstance, NodeRequest};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
-use crate::domain::host::Liveness;
+use crate::domain::host::{Host, HostState, Liveness};
 use crate::domain::instance::Instance;
 use crate::domain::node::custom_resource_class;
 
-/// How many candidate nodes one boot tries before it gives up.
-const CANDIDATES: i32 = 8;
+/// Placement's consumer type of the allocations of instances (1.38), as Nova writes it.
+const INSTANCE_CONSUMER_TYPE: &str = "INSTANCE";
+
+/// The most claims one boot attempts before it gives up (each lost race costs one).
+const MAX_CLAIM_ATTEMPTS: usize = 64;
 
 /// Says why a boot failed.
 #[derive(Debug, thiserror::Error)]
 pub enum BootError {
-    #[error("no free node of resource class {0} on an up host")]
-    NoValidHost(String),
+    #[error(
+        "no free node of resource class {resource_class}{pci} on an up host: every node is in use, \
+         locked, unavailable or on a host that is down, fenced or disabled"
+    )]
+    NoValidHost { resource_class: String, pci: String },
     #[error(transparent)]
     Host(#[from] HostError),
     #[error(transparent)]
@@ -36,10 +50,21 @@ impl BootError {
     /// Classifies this error for the HTTP layer.
     pub fn kind(&self) -> ErrorKind {
         match self {
-            BootError::NoValidHost(_) => ErrorKind::Conflict,
+            BootError::NoValidHost { .. } => ErrorKind::Conflict,
             BootError::Host(error) => error.kind(),
             BootError::Db(error) => error.kind(),
             BootError::Mailbox(_) => ErrorKind::Unavailable,
+        }
+    }
+
+    fn no_valid_host(resource_class: &str, pci_devices: u32) -> BootError {
+        BootError::NoValidHost {
+            resource_class: resource_class.to_owned(),
+            pci: if pci_devices > 0 {
+                format!(" with {pci_devices} free PCI devices")
+            } else {
+                String::new()
+            },
         }
     }
 }
@@ -96,81 +121,180 @@ impl Handler<Boot> for Scheduler {
             self.hosts.clone(),
         );
         Box::pin(async move {
-            let local_hosts = hosts.names();
-            let now = clock.now();
             let instance = Uuid::new_v4();
+            let local_hosts = hosts.names();
             let request = message.clone();
+            let claim_clock = clock.clone();
             let placed = db::run(&pool, move |conn| {
-                let up: Vec<String> = db::hosts::list_hosts(conn)?
-                    .into_iter()
-                    .filter(|host| {
-                        !host.disabled
-                            && host.is_up(&liveness, now)
-                            && local_hosts.contains(&host.name)
-                    })
-                    .map(|host| host.name)
-                    .collect();
-                let placement_class = custom_resource_class(&request.resource_class);
-                let candidates = db::instances::free_nodes(
+                claim_node(
                     conn,
-                    &request.resource_class,
-                    &placement_class,
-                    &up,
-                    CANDIDATES,
-                )?;
-                for candidate in candidates {
-                    let new = NewInstance {
-                        uuid: instance,
-                        name: request.name.clone(),
-                        project_id: request.project.clone(),
-                        user_id: request.user.clone(),
-                        host: candidate.host.clone(),
-                        node: candidate.node.clone(),
-                        resource_class: request.resource_class.clone(),
-                    };
-                    let consumer = Consumer {
-                        uuid: instance,
-                        project: request.project.clone(),
-                        user: request.user.clone(),
-                    };
-                    let claimed = diesel::Connection::transaction(conn, |conn| {
-                        db::placement::claim_allocation(
-                            conn,
-                            &consumer,
-                            candidate.provider,
-                            &placement_class,
-                            1,
-                            now,
-                        )?;
-                        db::instances::create_instance(conn, &new, now)
-                    });
-                    match claimed {
-                        Ok(()) => return Ok(Some(candidate)),
-                        Err(DbError::Conflict(reason)) => {
-                            log::info!("node {} taken meanwhile: {reason}", candidate.node)
-                        }
-                        Err(other) => return Err(other),
-                    }
-                }
-                Ok(None)
+                    &request,
+                    instance,
+                    &local_hosts,
+                    liveness,
+                    &claim_clock,
+                )
             })
             .await?;
             let Some(placed) = placed else {
-                return Err(BootError::NoValidHost(message.resource_class));
+                return Err(BootError::no_valid_host(
+                    &message.resource_class,
+                    message.pci_devices,
+                ));
             };
-            let Some(host) = hosts.get(&placed.host) else {
-                return Err(BootError::Host(HostError::Fenced(placed.host)));
+            let spawned = match hosts.get(&placed.host) {
+                Some(host) => host
+                    .send(Spawn {
+                        instance,
+                        node: placed.node.clone(),
+                        pci_devices: message.pci_devices,
+                    })
+                    .await
+                    .map_err(BootError::from)
+                    .and_then(|result| result.map_err(BootError::from)),
+                None => Err(BootError::Host(HostError::Fenced(placed.host.clone()))),
             };
-            host.send(Spawn {
-                instance,
-                node: placed.node,
-                pci_devices: message.pci_devices,
-            })
-            .await??;
+            if let Err(failure) = spawned {
+                // The build failed after its claim: it ends in error and gives the node back
+                // (unless Ironic finished it after all).
+                let reason = failure.to_string();
+                let host = placed.host.clone();
+                let now = clock.now();
+                let outcome = db::transaction(&pool, move |conn| {
+                    db::instances::settle_build(conn, instance, &reason, &host, now)
+                })
+                .await?;
+                log::warn!(
+                    "build of instance {instance} on node {} (host {}) failed: {failure}; {outcome:?}",
+                    placed.node,
+                    placed.host
+                );
+            }
             Ok(db::run(&pool, move |conn| {
-                db::instances::get_instance(conn, instance)
+                let mut found = db::instances::get_instance(conn, instance)?;
+                if found.vm_state == crate::domain::instance::ERROR {
+                    found.fault = db::instances::latest_fault(conn, instance)?;
+                }
+                Ok(found)
             })
             .await?)
         })
+    }
+}
+
+/// Returns the hosts a boot may land on: those of `local` that are up, not fenced (their lease
+/// holds) and not disabled.
+pub fn schedulable_hosts(
+    hosts: Vec<Host>,
+    liveness: &Liveness,
+    now: DateTime<Utc>,
+    local: &[String],
+) -> Vec<String> {
+    hosts
+        .into_iter()
+        .filter(|host| host.state(liveness, now) == HostState::Up && local.contains(&host.name))
+        .map(|host| host.name)
+        .collect()
+}
+
+/// Claims a free node for `instance` and creates it `building` there, in one transaction per
+/// attempt: the node is picked and its provider locked (skipping providers another claim
+/// holds), the allocation written by the one allocation writer (which checks capacity under
+/// that lock), the instance created. A claim refused for capacity tries the next node. Returns
+/// `None` when no node is free.
+fn claim_node(
+    conn: &mut diesel::PgConnection,
+    boot: &Boot,
+    instance: Uuid,
+    local_hosts: &[String],
+    liveness: Liveness,
+    clock: &SharedClock,
+) -> Result<Option<FreeNode>, DbError> {
+    let up = schedulable_hosts(
+        db::hosts::list_hosts(conn)?,
+        &liveness,
+        clock.now(),
+        local_hosts,
+    );
+    if up.is_empty() {
+        return Ok(None);
+    }
+    let placement_class = custom_resource_class(&boot.resource_class);
+    let request = NodeRequest {
+        resource_class: &boot.resource_class,
+        placement_class: &placement_class,
+        hosts: &up,
+        pci_devices: i32::try_from(boot.pci_devices).unwrap_or(i32::MAX),
+    };
+    let mut tried: Vec<Uuid> = Vec::new();
+    for _ in 0..MAX_CLAIM_ATTEMPTS {
+        // A refused claim returns an error from the transaction, so what it wrote rolls back.
+        let attempt = diesel::Connection::transaction(conn, |conn| {
+            let Some(candidate) = db::instances::pick_free_node(conn, &request, &tried)? else {
+                return Err(ClaimFailure::NoneFree);
+            };
+            let write = ConsumerAllocations {
+                consumer: instance,
+                project: boot.project.clone(),
+                user: boot.user.clone(),
+                expected_generation: Some(None),
+                consumer_type: Some(INSTANCE_CONSUMER_TYPE.to_owned()),
+                allocations: BTreeMap::from([(
+                    candidate.provider,
+                    BTreeMap::from([(placement_class.clone(), 1)]),
+                )]),
+            };
+            match db::allocations::replace_allocations(conn, &[write]) {
+                Ok(()) => {}
+                Err(AllocationError::Db(error)) => return Err(ClaimFailure::Db(error)),
+                // Lost the race for this node (or its inventory changed): the next one.
+                Err(refused) => {
+                    log::debug!("node {} refused the claim: {refused}", candidate.node);
+                    return Err(ClaimFailure::Lost(candidate.provider));
+                }
+            }
+            let new = NewInstance {
+                uuid: instance,
+                name: boot.name.clone(),
+                project_id: boot.project.clone(),
+                user_id: boot.user.clone(),
+                host: candidate.host.clone(),
+                node: candidate.node.clone(),
+                resource_class: boot.resource_class.clone(),
+            };
+            db::instances::create_instance(conn, &new, clock.now())?;
+            Ok(candidate)
+        });
+        match attempt {
+            Ok(candidate) => return Ok(Some(candidate)),
+            Err(ClaimFailure::Lost(provider)) => tried.push(provider),
+            Err(ClaimFailure::NoneFree) => return Ok(None),
+            Err(ClaimFailure::Db(error)) => return Err(error),
+        }
+    }
+    log::warn!(
+        "boot of instance {instance}: {MAX_CLAIM_ATTEMPTS} claims lost to concurrent boots; giving up"
+    );
+    Ok(None)
+}
+
+/// Why one claim attempt did not place the instance; any of them rolls the attempt back.
+enum ClaimFailure {
+    /// The node's provider refused the claim (a concurrent boot took it): try the next.
+    Lost(Uuid),
+    /// No node is free.
+    NoneFree,
+    Db(DbError),
+}
+
+impl From<DbError> for ClaimFailure {
+    fn from(error: DbError) -> Self {
+        ClaimFailure::Db(error)
+    }
+}
+
+impl From<diesel::result::Error> for ClaimFailure {
+    fn from(error: diesel::result::Error) -> Self {
+        ClaimFailure::Db(DbError::from(error))
     }
 }

@@ -21,6 +21,8 @@ pub enum DbError {
     Conflict(String),
     #[error("the host's lease lapsed: write abandoned")]
     LeaseLapsed,
+    #[error("this process no longer holds the {lease} lease (epoch {epoch}): write refused")]
+    LeadershipLost { lease: String, epoch: i64 },
     #[error("concurrent transaction conflict, retry")]
     SerializationFailure,
     #[error("database unavailable: {0}")]
@@ -41,7 +43,8 @@ impl DbError {
             DbError::UniqueViolation { .. }
             | DbError::SerializationFailure
             | DbError::Conflict(_)
-            | DbError::LeaseLapsed => ErrorKind::Conflict,
+            | DbError::LeaseLapsed
+            | DbError::LeadershipLost { .. } => ErrorKind::Conflict,
             DbError::ForeignKeyViolation { .. }
             | DbError::CheckViolation { .. }
             | DbError::NotNullViolation { .. } => ErrorKind::Invalid,

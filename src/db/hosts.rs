@@ -1,8 +1,10 @@
 //! Compute services (`services` rows of the compute binary): registration, heartbeats,
 //! drain, and the host list with node counts.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use diesel::prelude::*;
+use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
+use uuid::Uuid;
 
 use super::DbError;
 use super::models::ServiceRow;
@@ -29,33 +31,80 @@ pub fn node_counts(conn: &mut PgConnection) -> Result<Vec<(String, i64)>, DbErro
         .load(conn)?)
 }
 
-/// Registers compute host `host` unless it exists; a registered host is enabled again and
-/// no longer forced down.
+/// Registers compute host `host` as run by process `holder`, unless another live process runs
+/// it: a host is held while its holder's presence connection is open (`db::presence`) and its
+/// last heartbeat is within `down_time` of `now`. A registered host keeps its `disabled` state
+/// (a drain outlives restarts until the host is enabled) and is no longer forced down. Run it
+/// in a transaction.
 pub fn register_host(
     conn: &mut PgConnection,
     host: &str,
+    holder: Uuid,
+    down_time: Duration,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     diesel::sql_query(
-        "INSERT INTO services (uuid, host, \"binary\", topic, created_at)
-         VALUES (gen_random_uuid(), $1, $2, 'compute', $3)
-         ON CONFLICT (host, \"binary\", deleted) DO UPDATE
-            SET disabled = FALSE, disabled_reason = NULL, forced_down = FALSE, updated_at = $3",
+        "INSERT INTO services (uuid, host, \"binary\", topic, created_at, updated_at, holder)
+         VALUES (gen_random_uuid(), $1, $2, 'compute', $3, $3, $4)
+         ON CONFLICT (host, \"binary\", deleted) DO NOTHING",
     )
-    .bind::<diesel::sql_types::Text, _>(host)
-    .bind::<diesel::sql_types::Text, _>(COMPUTE_BINARY)
-    .bind::<diesel::sql_types::Timestamptz, _>(now)
+    .bind::<Text, _>(host)
+    .bind::<Text, _>(COMPUTE_BINARY)
+    .bind::<Timestamptz, _>(now)
+    .bind::<SqlUuid, _>(holder)
     .execute(conn)?;
-    Ok(())
+    let taken = diesel::sql_query(
+        "UPDATE services SET holder = $3, forced_down = FALSE, updated_at = $4
+          WHERE host = $1 AND \"binary\" = $2 AND deleted = 0
+            AND (holder IS NULL OR holder = $3
+                 OR COALESCE(last_seen_up, updated_at) < $5
+                 OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a
+                                 WHERE a.application_name = $6 || services.holder::text))",
+    )
+    .bind::<Text, _>(host)
+    .bind::<Text, _>(COMPUTE_BINARY)
+    .bind::<SqlUuid, _>(holder)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Timestamptz, _>(now - down_time)
+    .bind::<Text, _>(super::presence::APPLICATION_PREFIX)
+    .execute(conn)?;
+    if taken == 1 {
+        return Ok(());
+    }
+    let seen: Option<Option<DateTime<Utc>>> = services::table
+        .filter(services::host.eq(host))
+        .filter(services::binary.eq(COMPUTE_BINARY))
+        .filter(services::deleted.eq(0))
+        .select(services::last_seen_up)
+        .first(conn)
+        .optional()?;
+    let age = seen
+        .flatten()
+        .map(|seen| {
+            humantime::format_duration((now - seen).to_std().unwrap_or_default()).to_string()
+        })
+        .unwrap_or_else(|| "no heartbeat yet".to_owned());
+    Err(DbError::Conflict(format!(
+        "host {host} is run by another ringmaster process (last heartbeat: {age} ago); stop it \
+         there, or wait until it is down ({} without a heartbeat)",
+        humantime::format_duration(down_time.to_std().unwrap_or_default())
+    )))
 }
 
-/// Records a heartbeat of `host` at `now`; `false` when the host is not registered.
-pub fn heartbeat(conn: &mut PgConnection, host: &str, now: DateTime<Utc>) -> Result<bool, DbError> {
+/// Records a heartbeat of `host` at `now` by process `holder`; `false` when the host is not
+/// registered or another process has taken it over (this process must stop running it).
+pub fn heartbeat(
+    conn: &mut PgConnection,
+    host: &str,
+    holder: Uuid,
+    now: DateTime<Utc>,
+) -> Result<bool, DbError> {
     let updated = diesel::update(
         services::table
             .filter(services::host.eq(host))
             .filter(services::binary.eq(COMPUTE_BINARY))
-            .filter(services::deleted.eq(0)),
+            .filter(services::deleted.eq(0))
+            .filter(services::holder.eq(holder)),
     )
     .set((
         services::last_seen_up.eq(now),
@@ -66,8 +115,24 @@ pub fn heartbeat(conn: &mut PgConnection, host: &str, now: DateTime<Utc>) -> Res
     Ok(updated == 1)
 }
 
-/// Marks `host` as draining: disabled, so that it receives no nodes and its nodes leave.
+/// Enables `host` again: it clears a drain or any other disable, so it receives nodes.
+pub fn enable_host(conn: &mut PgConnection, host: &str, now: DateTime<Utc>) -> Result<(), DbError> {
+    set_disabled(conn, host, None, now)
+}
+
+/// Marks `host` as draining: disabled, so that it receives no nodes and its nodes leave. It
+/// stays so across restarts until it is enabled.
 pub fn drain_host(conn: &mut PgConnection, host: &str, now: DateTime<Utc>) -> Result<(), DbError> {
+    set_disabled(conn, host, Some(DRAINING_REASON), now)
+}
+
+/// Disables `host` for `reason`, or enables it (`None`).
+fn set_disabled(
+    conn: &mut PgConnection,
+    host: &str,
+    reason: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
     let updated = diesel::update(
         services::table
             .filter(services::host.eq(host))
@@ -75,8 +140,8 @@ pub fn drain_host(conn: &mut PgConnection, host: &str, now: DateTime<Utc>) -> Re
             .filter(services::deleted.eq(0)),
     )
     .set((
-        services::disabled.eq(true),
-        services::disabled_reason.eq(DRAINING_REASON),
+        services::disabled.eq(reason.is_some()),
+        services::disabled_reason.eq(reason),
         services::updated_at.eq(now),
     ))
     .execute(conn)?;

@@ -32,6 +32,7 @@ impl From<InstanceRow> for Instance {
             resource_class: row.resource_class,
             vm_state: row.vm_state,
             task_state: row.task_state,
+            fault: None,
         }
     }
 }
@@ -193,17 +194,22 @@ pub struct FreeNode {
     pub host: String,
 }
 
-/// Lists up to `limit` nodes of Ironic class `resource_class` that are available, unlocked,
-/// owned by one of `hosts` and whose provider has the unit free.
-pub fn free_nodes(
-    conn: &mut PgConnection,
-    resource_class: &str,
-    placement_class: &str,
-    hosts: &[String],
-    limit: i32,
-) -> Result<Vec<FreeNode>, DbError> {
-    Ok(diesel::sql_query(
-        "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host
+/// What a boot asks of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeRequest<'a> {
+    /// The Ironic resource class (`baremetal`).
+    pub resource_class: &'a str,
+    /// Placement's class for it (`CUSTOM_BAREMETAL`).
+    pub placement_class: &'a str,
+    /// The hosts that may take it: up, not fenced, not disabled.
+    pub hosts: &'a [String],
+    /// PCI devices that must be free on the node.
+    pub pci_devices: i32,
+}
+
+/// The nodes that can take an instance: of the class, available, unlocked, not in maintenance,
+/// owned by one of the hosts, with the unit free on their provider and enough free PCI devices.
+const FREE_NODES: &str = "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host
            FROM ironic_nodes n
            JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
            JOIN resource_providers rp ON rp.uuid = c.uuid
@@ -211,16 +217,188 @@ pub fn free_nodes(
            JOIN resource_classes rc ON rc.id = inv.resource_class_id AND rc.name = $2
           WHERE n.resource_class = $1 AND n.provision_state = 'available' AND n.instance_uuid IS NULL
             AND n.reservation IS NULL AND NOT n.maintenance AND c.host = ANY($3)
-            AND inv.total - inv.reserved > (SELECT COALESCE(sum(a.used), 0) FROM allocations a
-                                             WHERE a.resource_provider_id = rp.id
-                                               AND a.resource_class_id = rc.id)
-          ORDER BY n.uuid LIMIT $4",
+            AND (inv.total - inv.reserved) * inv.allocation_ratio
+                >= 1 + (SELECT COALESCE(sum(a.used), 0) FROM allocations a
+                         WHERE a.resource_provider_id = rp.id AND a.resource_class_id = rc.id)
+            AND ($4 = 0 OR $4 <= (SELECT count(*) FROM pci_devices p
+                                   WHERE p.compute_node_id = c.id AND p.status = 'available'
+                                     AND p.deleted = 0))";
+
+/// Lists up to `limit` nodes that can take an instance now, by node uuid.
+pub fn free_nodes(
+    conn: &mut PgConnection,
+    request: &NodeRequest<'_>,
+    limit: i32,
+) -> Result<Vec<FreeNode>, DbError> {
+    Ok(
+        diesel::sql_query(format!("{FREE_NODES} ORDER BY n.uuid LIMIT $5"))
+            .bind::<Text, _>(request.resource_class)
+            .bind::<Text, _>(request.placement_class)
+            .bind::<diesel::sql_types::Array<Text>, _>(request.hosts)
+            .bind::<Integer, _>(request.pci_devices)
+            .bind::<Integer, _>(limit)
+            .load(conn)?,
     )
-    .bind::<Text, _>(resource_class)
-    .bind::<Text, _>(placement_class)
-    .bind::<diesel::sql_types::Array<Text>, _>(hosts)
-    .bind::<Integer, _>(limit)
-    .load(conn)?)
+}
+
+/// Picks the first node that can take an instance and that no other claim is working on,
+/// skipping `tried` providers, and locks its provider for the rest of the transaction (a
+/// concurrent boot skips it and picks the next). The caller still claims through the one
+/// allocation writer, which re-checks capacity under the lock.
+pub fn pick_free_node(
+    conn: &mut PgConnection,
+    request: &NodeRequest<'_>,
+    tried: &[Uuid],
+) -> Result<Option<FreeNode>, DbError> {
+    Ok(diesel::sql_query(format!(
+        "{FREE_NODES} AND rp.uuid <> ALL($5) ORDER BY n.uuid LIMIT 1 FOR UPDATE OF rp SKIP LOCKED"
+    ))
+    .bind::<Text, _>(request.resource_class)
+    .bind::<Text, _>(request.placement_class)
+    .bind::<diesel::sql_types::Array<Text>, _>(request.hosts)
+    .bind::<Integer, _>(request.pci_devices)
+    .bind::<diesel::sql_types::Array<SqlUuid>, _>(tried)
+    .load::<FreeNode>(conn)?
+    .into_iter()
+    .next())
+}
+
+/// Marks build `uuid` active, if it is still building; `false` when it was settled meanwhile
+/// (failed, timed out or deleted), and the caller must undo its deploy.
+pub fn activate_build(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    now: DateTime<Utc>,
+) -> Result<bool, DbError> {
+    let updated = diesel::sql_query(
+        "UPDATE instances SET vm_state = 'active', task_state = NULL, launched_at = $2, updated_at = $2
+          WHERE uuid = $1 AND deleted = 0 AND vm_state = 'building'",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    Ok(updated == 1)
+}
+
+/// Locks instance `uuid` for the rest of the transaction if it is still building; `false`
+/// when it is not (its build was settled), and the caller must not go on with it.
+pub fn lock_building(conn: &mut PgConnection, uuid: Uuid) -> Result<bool, DbError> {
+    let locked = diesel::sql_query(
+        "SELECT id FROM instances WHERE uuid = $1 AND deleted = 0 AND vm_state = 'building' FOR UPDATE",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .execute(conn)?;
+    Ok(locked == 1)
+}
+
+/// How a build was settled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildOutcome {
+    /// The instance is gone (deleted).
+    Gone,
+    /// It was not building any more: its state is given.
+    AlreadySettled(String),
+    /// Ironic had deployed it: now active.
+    Activated,
+    /// It ended in error; its allocations and PCI devices are released.
+    Failed,
+}
+
+/// Settles the build of instance `uuid` if it is still building: active when Ironic shows
+/// the instance deployed on its node, otherwise `error` with a fault saying `reason`, its
+/// allocations removed and its PCI devices freed (invariant 12, as Nova's build path does).
+/// A compare-and-swap on `building` under the instance's row lock, then its Ironic node's, so a
+/// deploy and a settle are ordered. Run it in a transaction.
+pub fn settle_build(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    reason: &str,
+    host: &str,
+    now: DateTime<Utc>,
+) -> Result<BuildOutcome, DbError> {
+    #[derive(QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = Text)]
+        vm_state: String,
+        #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+        node: Option<String>,
+    }
+    let found: Option<Found> = diesel::sql_query(
+        "SELECT vm_state::text AS vm_state, node::text AS node FROM instances
+          WHERE uuid = $1 AND deleted = 0 FOR UPDATE",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .get_result(conn)
+    .optional()?;
+    let Some(found) = found else {
+        return Ok(BuildOutcome::Gone);
+    };
+    if found.vm_state != crate::domain::instance::BUILDING {
+        return Ok(BuildOutcome::AlreadySettled(found.vm_state));
+    }
+    let deployed = diesel::sql_query(
+        "SELECT uuid FROM ironic_nodes
+          WHERE uuid::text = $1 AND provision_state = 'active' AND instance_uuid = $2 FOR UPDATE",
+    )
+    .bind::<Text, _>(found.node.as_deref().unwrap_or(""))
+    .bind::<SqlUuid, _>(uuid)
+    .execute(conn)?;
+    if deployed == 1 {
+        activate_build(conn, uuid, now)?;
+        return Ok(BuildOutcome::Activated);
+    }
+    add_fault(conn, uuid, reason, host, now)?;
+    super::allocations::delete_consumer(conn, uuid)?;
+    super::pci::free_instance_devices(conn, uuid, now)?;
+    set_state(conn, uuid, crate::domain::instance::ERROR, None, now)?;
+    Ok(BuildOutcome::Failed)
+}
+
+/// Lists the builds (instance, node) on nodes `host` owns that nobody is working on any more: building since
+/// before `cutoff` (the host's start, or the build timeout), or since before their node moved
+/// here (the old owner's spawn can no longer write).
+pub fn stale_builds(
+    conn: &mut PgConnection,
+    host: &str,
+    cutoff: DateTime<Utc>,
+) -> Result<Vec<(Uuid, String)>, DbError> {
+    #[derive(QueryableByName)]
+    struct Stale {
+        #[diesel(sql_type = SqlUuid)]
+        uuid: Uuid,
+        #[diesel(sql_type = Text)]
+        node: String,
+    }
+    let stale: Vec<Stale> = diesel::sql_query(
+        "SELECT i.uuid, i.node::text AS node FROM instances i
+           JOIN compute_nodes c ON c.hypervisor_hostname = i.node AND c.deleted = 0
+          WHERE c.host = $1 AND i.deleted = 0 AND i.vm_state = 'building'
+            AND (COALESCE(i.updated_at, i.created_at) < $2
+                 OR COALESCE(i.updated_at, i.created_at) < c.updated_at)
+          ORDER BY i.uuid",
+    )
+    .bind::<Text, _>(host)
+    .bind::<Timestamptz, _>(cutoff)
+    .load(conn)?;
+    Ok(stale.into_iter().map(|row| (row.uuid, row.node)).collect())
+}
+
+/// Returns the latest fault message of instance `uuid`, if any.
+pub fn latest_fault(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<String>, DbError> {
+    #[derive(QueryableByName)]
+    struct Fault {
+        #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+        message: Option<String>,
+    }
+    Ok(diesel::sql_query(
+        "SELECT message::text AS message FROM instance_faults
+          WHERE instance_uuid = $1 ORDER BY id DESC LIMIT 1",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .load::<Fault>(conn)?
+    .into_iter()
+    .next()
+    .and_then(|fault| fault.message))
 }
 
 /// Returns the live instance on node `node`, if any.

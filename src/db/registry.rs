@@ -68,7 +68,10 @@ pub fn claim_nodes(
     let nodes: Vec<String> = claims.iter().map(|claim| claim.node.to_string()).collect();
     let hosts: Vec<String> = claims.iter().map(|claim| claim.host.clone()).collect();
     // Identity first: the provider already named after the node (adoption), else the node's
-    // latest soft-deleted compute node (undelete), else a new uuid. Then undelete or insert.
+    // latest soft-deleted compute node (undelete), else its archived one, else the Ironic
+    // node's own uuid (as Nova does since 2018): a returning node always gets its identity
+    // back. A uuid that another provider (of another name) or another live compute node holds
+    // is never taken: that node is not claimed, and the audit reports it.
     let claimed: Vec<ComputeNodeView> = diesel::sql_query(
         "WITH input AS (
              SELECT DISTINCT ON (node) node, host
@@ -78,29 +81,39 @@ pub fn claim_nodes(
          ),
          chosen AS (
              SELECT i.node, i.host,
-                    COALESCE(rp.uuid, gone.uuid, gen_random_uuid()) AS uuid
+                    COALESCE(rp.uuid, gone.uuid, archived.uuid, i.node::uuid) AS uuid
                FROM input i
                LEFT JOIN resource_providers rp ON rp.name = i.node
                LEFT JOIN LATERAL (SELECT c.uuid FROM compute_nodes c
                                    WHERE c.hypervisor_hostname = i.node AND c.deleted <> 0
                                    ORDER BY c.id DESC LIMIT 1) gone ON TRUE
+               LEFT JOIN LATERAL (SELECT s.uuid FROM shadow_compute_nodes s
+                                   WHERE s.hypervisor_hostname = i.node
+                                   ORDER BY s.id DESC LIMIT 1) archived ON TRUE
+         ),
+         usable AS (
+             SELECT * FROM chosen ch
+              WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp
+                                 WHERE rp.uuid = ch.uuid AND rp.name <> ch.node)
+                AND NOT EXISTS (SELECT 1 FROM compute_nodes c
+                                 WHERE c.uuid = ch.uuid AND c.deleted = 0)
          ),
          undeleted AS (
              UPDATE compute_nodes c
-                SET deleted = 0, deleted_at = NULL, host = chosen.host,
-                    hypervisor_hostname = chosen.node,
+                SET deleted = 0, deleted_at = NULL, host = usable.host,
+                    hypervisor_hostname = usable.node,
                     owner_epoch = c.owner_epoch + 1, updated_at = $3
-               FROM chosen
-              WHERE c.uuid = chosen.uuid AND c.deleted <> 0
+               FROM usable
+              WHERE c.uuid = usable.uuid AND c.deleted <> 0
              RETURNING c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch
          ),
          inserted AS (
              INSERT INTO compute_nodes (uuid, host, hypervisor_hostname, vcpus, memory_mb,
                                         local_gb, created_at)
-             SELECT chosen.uuid, chosen.host, chosen.node, n.cpus, n.memory_mb, n.local_gb, $3
-               FROM chosen
-               JOIN ironic_nodes n ON n.uuid::text = chosen.node
-              WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c WHERE c.uuid = chosen.uuid)
+             SELECT usable.uuid, usable.host, usable.node, n.cpus, n.memory_mb, n.local_gb, $3
+               FROM usable
+               JOIN ironic_nodes n ON n.uuid::text = usable.node
+              WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c WHERE c.uuid = usable.uuid)
              RETURNING id, uuid, host, hypervisor_hostname, owner_epoch
          )
          SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM undeleted
@@ -112,6 +125,9 @@ pub fn claim_nodes(
     .bind::<Timestamptz, _>(now)
     .load(conn)?;
     let claimed: Vec<ComputeNode> = claimed.into_iter().map(ComputeNode::from).collect();
+    if claimed.len() < claims.len() {
+        report_unclaimable(conn, claims, &claimed)?;
+    }
 
     let uuids: Vec<Uuid> = claimed.iter().map(|node| node.uuid).collect();
     let names: Vec<String> = claimed.iter().map(|node| node.node.clone()).collect();
@@ -121,9 +137,47 @@ pub fn claim_nodes(
     Ok(claimed)
 }
 
-/// Makes sure provider `uuids[i]` exists and is named `names[i]`: creates the missing ones
-/// and renames those under another name. A name held by another provider is never taken
-/// over here: claims adopt that provider's uuid instead (invariant 7).
+/// Logs each claimed-for node that got no compute node because the uuid it would keep is held
+/// by another provider or another node's compute node.
+fn report_unclaimable(
+    conn: &mut PgConnection,
+    claims: &[NodeClaim],
+    claimed: &[ComputeNode],
+) -> Result<(), DbError> {
+    let missing: Vec<String> = claims
+        .iter()
+        .map(|claim| claim.node.to_string())
+        .filter(|node| !claimed.iter().any(|done| &done.node == node))
+        .collect();
+    for node in find_unowned(conn, &missing)? {
+        log::error!(
+            "node {node} cannot be claimed: the uuid it keeps is held by a resource provider of \
+             another name or by another node's compute node"
+        );
+    }
+    Ok(())
+}
+
+/// Returns those of `nodes` that have no live compute node.
+fn find_unowned(conn: &mut PgConnection, nodes: &[String]) -> Result<Vec<String>, DbError> {
+    #[derive(QueryableByName)]
+    struct Node {
+        #[diesel(sql_type = Text)]
+        node: String,
+    }
+    let rows: Vec<Node> = diesel::sql_query(
+        "SELECT t.node FROM unnest($1::text[]) AS t(node)
+          WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c
+                             WHERE c.hypervisor_hostname = t.node AND c.deleted = 0)",
+    )
+    .bind::<Array<Text>, _>(nodes)
+    .load(conn)?;
+    Ok(rows.into_iter().map(|row| row.node).collect())
+}
+
+/// Makes sure provider `uuids[i]` exists, named `names[i]`: creates the missing ones. A
+/// provider is never renamed here, and a name held by another provider is never taken over:
+/// claims adopt that provider's uuid instead (invariant 7).
 pub fn ensure_providers(
     conn: &mut PgConnection,
     uuids: &[Uuid],
@@ -133,16 +187,6 @@ pub fn ensure_providers(
     if uuids.is_empty() {
         return Ok(());
     }
-    diesel::sql_query(
-        "UPDATE resource_providers rp
-            SET name = t.name, generation = rp.generation + 1, updated_at = $3
-           FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
-          WHERE rp.uuid = t.uuid AND rp.name <> t.name",
-    )
-    .bind::<Array<SqlUuid>, _>(uuids)
-    .bind::<Array<Text>, _>(names)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
     diesel::sql_query(
         "INSERT INTO resource_providers (uuid, name, created_at)
          SELECT t.uuid, t.name, $3 FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
@@ -173,7 +217,9 @@ pub enum ProviderOutcome {
 }
 
 /// Creates provider (`uuid`, `name`), resolving a collision by adoption: when another
-/// provider holds `name`, that provider is returned, never deleted and re-created.
+/// provider holds `name`, that provider is returned, never deleted and re-created. A provider
+/// that holds `uuid` under another name is never renamed: a conflict, nothing written
+/// (invariants 1 and 7).
 pub fn create_provider(
     conn: &mut PgConnection,
     uuid: Uuid,
@@ -190,17 +236,18 @@ pub fn create_provider(
         Some(existing) if existing == uuid => Ok(ProviderOutcome::Existing),
         Some(existing) => Ok(ProviderOutcome::Adopted(existing)),
         None => {
-            let existed = rp::table
+            let by_uuid: Option<String> = rp::table
                 .filter(rp::uuid.eq(uuid))
-                .count()
-                .get_result::<i64>(conn)?
-                > 0;
+                .select(rp::name)
+                .first(conn)
+                .optional()?;
+            if let Some(other) = by_uuid {
+                return Err(DbError::Conflict(format!(
+                    "resource provider {uuid} is named {other}, not {name}: refusing to rename it"
+                )));
+            }
             ensure_providers(conn, &[uuid], &[name.to_owned()], now)?;
-            Ok(if existed {
-                ProviderOutcome::Existing
-            } else {
-                ProviderOutcome::Created
-            })
+            Ok(ProviderOutcome::Created)
         }
     }
 }

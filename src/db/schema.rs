@@ -270,6 +270,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    leader_leases (name) {
+        #[max_length = 64]
+        name -> Varchar,
+        holder -> Uuid,
+        epoch -> Int8,
+        expires_at -> Timestamptz,
+        acquired_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     node_moves (id) {
         id -> Int8,
         compute_node_uuid -> Uuid,
@@ -326,6 +337,13 @@ diesel::table! {
         uuid -> Uuid,
         created_at -> Timestamptz,
         updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    placement_epochs (shard) {
+        shard -> Int4,
+        n -> Int8,
     }
 }
 
@@ -402,6 +420,7 @@ diesel::table! {
         updated_at -> Nullable<Timestamptz>,
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
+        holder -> Nullable<Uuid>,
     }
 }
 
@@ -635,6 +654,7 @@ diesel::table! {
         updated_at -> Nullable<Timestamptz>,
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
+        holder -> Nullable<Uuid>,
     }
 }
 
@@ -732,9 +752,11 @@ diesel::allow_tables_to_appear_in_same_query!(
     instances,
     inventories,
     ironic_nodes,
+    leader_leases,
     node_moves,
     pci_devices,
     placement_aggregates,
+    placement_epochs,
     projects,
     resource_classes,
     resource_provider_aggregates,

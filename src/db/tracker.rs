@@ -38,6 +38,8 @@ struct OwnedRow {
     reservation: Option<String>,
     #[diesel(sql_type = Bool)]
     has_provider: bool,
+    #[diesel(sql_type = Bool)]
+    allocated: bool,
 }
 
 /// A compute node a host owns, with its Ironic node (`None` once Ironic has deleted it).
@@ -46,6 +48,8 @@ pub struct OwnedNode {
     pub compute_node: ComputeNode,
     pub ironic: Option<IronicNode>,
     pub has_provider: bool,
+    /// Whether its provider holds an allocation.
+    pub allocated: bool,
 }
 
 /// Lists the live compute nodes `host` owns, with their Ironic nodes.
@@ -55,7 +59,10 @@ pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>
                 n.uuid AS ironic_uuid, n.name::text AS name, n.resource_class::text AS resource_class,
                 n.provision_state::text AS provision_state, n.maintenance, n.instance_uuid,
                 n.reservation::text AS reservation,
-                EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = c.uuid) AS has_provider
+                EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = c.uuid) AS has_provider,
+                EXISTS (SELECT 1 FROM resource_providers rp JOIN allocations a
+                                   ON a.resource_provider_id = rp.id
+                         WHERE rp.uuid = c.uuid) AS allocated
            FROM compute_nodes c
            LEFT JOIN ironic_nodes n ON n.uuid::text = c.hypervisor_hostname
           WHERE c.host = $1 AND c.deleted = 0
@@ -85,6 +92,7 @@ pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>
                 owner_epoch: row.owner_epoch,
             },
             has_provider: row.has_provider,
+            allocated: row.allocated,
         })
         .collect())
 }

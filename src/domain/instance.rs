@@ -22,4 +22,6 @@ pub struct Instance {
     pub resource_class: Option<String>,
     pub vm_state: String,
     pub task_state: Option<String>,
+    /// Why it is in error, when it is and a fault was recorded.
+    pub fault: Option<String>,
 }

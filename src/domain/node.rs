@@ -68,13 +68,17 @@ impl IronicNode {
             || self.provision_state != ProvisionState::Available
     }
 
-    /// Returns the inventory the owning host reports for this node.
-    pub fn inventory(&self) -> NodeInventory {
+    /// Returns the inventory the owning host reports for this node; `allocated` says whether
+    /// its provider holds an allocation (a claimed build Ironic has not deployed yet).
+    pub fn inventory(&self, allocated: bool) -> NodeInventory {
+        let used = allocated || self.is_used();
         NodeInventory {
             resource_class: custom_resource_class(&self.resource_class),
             total: 1,
-            // Nova's ironic driver: reserve the unit of an unavailable node nobody uses.
-            reserved: i32::from(!self.is_used() && self.is_unavailable()),
+            // Nova's ironic driver: reserve the unit of an unavailable node nobody uses. A
+            // node someone uses keeps its unit for its allocation, so capacity never drops
+            // below usage (invariant 11).
+            reserved: i32::from(!used && self.is_unavailable()),
         }
     }
 }
@@ -143,7 +147,7 @@ mod tests {
     #[test]
     fn an_available_node_reports_one_free_unit() {
         assert_eq!(
-            node().inventory(),
+            node().inventory(false),
             NodeInventory {
                 resource_class: "CUSTOM_BAREMETAL_GOLD".to_owned(),
                 total: 1,
@@ -167,7 +171,12 @@ mod tests {
             ..node()
         };
         for unavailable in [in_maintenance, locked, enrolling] {
-            assert_eq!(unavailable.inventory().reserved, 1, "{unavailable:?}");
+            assert_eq!(unavailable.inventory(false).reserved, 1, "{unavailable:?}");
+            assert_eq!(
+                unavailable.inventory(true).reserved,
+                0,
+                "a claimed node keeps its unit for its allocation: {unavailable:?}"
+            );
         }
     }
 
@@ -179,7 +188,7 @@ mod tests {
             reservation: Some("conductor-1".to_owned()),
             ..node()
         };
-        assert_eq!(used.inventory().reserved, 0);
+        assert_eq!(used.inventory(false).reserved, 0);
     }
 
     #[test]

@@ -157,4 +157,7 @@ pub struct InstanceResponse {
     pub host: Option<String>,
     pub node: Option<String>,
     pub vm_state: String,
+    /// Why the instance is in error, when it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
 }

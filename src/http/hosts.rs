@@ -48,6 +48,7 @@ pub async fn create_host(
         .actors
         .hosts
         .start(&body.host)
+        .await?
         .send(Heartbeat)
         .await??;
     Ok(HttpResponse::Created().json(serde_json::json!({ "host": body.host })))
@@ -67,7 +68,8 @@ pub async fn crash_host(
     Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": "crash" })))
 }
 
-/// Starts (or restarts) a host in this process.
+/// Starts (or restarts) a crashed host in this process; 409 when it is running already. A
+/// drained (disabled) host stays disabled until it is enabled.
 pub async fn start_host(
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -78,27 +80,58 @@ pub async fn start_host(
     if !known {
         return Err(ApiError::NotFound(format!("host {host} not found")));
     }
-    state.actors.hosts.start(&host).send(Heartbeat).await??;
+    if state.actors.hosts.is_running(&host) {
+        return Err(ApiError::Actor {
+            kind: crate::domain::error::ErrorKind::Conflict,
+            message: format!("host {host} is already running in this process"),
+        });
+    }
+    state
+        .actors
+        .hosts
+        .start(&host)
+        .await?
+        .send(Heartbeat)
+        .await??;
     Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": "start" })))
 }
 
-/// Drains a host: it receives no nodes and its nodes move away while it is still up.
+/// Drains a host: it receives no nodes and its nodes move away while it is still up; it stays
+/// drained across restarts until it is enabled.
 pub async fn drain_host(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let host = path.into_inner();
+    change_host(state, path.into_inner(), "drain").await
+}
+
+/// Enables a host again: a drain (or any disable) ends, and it receives nodes.
+pub async fn enable_host(
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    change_host(state, path.into_inner(), "enable").await
+}
+
+/// Drains or enables host `host` (`action`), then has the rebalancer act on it at once.
+async fn change_host(
+    state: web::Data<AppState>,
+    host: String,
+    action: &'static str,
+) -> Result<HttpResponse, ApiError> {
+    validate::host_name(&host)?;
     let now = state.actors.clock.now();
-    let drained = host.clone();
-    db::run(&state.pool, move |conn| {
-        db::hosts::drain_host(conn, &drained, now)
+    let changed = host.clone();
+    db::run(&state.pool, move |conn| match action {
+        "drain" => db::hosts::drain_host(conn, &changed, now),
+        _ => db::hosts::enable_host(conn, &changed, now),
     })
     .await?;
     state
         .actors
         .rebalancer
         .do_send(crate::actors::rebalancer::RebalanceNow);
-    Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": "drain" })))
+    Ok(HttpResponse::Accepted().json(serde_json::json!({ "host": host, "action": action })))
 }
 
 async fn known_host(state: &AppState, host: &str) -> Result<bool, ApiError> {

@@ -22,6 +22,7 @@ fn response(instance: Instance) -> InstanceResponse {
         host: instance.host,
         node: instance.node,
         vm_state: instance.vm_state,
+        fault: instance.fault,
     }
 }
 

@@ -17,8 +17,9 @@ use crate::actors::compute_host::{DestroyInstance, Heartbeat, IsFenced, UpdateAv
 use crate::actors::ironic::{DeleteNode, EnrollNodes, LockNode};
 use crate::actors::rebalancer::{RebalanceNow, Resign};
 use crate::actors::registry::{CreateProvider, DeleteOrphan};
-use crate::actors::scheduler::Boot;
+use crate::actors::scheduler::{Boot, schedulable_hosts};
 use crate::actors::{ActorSettings, Actors, spawn_all};
+use crate::db::instances::NodeRequest;
 use crate::db::ironic::NewIronicNode;
 use crate::db::registry::{OrphanOutcome, ProviderOutcome};
 use crate::db::{self, Pool};
@@ -156,6 +157,8 @@ impl Run {
             .actors
             .hosts
             .start(host)
+            .await
+            .map_err(|error| error.to_string())?
             .send(Heartbeat)
             .await
             .map_err(|error| error.to_string())?
@@ -629,14 +632,14 @@ impl Run {
             let liveness = self.actors.settings.host.liveness;
             let local = self.actors.hosts.names();
             let free = db::run(&self.pool, move |conn| {
-                let up: Vec<String> = db::hosts::list_hosts(conn)?
-                    .into_iter()
-                    .filter(|host| {
-                        !host.disabled && host.is_up(&liveness, now) && local.contains(&host.name)
-                    })
-                    .map(|host| host.name)
-                    .collect();
-                db::instances::free_nodes(conn, "baremetal", "CUSTOM_BAREMETAL", &up, i32::MAX)
+                let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &liveness, now, &local);
+                let request = NodeRequest {
+                    resource_class: "baremetal",
+                    placement_class: "CUSTOM_BAREMETAL",
+                    hosts: &up,
+                    pci_devices: 0,
+                };
+                db::instances::free_nodes(conn, &request, i32::MAX)
             })
             .await
             .map_err(|e| e.to_string())?;

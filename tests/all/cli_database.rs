@@ -64,11 +64,11 @@ fn demo_runs_on_its_own_postgresql_and_stops_it_on_ctrl_c() {
 }
 
 #[test]
-fn serve_exits_with_one_error_line_when_its_database_stops() {
+fn serve_exits_with_one_error_line_when_its_database_stays_away_past_the_grace() {
     let mut cluster = Cluster::start_throwaway(None).unwrap();
     let mut command = ringmaster();
     command
-        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(["serve", "--bind", "127.0.0.1:0", "--database-grace", "2s"])
         .env("DATABASE_URL", cluster.url("postgres"));
     let mut serve = Running::spawn(command);
     let address = address_of(&serve.wait_for_stdout("listening on http://", START));

@@ -15,11 +15,14 @@ struct Line {
 }
 
 /// Describes the public schema (columns, constraints, indexes, sequences), one sorted line
-/// per item, leaving out diesel's own bookkeeping table.
+/// per item, leaving out diesel's own bookkeeping table. A column's position is its rank among
+/// the table's live columns (a column dropped and added again keeps its place in the order,
+/// though PostgreSQL numbers it past the dropped one).
 pub fn schema_snapshot(conn: &mut PgConnection) -> Vec<String> {
     let query = r#"
         SELECT format('column %s.%s #%s %s %s default=%s identity=%s', table_name, column_name,
-                      ordinal_position, data_type, is_nullable, column_default, is_identity) AS line
+                      row_number() OVER (PARTITION BY table_name ORDER BY ordinal_position),
+                      data_type, is_nullable, column_default, is_identity) AS line
           FROM information_schema.columns
          WHERE table_schema = 'public' AND table_name <> '__diesel_schema_migrations'
         UNION ALL

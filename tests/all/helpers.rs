@@ -74,7 +74,7 @@ impl TestDb {
     }
 
     pub fn pool(&self) -> Pool {
-        build_pool(self.db.url(), 4).expect("pool on test database")
+        build_pool(self.db.url(), 8).expect("pool on test database")
     }
 }
 
@@ -108,6 +108,7 @@ impl TestApp {
             admin_token: token.and_then(AdminToken::new),
             placement,
             handle_signals: false,
+            database_grace: Duration::from_secs(60),
         };
         let pool = db.pool();
         let actors = ringmaster::actors::spawn_all(
@@ -348,7 +349,7 @@ impl TestDeployment {
         let actors = ringmaster::actors::spawn_all(pool.clone(), clock.clone(), quiet_settings());
         let deployment = TestDeployment { actors, clock, db };
         for host in hosts {
-            deployment.actors.hosts.start(host);
+            deployment.actors.hosts.start(host).await.unwrap();
         }
         deployment.heartbeat(hosts).await;
         if nodes > 0 {
@@ -431,6 +432,20 @@ impl TestDeployment {
             .unwrap();
         assert!(report.leader, "the only rebalancer leads");
         report
+    }
+
+    /// The rebalancer lease this deployment leads under (it must lead).
+    pub async fn lease(&self) -> ringmaster::db::leases::LeaseToken {
+        let ring = self
+            .actors
+            .rebalancer
+            .send(ringmaster::actors::rebalancer::GetRing)
+            .await
+            .unwrap();
+        ringmaster::db::leases::LeaseToken {
+            holder: self.actors.process,
+            epoch: ring.lease_epoch.expect("this deployment leads"),
+        }
     }
 
     pub fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {

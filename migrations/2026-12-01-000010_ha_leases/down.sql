@@ -1,0 +1,3 @@
+ALTER TABLE shadow_services DROP COLUMN holder;
+ALTER TABLE services DROP COLUMN holder;
+DROP TABLE leader_leases;

@@ -1,0 +1,83 @@
+//! A process's presence in the deployment: one connection it keeps open whose
+//! `application_name` is `ringmaster <holder>`. PostgreSQL drops it the moment the process
+//! dies (SIGKILL included), so another process can tell "the holder of this host is gone" from
+//! "the holder is alive" without waiting for a down time (`hosts::register_host`). A frozen
+//! process keeps its connection, and so its hosts, until they are down.
+
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use diesel::RunQueryDsl;
+use diesel::sql_types::Text;
+use uuid::Uuid;
+
+use super::{DbError, Pool, PooledConnection, ping};
+
+/// What a presence connection's `application_name` starts with; the holder follows.
+pub const APPLICATION_PREFIX: &str = "ringmaster ";
+
+/// How often the presence connection is checked, at most.
+const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The presence of one process: its holder token and the connection that shows it.
+#[derive(Debug)]
+pub struct Presence {
+    holder: Uuid,
+    held: Mutex<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    conn: Option<PooledConnection>,
+    checked_at: Option<Instant>,
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Held")
+            .field("connected", &self.conn.is_some())
+            .finish()
+    }
+}
+
+impl Presence {
+    /// Returns the presence of process `holder`; it connects on first `ensure`.
+    pub fn new(holder: Uuid) -> Presence {
+        Presence {
+            holder,
+            held: Mutex::new(Held::default()),
+        }
+    }
+
+    /// The process's holder token.
+    pub fn holder(&self) -> Uuid {
+        self.holder
+    }
+
+    /// Makes sure the presence connection is open (reconnecting when the server went away),
+    /// checking it at most once a second. Blocking.
+    pub fn ensure(&self, pool: &Pool) -> Result<(), DbError> {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        let recent = held
+            .checked_at
+            .is_some_and(|at| at.elapsed() < CHECK_INTERVAL);
+        if let Some(conn) = held.conn.as_mut() {
+            if recent || ping(conn).is_ok() {
+                if !recent {
+                    held.checked_at = Some(Instant::now());
+                }
+                return Ok(());
+            }
+            log::warn!("presence connection lost; reconnecting");
+            held.conn = None;
+        }
+        let mut conn = pool.get()?;
+        diesel::sql_query("SELECT set_config('application_name', $1, false)")
+            .bind::<Text, _>(format!("{APPLICATION_PREFIX}{}", self.holder))
+            .execute(&mut *conn)?;
+        held.conn = Some(conn);
+        held.checked_at = Some(Instant::now());
+        Ok(())
+    }
+}

@@ -32,6 +32,15 @@ pub struct ActorSettings {
 }
 
 impl ActorSettings {
+    /// Returns what the audit judges time by: `now`, and this deployment's build timeout.
+    pub fn audit_clock(&self, now: chrono::DateTime<chrono::Utc>) -> crate::db::audit::AuditClock {
+        crate::db::audit::AuditClock {
+            now,
+            build_timeout: chrono::Duration::from_std(self.host.instance_build_timeout)
+                .unwrap_or(chrono::Duration::MAX),
+        }
+    }
+
     /// Returns settings with every timer off, so that tests and benchmarks drive the actors by
     /// message (`Heartbeat`, `UpdateAvailableResource`, `RebalanceNow`).
     pub fn driven_by_messages(service_down_time: chrono::Duration) -> ActorSettings {
@@ -68,6 +77,42 @@ pub struct Actors {
     pub settings: ActorSettings,
     /// This process's token: the holder of its hosts and of its leadership lease.
     pub process: Uuid,
+}
+
+impl Actors {
+    /// Takes (`locked`) or releases a node's conductor lock in Ironic, then has the node's
+    /// owner, when it runs in this process, report it at once: an unlocked node is
+    /// schedulable now, not at the owner's next tracker pass.
+    pub async fn set_node_lock(&self, node: Uuid, locked: bool) -> Result<(), HostError> {
+        self.ironic
+            .send(ironic::LockNode { node, locked })
+            .await??;
+        let name = node.to_string();
+        let owner = db::run(&self.pool(), move |conn| {
+            db::registry::find_compute_node(conn, &name)
+        })
+        .await?;
+        if let Some(owner) = owner
+            && let Some(host) = self.hosts.get(&owner.host)
+        {
+            match host
+                .send(compute_host::RefreshNodes {
+                    nodes: vec![owner.node],
+                })
+                .await?
+            {
+                Ok(_) => {}
+                // A fenced owner reports it once it heartbeats again.
+                Err(HostError::Fenced(_)) => {}
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(())
+    }
+
+    fn pool(&self) -> Pool {
+        self.hosts.factory.pool.clone()
+    }
 }
 
 /// Starts the registry (one thread), Ironic, the archiver, the rebalancer and the scheduler, and an

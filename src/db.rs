@@ -57,6 +57,12 @@ pub fn connect(url: &str) -> Result<PgConnection, DbError> {
     PgConnection::establish(url).map_err(DbError::from)
 }
 
+/// How long a pooled session may sit idle inside a transaction before the server ends it: a
+/// process frozen mid-transaction (SIGSTOP, a long pause) releases its row locks — the
+/// leadership lease's among them — within this time. Our transactions never wait on anything
+/// but the database between statements.
+pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Builds a pool of at most `max_size` connections, after one direct connection proves the
 /// URL works (so a bad URL is reported with libpq's reason, not as a pool timeout).
 pub fn build_pool(url: &str, max_size: u32) -> Result<Pool, DbError> {
@@ -64,6 +70,7 @@ pub fn build_pool(url: &str, max_size: u32) -> Result<Pool, DbError> {
     diesel::r2d2::Pool::builder()
         .max_size(max_size)
         .min_idle(Some(0))
+        .connection_customizer(Box::new(SessionSettings))
         // A `SELECT 1` before every use doubles the round trips of short requests; a broken
         // connection is still noticed (and dropped) by the pool when its query fails.
         .test_on_check_out(false)
@@ -187,6 +194,22 @@ where
     T: Send + 'static,
 {
     run(pool, move |conn| conn.transaction(work)).await
+}
+
+/// Sets what every pooled session runs with.
+#[derive(Debug)]
+struct SessionSettings;
+
+impl diesel::r2d2::CustomizeConnection<PgConnection, diesel::r2d2::Error> for SessionSettings {
+    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
+        diesel::sql_query(format!(
+            "SET idle_in_transaction_session_timeout = {}",
+            IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
+        ))
+        .execute(conn)
+        .map(|_| ())
+        .map_err(diesel::r2d2::Error::QueryError)
+    }
 }
 
 /// r2d2 logs every failed connection attempt at `error` level by default; the caller that

@@ -97,6 +97,32 @@ const CHECKS: &[(u8, &str)] = &[
           WHERE NOT EXISTS (SELECT 1 FROM consumers co WHERE co.uuid = a.consumer_id)",
     ),
     (
+        11,
+        "SELECT format('resource provider %s (%s) is over capacity for %s: %s used of %s',
+                       rp.uuid, rp.name, rc.name, sum(a.used),
+                       (inv.total - inv.reserved) * inv.allocation_ratio) AS message
+           FROM inventories inv
+           JOIN resource_providers rp ON rp.id = inv.resource_provider_id
+           JOIN resource_classes rc ON rc.id = inv.resource_class_id
+           JOIN allocations a ON a.resource_provider_id = inv.resource_provider_id
+                             AND a.resource_class_id = inv.resource_class_id
+          GROUP BY rp.uuid, rp.name, rc.name, inv.total, inv.reserved, inv.allocation_ratio
+         HAVING sum(a.used) > (inv.total - inv.reserved) * inv.allocation_ratio",
+    ),
+    (
+        12,
+        "SELECT format('instance %s is %s but holds allocations (a leaked claim)',
+                       i.uuid, CASE WHEN i.deleted <> 0 THEN 'deleted' ELSE i.vm_state END) AS message
+           FROM instances i
+          WHERE (i.deleted <> 0 OR i.vm_state NOT IN ('building', 'active'))
+            AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = i.uuid)
+            AND NOT EXISTS (SELECT 1 FROM ironic_nodes n WHERE n.instance_uuid = i.uuid)
+         UNION ALL
+         SELECT format('archived instance %s holds allocations (a leaked claim)', s.uuid) AS message
+           FROM shadow_instances s
+          WHERE EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = s.uuid)",
+    ),
+    (
         8,
         "SELECT format('pci device %s has no compute node', p.id) AS message
            FROM pci_devices p WHERE p.compute_node_id IS NULL",
@@ -110,9 +136,60 @@ const CHECKS: &[(u8, &str)] = &[
     ),
 ];
 
-/// Runs every check and returns the violations found (empty when all invariants hold).
+/// What the time-bound checks judge by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditClock {
+    /// The deployment's time now (its clock, or a script's manual clock).
+    pub now: chrono::DateTime<chrono::Utc>,
+    /// A build with no progress for longer than this is a leaked claim (invariant 12).
+    pub build_timeout: chrono::Duration,
+}
+
+/// The default build timeout, as `--instance-build-timeout` has it.
+pub const DEFAULT_BUILD_TIMEOUT_SECONDS: i64 = 600;
+
+/// Runs every check, judging time by the database's clock and the default build timeout, and
+/// returns the violations found (empty when all invariants hold).
 pub fn check_invariants(conn: &mut PgConnection) -> Result<Vec<Violation>, DbError> {
+    let now = super::hosts::database_now(conn)?;
+    check_invariants_at(
+        conn,
+        AuditClock {
+            now,
+            build_timeout: chrono::Duration::seconds(DEFAULT_BUILD_TIMEOUT_SECONDS),
+        },
+    )
+}
+
+/// Runs every check, judging time by `clock`, and returns the violations found.
+pub fn check_invariants_at(
+    conn: &mut PgConnection,
+    clock: AuditClock,
+) -> Result<Vec<Violation>, DbError> {
     let mut violations = Vec::new();
+    #[derive(QueryableByName)]
+    struct Stale {
+        #[diesel(sql_type = diesel::sql_types::Uuid)]
+        uuid: uuid::Uuid,
+        #[diesel(sql_type = diesel::sql_types::Timestamptz)]
+        since: chrono::DateTime<chrono::Utc>,
+    }
+    let stale: Vec<Stale> = diesel::sql_query(
+        "SELECT uuid, COALESCE(updated_at, created_at) AS since FROM instances
+          WHERE deleted = 0 AND vm_state = 'building' AND COALESCE(updated_at, created_at) < $1
+          ORDER BY uuid",
+    )
+    .bind::<diesel::sql_types::Timestamptz, _>(clock.now - clock.build_timeout)
+    .load(conn)?;
+    violations.extend(stale.into_iter().map(|build| Violation {
+        invariant: 12,
+        message: format!(
+            "instance {} has been building since {} (past the build timeout of {}s)",
+            build.uuid,
+            build.since.to_rfc3339(),
+            clock.build_timeout.num_seconds()
+        ),
+    }));
     for (invariant, query) in CHECKS {
         let findings: Vec<Finding> = diesel::sql_query(*query).load(conn)?;
         violations.extend(findings.into_iter().map(|finding| Violation {

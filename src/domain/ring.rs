@@ -8,8 +8,10 @@
 //!   `h(s) = fmix64(fnv1a64(s))` (fmix64 is MurmurHash3's 64-bit finalizer). A node goes to the
 //!   first host in its order whose load is under the cap, `max(ceil(mean), floor(mean × 1.05))`.
 //! * `tooz` — `tooz.hashring.HashRing(hosts, partitions=32)` as Nova's ironic driver builds it:
-//!   for each host, 32 points `md5(host × (k + 1))` for k = 1..=32, a node at
-//!   `md5(node uuid)`, owned by the first point after it (bisect right, wrapping around).
+//!   over the host names lowercased (as Nova does since bug 1866380), for each host 32 points
+//!   `md5(host × (k + 1))` for k = 1..=32, a node at `md5(node uuid)`, owned by the first point
+//!   after it (bisect right, wrapping around); the owner is the host whose lowercased name won
+//!   (the first such in name order, should two differ only in case).
 //!
 //! `plan` turns the current owners into moves. Only nodes that must move do: nodes of hosts
 //! that are down or draining, and nodes with no owner, go to their preferred eligible host;
@@ -231,8 +233,68 @@ pub fn plan(input: PlanInput<'_>) -> Vec<Assignment> {
             reason,
         });
     }
-    plan.extend(join_moves(&input, &chooser, &mut load));
+    let joins = join_moves(&input, &chooser, &mut load);
+    let budget = input.max_join_moves.saturating_sub(joins.len());
+    plan.extend(joins);
+    let planned: HashSet<&str> = plan.iter().map(|m| m.node.as_str()).collect();
+    let balance = balance_moves(&input, &chooser, &mut load, &planned, budget);
+    plan.extend(balance);
     plan
+}
+
+/// Moves nodes off eligible hosts above the default ring's load cap onto hosts below it, each
+/// to its most preferred host with room, until every host is within the cap (or the per-tick
+/// limit is reached). After any sequence of failures and returns the default ring so ends
+/// within its load bound (invariant 10); a settled ring plans nothing here.
+fn balance_moves<'a>(
+    input: &PlanInput<'a>,
+    chooser: &Chooser<'a>,
+    load: &mut HashMap<&'a str, usize>,
+    planned: &HashSet<&str>,
+    budget: usize,
+) -> Vec<Assignment> {
+    let Chooser::Rendezvous { hosts, cap } = chooser else {
+        return Vec::new();
+    };
+    let over = |load: &HashMap<&'a str, usize>| {
+        hosts
+            .iter()
+            .any(|(host, _)| load.get(host).copied().unwrap_or(0) > *cap)
+    };
+    if budget == 0 || !over(load) {
+        return Vec::new();
+    }
+    let mut movable: Vec<(&NodeOwner, &'a str)> = input
+        .nodes
+        .iter()
+        .filter(|node| !planned.contains(node.node.as_str()))
+        .filter_map(|node| {
+            let owner = node.owner.as_deref()?;
+            let (host, _) = hosts.iter().find(|(host, _)| *host == owner)?;
+            Some((node, *host))
+        })
+        .collect();
+    movable.sort_by_key(|(node, _)| (stable_hash(node.node.as_bytes()), node.node.as_str()));
+    let mut moves = Vec::new();
+    for (node, from) in movable {
+        if moves.len() >= budget || !over(load) {
+            break;
+        }
+        if load.get(from).copied().unwrap_or(0) <= *cap {
+            continue;
+        }
+        let node_hash = stable_hash(node.node.as_bytes());
+        let to = hosts
+            .iter()
+            .filter(|(host, _)| load.get(host).copied().unwrap_or(0) < *cap)
+            .max_by_key(|(host, host_hash)| (score(node_hash, *host_hash), *host))
+            .map(|(host, _)| *host);
+        let Some(to) = to else {
+            break;
+        };
+        moves.push(join_move(load, node, from, to));
+    }
+    moves
 }
 
 /// Moves nodes that now prefer a joining host onto it, up to its fair share and the limit.
@@ -251,6 +313,7 @@ fn join_moves<'a>(
         return Vec::new();
     }
     let fair_share = input.nodes.len().div_ceil(load.len());
+    let floor_mean = input.nodes.len() / load.len();
     let mut candidates: Vec<(&NodeOwner, &str)> = input
         .nodes
         .iter()
@@ -275,14 +338,16 @@ fn join_moves<'a>(
         };
         let to_load = load.get(to).copied().unwrap_or(0);
         let from_load = load.get(from).copied().unwrap_or(0);
-        let worth_it = chooser.is_tooz() || (to_load < fair_share && from_load > to_load + 1);
+        // Only from hosts above the mean, so a join leaves no host short.
+        let worth_it = chooser.is_tooz()
+            || (to_load < fair_share && from_load > to_load + 1 && from_load > floor_mean);
         if !worth_it {
             continue;
         }
         moves.push(join_move(load, node, from, to));
     }
     if !chooser.is_tooz() {
-        top_up_joining(input, &joining, fair_share, load, &mut moves);
+        top_up_joining(input, &joining, (fair_share, floor_mean), load, &mut moves);
     }
     moves
 }
@@ -293,7 +358,7 @@ fn join_moves<'a>(
 fn top_up_joining<'a>(
     input: &PlanInput<'a>,
     joining: &[&'a str],
-    fair_share: usize,
+    (fair_share, floor_mean): (usize, usize),
     load: &mut HashMap<&'a str, usize>,
     moves: &mut Vec<Assignment>,
 ) {
@@ -328,7 +393,10 @@ fn top_up_joining<'a>(
                 break;
             }
             let from_load = load.get(from).copied().unwrap_or(0);
-            if from_load <= to_load + 1 || !taken.insert(node.node.as_str()) {
+            if from_load <= to_load + 1
+                || from_load <= floor_mean
+                || !taken.insert(node.node.as_str())
+            {
                 continue;
             }
             moves.push(join_move(load, node, from, to));
@@ -384,9 +452,14 @@ impl<'a> Chooser<'a> {
                 }
             }
             RingAlgorithm::Tooz => {
-                let owned: Vec<String> = eligible.iter().map(|host| (*host).to_owned()).collect();
+                // Nova hashes lowercased host names; `eligible` is sorted, so the first host
+                // of each lowercased name is the one that keeps it.
+                let mut lowered: Vec<String> =
+                    eligible.iter().map(|host| host.to_lowercase()).collect();
+                lowered.sort_unstable();
+                lowered.dedup();
                 Chooser::Tooz {
-                    ring: ToozRing::new(&owned, TOOZ_PARTITIONS),
+                    ring: ToozRing::new(&lowered, TOOZ_PARTITIONS),
                     hosts: eligible.to_vec(),
                 }
             }
@@ -409,7 +482,10 @@ impl<'a> Chooser<'a> {
             }
             Chooser::Tooz { ring, hosts } => {
                 let owner = ring.owner(node.as_bytes())?;
-                hosts.iter().copied().find(|host| *host == owner)
+                hosts
+                    .iter()
+                    .copied()
+                    .find(|host| host.to_lowercase() == owner)
             }
         }
     }

@@ -61,7 +61,11 @@ pub async fn list_moves(
 
 /// Checks every invariant of DESIGN.md against the database.
 pub async fn get_audit(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let violations = db::run(&state.pool, db::audit::check_invariants).await?;
+    let clock = state.actors.settings.audit_clock(state.actors.clock.now());
+    let violations = db::run(&state.pool, move |conn| {
+        db::audit::check_invariants_at(conn, clock)
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(AuditResponse {
         ok: violations.is_empty(),
         violations: violations

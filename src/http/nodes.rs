@@ -8,7 +8,7 @@ use super::AppState;
 use super::dto::{EnrollNodesRequest, EnrollNodesResponse, NodeResponse};
 use super::error::ApiError;
 use super::validate;
-use crate::actors::ironic::{DeleteNode, EnrollNodes, LockNode};
+use crate::actors::ironic::{DeleteNode, EnrollNodes};
 use crate::actors::rebalancer::RebalanceNow;
 use crate::db;
 use crate::db::ironic::NewIronicNode;
@@ -113,29 +113,15 @@ pub async fn lock_node(
     state: web::Data<AppState>,
     path: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
-    state
-        .actors
-        .ironic
-        .send(LockNode {
-            node: path.into_inner(),
-            locked: true,
-        })
-        .await??;
+    state.actors.set_node_lock(path.into_inner(), true).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
-/// Releases the node's conductor lock.
+/// Releases the node's conductor lock; the node is schedulable at once.
 pub async fn unlock_node(
     state: web::Data<AppState>,
     path: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
-    state
-        .actors
-        .ironic
-        .send(LockNode {
-            node: path.into_inner(),
-            locked: false,
-        })
-        .await??;
+    state.actors.set_node_lock(path.into_inner(), false).await?;
     Ok(HttpResponse::NoContent().finish())
 }

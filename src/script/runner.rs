@@ -14,7 +14,7 @@ use super::capture;
 use super::format::{IntOrRef, Message, Script, Snapshot, Step, Target, Tick};
 use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
 use crate::actors::compute_host::{DestroyInstance, Heartbeat, IsFenced, UpdateAvailableResource};
-use crate::actors::ironic::{DeleteNode, EnrollNodes, LockNode};
+use crate::actors::ironic::{DeleteNode, EnrollNodes};
 use crate::actors::rebalancer::{RebalanceNow, Resign};
 use crate::actors::registry::{CreateProvider, DeleteOrphan};
 use crate::actors::scheduler::{Boot, schedulable_hosts};
@@ -134,9 +134,12 @@ impl Run {
     }
 
     async fn audit(&self) -> StepResult<()> {
-        let violations = db::run(&self.pool, db::audit::check_invariants)
-            .await
-            .map_err(|error| format!("audit failed: {error}"))?;
+        let clock = self.actors.settings.audit_clock(self.clock.now());
+        let violations = db::run(&self.pool, move |conn| {
+            db::audit::check_invariants_at(conn, clock)
+        })
+        .await
+        .map_err(|error| format!("audit failed: {error}"))?;
         match violations.first() {
             None => Ok(()),
             Some(first) => Err(format!(
@@ -315,10 +318,8 @@ impl Run {
                 let node = parse_uuid(&self.interpolate(node)?)?;
                 let locked = matches!(message, Message::LockNode { .. });
                 actors
-                    .ironic
-                    .send(LockNode { node, locked })
+                    .set_node_lock(node, locked)
                     .await
-                    .map_err(mailbox)?
                     .map_err(|e| e.to_string())?;
                 Ok(json!({}))
             }

@@ -4,9 +4,9 @@
 
 use chrono::{DateTime, Duration, Utc};
 use diesel::{PgConnection, RunQueryDsl};
+use ringmaster::db::allocations::{ConsumerAllocations, replace_allocations};
 use ringmaster::db::audit::check_invariants;
 use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
-use ringmaster::db::placement::{Consumer, claim_allocation};
 use ringmaster::db::registry::{
     NodeClaim, NodeMove, OrphanOutcome, ProviderOutcome, claim_nodes, create_provider,
     delete_orphan, list_compute_nodes, move_nodes,
@@ -17,6 +17,19 @@ use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
 use crate::helpers::TestDb;
+
+/// Allocates one unit of the provider to a new consumer, through the one allocation writer.
+fn allocate_one(conn: &mut PgConnection, provider: Uuid) {
+    let write = ConsumerAllocations {
+        consumer: Uuid::new_v4(),
+        project: "p".to_owned(),
+        user: "u".to_owned(),
+        expected_generation: Some(None),
+        consumer_type: None,
+        allocations: [(provider, [("CUSTOM_BAREMETAL".to_owned(), 1)].into())].into(),
+    };
+    replace_allocations(conn, &[write]).unwrap();
+}
 
 fn now() -> DateTime<Utc> {
     DateTime::from_timestamp(1_800_000_000, 0).unwrap()
@@ -141,20 +154,7 @@ fn a_batched_move_keeps_identity_inventory_and_allocations_and_logs_each_move() 
     for cn in &claimed {
         assert!(report_inventory(&mut conn, cn.uuid, "compute-1", 1, &inventory(), now()).unwrap());
     }
-    let consumer = Consumer {
-        uuid: Uuid::new_v4(),
-        project: "p".to_owned(),
-        user: "u".to_owned(),
-    };
-    claim_allocation(
-        &mut conn,
-        &consumer,
-        claimed[0].uuid,
-        "CUSTOM_BAREMETAL",
-        1,
-        now(),
-    )
-    .unwrap();
+    allocate_one(&mut conn, claimed[0].uuid);
     let before = placement_snapshot(&mut conn);
 
     let moves: Vec<NodeMove> = claimed
@@ -255,20 +255,7 @@ fn an_orphan_is_deleted_only_by_its_owner_once_ironic_forgot_it_and_never_with_a
     );
 
     report_inventory(&mut conn, kept.uuid, "compute-1", 1, &inventory(), now()).unwrap();
-    let consumer = Consumer {
-        uuid: Uuid::new_v4(),
-        project: "p".to_owned(),
-        user: "u".to_owned(),
-    };
-    claim_allocation(
-        &mut conn,
-        &consumer,
-        kept.uuid,
-        "CUSTOM_BAREMETAL",
-        1,
-        now(),
-    )
-    .unwrap();
+    allocate_one(&mut conn, kept.uuid);
     diesel::sql_query("DELETE FROM ironic_nodes")
         .execute(&mut conn)
         .unwrap();

@@ -111,8 +111,10 @@ fn the_plan_is_deterministic_whatever_the_input_order() {
     assert_eq!(owner_of(&first), owner_of(&second));
 }
 
+/// Nova's tooz ring over lowercased host names (bug 1866380): the raw tooz ring is built over
+/// the lowercased names, and the plan gives each node to the configured host of that name.
 #[test]
-fn tooz_mode_reproduces_tooz_hashring_bit_for_bit() {
+fn tooz_mode_reproduces_novas_tooz_hashring_bit_for_bit_mixed_case_included() {
     let text = include_str!("../../../tests/data/tooz_ring_vectors.json");
     let vectors: serde_json::Value = serde_json::from_str(text).unwrap();
     let mut checked = 0;
@@ -123,7 +125,8 @@ fn tooz_mode_reproduces_tooz_hashring_bit_for_bit() {
             .iter()
             .map(|host| host.as_str().unwrap().to_owned())
             .collect();
-        let ring = ToozRing::new(&case_hosts, TOOZ_PARTITIONS);
+        let lowered: Vec<String> = case_hosts.iter().map(|host| host.to_lowercase()).collect();
+        let ring = ToozRing::new(&lowered, TOOZ_PARTITIONS);
         let lookups = case["lookups"].as_array().unwrap();
         let nodes: Vec<NodeOwner> = lookups
             .iter()
@@ -137,14 +140,17 @@ fn tooz_mode_reproduces_tooz_hashring_bit_for_bit() {
             let (node, expected) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
             assert_eq!(
                 ring.owner(node.as_bytes()),
-                Some(expected),
+                Some(expected.to_lowercase().as_str()),
                 "node {node} on {case_hosts:?}"
             );
             assert_eq!(assignment.to, expected, "plan for {node} on {case_hosts:?}");
             checked += 1;
         }
     }
-    assert_eq!(checked, 1_000);
+    assert_eq!(
+        checked, 1_500,
+        "six cases of 250 nodes, two of them mixed-case"
+    );
 }
 
 fn sorted_like<'a>(nodes: &[NodeOwner], planned: &'a [Assignment]) -> Vec<&'a Assignment> {
@@ -274,11 +280,7 @@ fn a_returning_host_gets_its_fair_share_whatever_the_node_names() {
             if moves.is_empty() {
                 break;
             }
-            assert!(
-                moves
-                    .iter()
-                    .all(|m| m.to == "compute-1" && m.reason == MoveReason::Join)
-            );
+            assert!(moves.iter().all(|m| m.reason == MoveReason::Join));
             apply(&mut nodes, &moves);
         }
         let loads = loads(&nodes);
@@ -288,8 +290,8 @@ fn a_returning_host_gets_its_fair_share_whatever_the_node_names() {
             "node set {set}: {loads:?}"
         );
         assert!(
-            loads.values().all(|load| (3..=5).contains(load)),
-            "node set {set}: {loads:?}"
+            loads.values().all(|load| *load == 4),
+            "node set {set}: every host within the cap of 4: {loads:?}"
         );
     }
     assert!(unpreferred_sets > 0, "the case this test is about occurred");
@@ -333,4 +335,52 @@ fn ring_names_parse_back() {
         );
     }
     assert!("md5".parse::<RingAlgorithm>().is_err());
+}
+
+/// Three of four hosts die and return one by one, in every order, over many node sets: the
+/// default ring ends within its load bound each time (the case that once ended 3/4/5/4).
+#[test]
+fn after_failures_and_returns_the_default_ring_ends_within_its_load_bound() {
+    let all = hosts(4);
+    let cap_of = |live: usize, nodes: usize| {
+        let mean = nodes as f64 / live as f64;
+        ((mean * LOAD_CAP_FACTOR).floor() as usize).max(nodes.div_ceil(live))
+    };
+    for set in 0..300usize {
+        let count = 8 + set % 40;
+        let names: Vec<String> = (0..count)
+            .map(|index| format!("{set:08x}-0000-4000-8000-{:012x}", index * 7_919))
+            .collect();
+        let mut nodes = settle(RingAlgorithm::Default, &names, &all);
+        let survivor = vec![all[set % 4].clone()];
+        let failover = plan(input(RingAlgorithm::Default, &nodes, &survivor, &[]));
+        apply(&mut nodes, &failover);
+        let mut live = survivor.clone();
+        for offset in 1..4 {
+            let returning = all[(set + offset * (1 + set % 3)) % 4].clone();
+            if live.contains(&returning) {
+                continue;
+            }
+            live.push(returning.clone());
+            let joining = vec![returning];
+            for _ in 0..20 {
+                let moves = plan(input(RingAlgorithm::Default, &nodes, &live, &joining));
+                if moves.is_empty() {
+                    break;
+                }
+                apply(&mut nodes, &moves);
+            }
+            // Once the host has joined, later ticks see no joiner: the ring must stay put.
+            assert!(
+                plan(input(RingAlgorithm::Default, &nodes, &live, &[])).is_empty(),
+                "set {set}: a converged ring plans nothing"
+            );
+            let loads = loads(&nodes);
+            let cap = cap_of(live.len(), count);
+            assert!(
+                loads.values().all(|load| *load <= cap),
+                "set {set}: {count} nodes on {live:?}: {loads:?} breaks the cap of {cap}"
+            );
+        }
+    }
 }

@@ -188,6 +188,11 @@ impl Cluster {
         socket_url(&self.socket_dir, database)
     }
 
+    /// Returns the data directory, which is also the folder of the server's socket.
+    pub fn data_dir(&self) -> &Path {
+        &self.socket_dir
+    }
+
     /// Says whether this process started the server (and so stops it).
     pub fn is_owner(&self) -> bool {
         self.owned.is_some()

@@ -660,3 +660,119 @@ pub async fn placement_race(
     }
     outcomes
 }
+
+/// Sends one HTTP/1.0 request with a JSON body and returns the status code and body.
+pub fn http_json(address: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+/// Runs a PostgreSQL server program as the server's user (`postgres` when we are root).
+fn pg_command(program: &str) -> Command {
+    let bin = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .find(|dir| dir.join(program).exists())
+        .map(|dir| dir.join(program))
+        .unwrap_or_else(|| program.into());
+    if nix::unistd::geteuid().is_root() {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(bin);
+        command
+    } else {
+        Command::new(bin)
+    }
+}
+
+/// The server of a throwaway cluster, restarted by a test under a running deployment: the
+/// new server runs on the same data directory and socket; it is stopped when this is dropped
+/// (before the cluster, whose keeper then removes the folder).
+pub struct RestartedServer {
+    data_dir: std::path::PathBuf,
+}
+
+impl RestartedServer {
+    /// Stops the cluster's server (fast shutdown: every connection is cut), keeps it down for
+    /// `down`, then starts it again on the same data directory.
+    pub fn restart(data_dir: &std::path::Path, down: Duration) -> RestartedServer {
+        let pid_file = data_dir.join("postmaster.pid");
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .unwrap();
+        eventually(Duration::from_secs(30), "the server to stop", || {
+            (!pid_file.exists()).then_some(())
+        });
+        std::thread::sleep(down);
+        let dir = data_dir.to_string_lossy().into_owned();
+        let (code, _, stderr) = run_to_end(pg_command("pg_ctl").args([
+            "start",
+            "-w",
+            "-D",
+            &dir,
+            "-l",
+            &format!("{dir}/restarted.log"),
+            "-o",
+            &format!(
+                "-k {dir} -c listen_addresses= -c port=5432 -c max_connections=300 -c fsync=off"
+            ),
+        ]));
+        assert_eq!(code, Some(0), "pg_ctl start: {stderr}");
+        RestartedServer {
+            data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    /// Kills one backend with SIGKILL: the server ends every session and recovers from the
+    /// crash (about 0.3 s), as when a backend dies.
+    pub fn kill_a_backend(url: &str, application_prefix: &str) {
+        #[derive(diesel::QueryableByName)]
+        struct Backend {
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            pid: i32,
+        }
+        use diesel::RunQueryDsl;
+        let mut conn = PgConnection::establish(url).unwrap();
+        let backend: Backend = diesel::sql_query(
+            "SELECT pid FROM pg_stat_activity WHERE application_name LIKE $1 || '%' LIMIT 1",
+        )
+        .bind::<diesel::sql_types::Text, _>(application_prefix)
+        .get_result(&mut conn)
+        .unwrap();
+        drop(conn);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(backend.pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+    }
+}
+
+impl Drop for RestartedServer {
+    fn drop(&mut self) {
+        let dir = self.data_dir.to_string_lossy().into_owned();
+        let _ = run_to_end(pg_command("pg_ctl").args(["stop", "-m", "immediate", "-D", &dir]));
+    }
+}

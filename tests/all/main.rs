@@ -18,6 +18,7 @@ mod db_migrations;
 mod db_registry;
 mod db_schema;
 mod ha_fencing;
+mod ha_guarantees;
 mod ha_incidents;
 mod placement_api;
 mod placement_candidates;

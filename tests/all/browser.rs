@@ -13,8 +13,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::helpers::{FAST, Running, TempDir, address_of, ringmaster};
-
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
@@ -236,16 +234,7 @@ async fn the_dashboard_shows_a_crash_move_nodes_on_the_ring_and_in_the_table() {
         eprintln!("skipping the browser test: chromium or chromedriver is not installed");
         return;
     }
-    let dir = TempDir::new("browser");
-    let mut command = ringmaster();
-    command
-        .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path.join("pg"))
-        .args(FAST)
-        .env("RUST_LOG", "warn");
-    let mut demo = Running::spawn(command);
-    let address =
-        address_of(&demo.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    let (dir, mut demo, address) = crate::helpers::start_demo("browser");
 
     let driver = Driver::start(&dir.path.join("chrome-profile")).await;
     driver

@@ -125,16 +125,7 @@ fn the_survivor_takes_over_leadership_and_the_killed_processs_nodes() {
 /// The demo keeps every invariant while hosts are crashed and restarted from the admin API.
 #[test]
 fn the_demo_audit_stays_ok_through_crashes_and_restarts() {
-    let dir = crate::helpers::TempDir::new("demo-ha");
-    let mut command = ringmaster();
-    command
-        .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path.join("pg"))
-        .args(FAST)
-        .env("RUST_LOG", "warn");
-    let mut demo = Running::spawn(command);
-    let address =
-        address_of(&demo.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    let (_dir, mut demo, address) = crate::helpers::start_demo("demo-ha");
     let audit_ok = |address: &str| {
         let audit = get_json(address, "/api/v1/audit");
         assert_eq!(audit["ok"], true, "{audit}");
@@ -191,6 +182,16 @@ fn the_demo_audit_stays_ok_through_crashes_and_restarts() {
     assert_eq!(code, Some(0), "{stderr:#?}");
 }
 
+/// Counts the providers whose node's inventory has been reported.
+fn reported(address: &str) -> usize {
+    get_json(address, "/api/v1/providers")
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
+        .count()
+}
+
 fn owners(address: &str) -> Vec<Option<String>> {
     nodes(address)
         .into_values()
@@ -202,16 +203,7 @@ fn owners(address: &str) -> Vec<Option<String>> {
 /// nodes) all land, on twelve nodes, active; a thirteenth gets 409 and leaves nothing.
 #[test]
 fn twelve_concurrent_boots_on_the_demo_use_twelve_nodes() {
-    let dir = crate::helpers::TempDir::new("demo-boots");
-    let mut command = ringmaster();
-    command
-        .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path.join("pg"))
-        .args(FAST)
-        .env("RUST_LOG", "warn");
-    let mut demo = Running::spawn(command);
-    let address =
-        address_of(&demo.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    let (_dir, _demo, address) = crate::helpers::start_demo("demo-boots");
     eventually(
         Duration::from_secs(20),
         "the 12 demo nodes to be owned",
@@ -228,16 +220,7 @@ fn twelve_concurrent_boots_on_the_demo_use_twelve_nodes() {
     eventually(
         Duration::from_secs(20),
         "every provider to have inventory",
-        || {
-            let providers = get_json(&address, "/api/v1/providers");
-            let with_inventory = providers
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
-                .count();
-            (with_inventory == 12).then_some(())
-        },
+        || (reported(&address) == 12).then_some(()),
     );
     let boots: Vec<_> = (0..12)
         .map(|index| {
@@ -376,16 +359,7 @@ fn a_database_crash_recovery_and_restart_are_ridden_out() {
     eventually(
         Duration::from_secs(20),
         "every node owned and reported",
-        || {
-            let providers = get_json(&address, "/api/v1/providers");
-            let reported = providers
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
-                .count();
-            (reported == 6).then_some(())
-        },
+        || (reported(&address) == 6).then_some(()),
     );
     let moves_before = get_json(&address, "/api/v1/moves?limit=10000")
         .as_array()

@@ -558,17 +558,23 @@ pub fn eventually<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> O
 
 /// Sends one HTTP/1.0 request and returns the status code and body.
 pub fn http(address: &str, method: &str, path: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(address).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Length: 0\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
+    http_json(address, method, path, "")
+}
+
+/// Starts `demo` with the FAST timings on a data directory of its own; returns the folder
+/// (removed on drop), the process and its `host:port`.
+pub fn start_demo(label: &str) -> (TempDir, Running, String) {
+    let dir = TempDir::new(label);
+    let mut command = ringmaster();
+    command
+        .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path.join("pg"))
+        .args(FAST)
+        .env("RUST_LOG", "warn");
+    let mut demo = Running::spawn(command);
+    let address =
+        address_of(&demo.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    (dir, demo, address)
 }
 
 /// Returns `host:port` from the "listening on http://host:port/" line.

@@ -135,11 +135,15 @@ fn default_max_rows() -> i64 {
     1000
 }
 
-/// Arguments of `EnrollNodes` and of the `enroll` step.
+/// Arguments of `EnrollNodes` and of the `enroll` step: `count` new nodes (uuids drawn from
+/// the seed), and/or the nodes of these `uuids` (a node enrolled again).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EnrollArgs {
+    #[serde(default)]
     pub count: u32,
+    #[serde(default)]
+    pub uuids: Vec<String>,
     #[serde(default = "default_class")]
     pub resource_class: String,
 }

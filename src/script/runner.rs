@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::capture;
-use super::format::{IntOrRef, Message, Script, Snapshot, Step, Target, Tick};
+use super::format::{EnrollArgs, IntOrRef, Message, Script, Snapshot, Step, Target, Tick};
 use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
 use crate::actors::compute_host::{DestroyInstance, Heartbeat, IsFenced, UpdateAvailableResource};
 use crate::actors::ironic::{DeleteNode, EnrollNodes};
@@ -96,10 +96,7 @@ impl Run {
                 }
                 Ok(())
             }
-            Step::Enroll(args) => self
-                .enroll(args.count, &args.resource_class)
-                .await
-                .map(|_| ()),
+            Step::Enroll(args) => self.enroll(args).await.map(|_| ()),
             Step::Send {
                 to,
                 message,
@@ -173,17 +170,24 @@ impl Run {
         }
     }
 
-    /// Enrolls `count` nodes with uuids drawn from the script's seed.
-    async fn enroll(&mut self, count: u32, resource_class: &str) -> StepResult<Vec<Uuid>> {
-        let mut nodes = Vec::with_capacity(count as usize);
-        for _ in 0..count {
+    /// Enrolls `count` nodes with uuids drawn from the script's seed, and the nodes `uuids`.
+    async fn enroll(&mut self, args: &EnrollArgs) -> StepResult<Vec<Uuid>> {
+        if args.count == 0 && args.uuids.is_empty() {
+            return Err("enroll needs a count or uuids".to_owned());
+        }
+        let mut nodes = Vec::with_capacity(args.count as usize + args.uuids.len());
+        for _ in 0..args.count {
             self.enrolled += 1;
             let uuid = seeded_uuid(&mut self.seed);
             nodes.push(NewIronicNode::enrolling(
                 uuid,
                 Some(format!("node-{}", self.enrolled)),
-                resource_class,
+                &args.resource_class,
             ));
+        }
+        for uuid in &args.uuids {
+            let uuid = parse_uuid(&self.interpolate(uuid)?)?;
+            nodes.push(NewIronicNode::enrolling(uuid, None, &args.resource_class));
         }
         let uuids: Vec<Uuid> = nodes.iter().map(|node| node.uuid).collect();
         self.actors
@@ -301,7 +305,7 @@ impl Run {
                 )
             }
             (Target::Ironic, Message::EnrollNodes(args)) => {
-                let nodes = self.enroll(args.count, &args.resource_class).await?;
+                let nodes = self.enroll(args).await?;
                 Ok(json!({"enrolled": nodes.len(), "nodes": nodes}))
             }
             (Target::Ironic, Message::DeleteNode { node }) => {
@@ -377,7 +381,9 @@ impl Run {
                         Ok(json!({"reported": report.reported, "lost": report.lost,
                                   "orphans_deleted": report.orphans_deleted, "orphans_kept": report.orphans_kept,
                                   "devices_freed": report.devices_freed,
-                                  "builds_finished": report.builds_finished}))
+                                  "builds_finished": report.builds_finished,
+                                  "builds_failed": report.builds_failed,
+                                  "nodes_made_available": report.nodes_made_available}))
                     }
                     Message::DestroyInstance {
                         instance,

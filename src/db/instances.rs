@@ -243,15 +243,18 @@ pub fn free_nodes(
 
 /// Picks the first node that can take an instance and that no other claim is working on,
 /// skipping `tried` providers, and locks its provider for the rest of the transaction (a
-/// concurrent boot skips it and picks the next). The caller still claims through the one
-/// allocation writer, which re-checks capacity under the lock.
+/// concurrent boot skips it and picks the next) and its compute node against moves (a node
+/// being moved is skipped; a move waits for the claim, so the instance moves with its node).
+/// The caller still claims through the one allocation writer, which re-checks capacity under
+/// the lock.
 pub fn pick_free_node(
     conn: &mut PgConnection,
     request: &NodeRequest<'_>,
     tried: &[Uuid],
 ) -> Result<Option<FreeNode>, DbError> {
     Ok(diesel::sql_query(format!(
-        "{FREE_NODES} AND rp.uuid <> ALL($5) ORDER BY n.uuid LIMIT 1 FOR UPDATE OF rp SKIP LOCKED"
+        "{FREE_NODES} AND rp.uuid <> ALL($5) ORDER BY n.uuid LIMIT 1
+            FOR UPDATE OF rp SKIP LOCKED FOR SHARE OF c SKIP LOCKED"
     ))
     .bind::<Text, _>(request.resource_class)
     .bind::<Text, _>(request.placement_class)

@@ -280,6 +280,17 @@ pub fn move_nodes(
     let epochs: Vec<i64> = moves.iter().map(|m| m.epoch).collect();
     let to: Vec<&str> = moves.iter().map(|m| m.to.as_str()).collect();
     let reasons: Vec<&str> = moves.iter().map(|m| m.reason.name()).collect();
+    // Lock the nodes first, in id order (the order every writer of compute nodes takes), so
+    // that the move waits for a claim or a tracker write in flight, and the statement below
+    // takes its snapshot after them: an instance a boot created on a node in the meantime
+    // moves with its node.
+    diesel::sql_query(
+        "SELECT id FROM compute_nodes
+          WHERE hypervisor_hostname = ANY($1) AND deleted = 0
+          ORDER BY id FOR UPDATE",
+    )
+    .bind::<Array<Text>, _>(&nodes)
+    .execute(conn)?;
     let moved: Vec<ComputeNodeView> = diesel::sql_query(
         "WITH input AS (
              SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])

@@ -52,7 +52,8 @@ pub struct OwnedNode {
     pub allocated: bool,
 }
 
-/// Lists the live compute nodes `host` owns, with their Ironic nodes.
+/// Lists the live compute nodes `host` owns, with their Ironic nodes, in id order: the order
+/// in which the pass then locks them, as moves do, so the two never deadlock.
 pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>, DbError> {
     let rows: Vec<OwnedRow> = diesel::sql_query(
         "SELECT c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch,
@@ -66,7 +67,7 @@ pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>
            FROM compute_nodes c
            LEFT JOIN ironic_nodes n ON n.uuid::text = c.hypervisor_hostname
           WHERE c.host = $1 AND c.deleted = 0
-          ORDER BY c.hypervisor_hostname",
+          ORDER BY c.id",
     )
     .bind::<Text, _>(host)
     .load(conn)?;
@@ -98,7 +99,8 @@ pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>
 }
 
 /// Locks compute node `uuid` if `host` still owns it at `epoch`; `false` means ownership
-/// lost. Holding the row lock until commit orders this write before or after any move.
+/// lost. Holding the row lock (shared: boots claiming the node do not wait for the pass) until
+/// commit orders this write before or after any move.
 pub fn lock_if_owner(
     conn: &mut PgConnection,
     uuid: Uuid,
@@ -113,7 +115,7 @@ pub fn lock_if_owner(
     }
     let locked: Vec<Locked> = diesel::sql_query(
         "SELECT id FROM compute_nodes
-          WHERE uuid = $1 AND host = $2 AND owner_epoch = $3 AND deleted = 0 FOR UPDATE",
+          WHERE uuid = $1 AND host = $2 AND owner_epoch = $3 AND deleted = 0 FOR SHARE",
     )
     .bind::<SqlUuid, _>(uuid)
     .bind::<Text, _>(host)

@@ -636,3 +636,70 @@ impl TestDeployment {
             .count()
     }
 }
+
+/// Boots racing moves: an instance created while its node moves moves with it (the move waits
+/// for the claim and sees its instance), so no instance is ever left on a host that does not
+/// own its node (invariant 4).
+#[actix_web::test]
+async fn boots_racing_moves_leave_every_instance_with_its_node() {
+    let d = TestDeployment::start(&["cmp-1", "cmp-2"], 8).await;
+    let lease = d.lease().await;
+    let mover = {
+        let registry = d.actors.registry.clone();
+        let url = d.db.url().to_owned();
+        async move {
+            for round in 0..60 {
+                let views = ringmaster::db::registry::list_node_views(
+                    &mut diesel::Connection::establish(&url).unwrap(),
+                )
+                .unwrap();
+                let moves: Vec<NodeMove> = views
+                    .iter()
+                    .map(|view| {
+                        let from = view.host.clone().unwrap();
+                        NodeMove {
+                            node: view.uuid.to_string(),
+                            to: if from == "cmp-1" { "cmp-2" } else { "cmp-1" }.to_owned(),
+                            from,
+                            epoch: view.owner_epoch.unwrap(),
+                            reason: MoveReason::Manual,
+                        }
+                    })
+                    .collect();
+                registry
+                    .send(MoveNodes {
+                        moves,
+                        ring_version: round,
+                        lease,
+                    })
+                    .await
+                    .unwrap()
+                    .unwrap();
+            }
+        }
+    };
+    let booter = async {
+        for _ in 0..5 {
+            for outcome in boot_at_once(&d, 8, 0).await {
+                match outcome {
+                    Ok(_) | Err(BootError::NoValidHost { .. }) | Err(BootError::Host(_)) => {}
+                    Err(other) => panic!("{other}"),
+                }
+            }
+            d.audit();
+            diesel::sql_query("UPDATE instances SET vm_state = 'error'")
+                .execute(&mut d.db.conn())
+                .unwrap();
+            diesel::sql_query("DELETE FROM allocations")
+                .execute(&mut d.db.conn())
+                .unwrap();
+            diesel::sql_query(
+                "UPDATE ironic_nodes SET instance_uuid = NULL, provision_state = 'available'",
+            )
+            .execute(&mut d.db.conn())
+            .unwrap();
+        }
+    };
+    futures_util::future::join(booter, mover).await;
+    d.audit();
+}

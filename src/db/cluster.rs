@@ -507,14 +507,10 @@ fn start_server(
         // before ringmaster has finished with it.
         .process_group(0);
     if options.throwaway {
-        command.args([
-            "-c",
-            "fsync=off",
-            "-c",
-            "synchronous_commit=off",
-            "-c",
-            "full_page_writes=off",
-        ]);
+        // Not `synchronous_commit=off`: a crash of the server (a killed backend) would then
+        // lose commits it had acknowledged, and tests crash it on purpose. Without fsync a
+        // commit only waits for the WAL to reach the kernel.
+        command.args(["-c", "fsync=off", "-c", "full_page_writes=off"]);
         if let Some(root) = data_dir.parent() {
             command.env("RINGMASTER_PG_REMOVE", root);
         }

@@ -73,6 +73,9 @@ impl From<DieselError> for DbError {
                     DatabaseErrorKind::ClosedConnection => {
                         DbError::Unavailable(one_line(info.message()))
                     }
+                    _ if is_connection_loss(info.message()) => {
+                        DbError::Unavailable(one_line(info.message()))
+                    }
                     _ => DbError::Other(one_line(info.message())),
                 }
             }
@@ -91,6 +94,25 @@ impl From<diesel::r2d2::PoolError> for DbError {
     fn from(error: diesel::r2d2::PoolError) -> Self {
         DbError::Unavailable(one_line(&error.to_string()))
     }
+}
+
+/// Says whether libpq's or the server's `message` means the connection or the server went
+/// away (a restart, a crash recovery, a failover, a terminated backend): the work may succeed
+/// once the server is back, so it is `Unavailable`, never an internal error.
+fn is_connection_loss(message: &str) -> bool {
+    const SIGNS: &[&str] = &[
+        "server closed the connection",
+        "terminating connection",
+        "the database system is",
+        "no connection to the server",
+        "connection to server",
+        "could not connect to server",
+        "could not receive data from server",
+        "could not send data to server",
+        "cannot execute",
+        "read-only transaction",
+    ];
+    SIGNS.iter().any(|sign| message.contains(sign))
 }
 
 /// Folds libpq's multi-line messages into one line, so every error prints as one line.

@@ -24,6 +24,7 @@ pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiErr
         members: ring.members,
         counts: counts.into_iter().collect(),
         leader: ring.leader,
+        lease_epoch: ring.lease_epoch,
     }))
 }
 

@@ -84,6 +84,8 @@ pub struct RingResponse {
     pub counts: BTreeMap<String, i64>,
     /// Whether this process leads rebalancing.
     pub leader: bool,
+    /// The epoch of the rebalancer lease it leads under, when it leads.
+    pub lease_epoch: Option<i64>,
 }
 
 /// One move in `GET /api/v1/moves`.

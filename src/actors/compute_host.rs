@@ -25,7 +25,7 @@ use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
 use crate::domain::host::Liveness;
 use crate::domain::instance::{ACTIVE, ERROR};
-use crate::domain::node::{ComputeNode, ProvisionState};
+use crate::domain::node::{ComputeNode, IronicNode, ProvisionState};
 
 /// How often a host works; a zero interval turns that timer off (tests send the messages).
 #[derive(Debug, Clone, Copy)]
@@ -193,7 +193,7 @@ impl Handler<Heartbeat> for ComputeHost {
 /// What a resource-tracker pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TrackerReport {
-    /// Nodes whose inventory was reported.
+    /// Nodes whose inventory was written (changed since the last pass).
     pub reported: usize,
     /// Nodes found to belong to another host now, dropped.
     pub lost: Vec<String>,
@@ -210,6 +210,8 @@ pub struct TrackerReport {
     pub builds_failed: Vec<Uuid>,
     /// Nodes enrolled in Ironic again while their compute node lived, made available.
     pub nodes_made_available: Vec<String>,
+    /// Nodes found as they were: nothing written for them.
+    pub unchanged: usize,
 }
 
 /// Runs the resource-tracker pass (Nova's `update_available_resource`).
@@ -308,12 +310,11 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
         owned.retain(|node| only.contains(&node.compute_node.node));
     }
     let mut report = TrackerReport::default();
-    let mut to_report = Vec::new();
-    let mut to_make_available = Vec::new();
+    let mut changes = PassChanges::default();
     let owned_ids: Vec<i64> = owned.iter().map(|node| node.compute_node.id).collect();
     for node in owned {
-        let compute_node = node.compute_node;
-        let Some(mut ironic) = node.ironic else {
+        let compute_node = &node.compute_node;
+        let Some(ironic) = node.ironic.clone() else {
             let outcome = registry
                 .send(DeleteOrphan {
                     node: compute_node.node.clone(),
@@ -322,16 +323,16 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
                 })
                 .await??;
             match outcome {
-                OrphanOutcome::Deleted => report.orphans_deleted.push(compute_node.node),
+                OrphanOutcome::Deleted => report.orphans_deleted.push(compute_node.node.clone()),
                 OrphanOutcome::KeptWithAllocations => {
                     log::warn!(
                         "node {} is gone from ironic but its provider holds allocations: compute node {} kept",
                         compute_node.node,
                         compute_node.uuid
                     );
-                    report.orphans_kept.push(compute_node.node);
+                    report.orphans_kept.push(compute_node.node.clone());
                 }
-                OrphanOutcome::NotOwner => report.lost.push(compute_node.node),
+                OrphanOutcome::NotOwner => report.lost.push(compute_node.node.clone()),
                 OrphanOutcome::StillInIronic => {}
             }
             continue;
@@ -360,76 +361,25 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
                 Err(other) => return Err(other.into()),
             }
         }
-        // A node enrolled in Ironic again while its compute node lived: this host manages
-        // it, so it makes it available (as a first claim does), keeping its identity.
-        if ironic.provision_state == ProvisionState::Enroll {
-            to_make_available.push(ironic.uuid);
-            ironic.provision_state = ProvisionState::Available;
-        }
-        let inventory = ironic.inventory(node.allocated);
-        to_report.push((compute_node, inventory));
+        changes.add(node, ironic, settings.pci_devices_per_node);
     }
+    report.unchanged = changes.unchanged;
     let pass_clock = clock.clone();
     let host_name = host.clone();
     let build_timeout = chrono::Duration::from_std(settings.instance_build_timeout)
         .unwrap_or(chrono::Duration::MAX);
     let written = db::run(&pool, move |conn| {
-        let clock = pass_clock;
+        let now = pass_clock.now();
+        let cutoff = started_at.max(now - build_timeout);
+        let stale = db::instances::stale_builds(conn, &host, cutoff)?;
+        if changes.is_empty() && stale.is_empty() {
+            // Nothing changed: the pass writes nothing.
+            return Ok(PassWrites::default());
+        }
         conn.transaction(|conn| {
-            let mut written = PassWrites::default();
-            let mut held = Vec::new();
-            for (compute_node, inventory) in &to_report {
-                let now = clock.now();
-                if db::tracker::report_inventory(
-                    conn,
-                    compute_node.uuid,
-                    &host,
-                    compute_node.owner_epoch,
-                    inventory,
-                    now,
-                )? {
-                    // The row lock taken for the inventory fences the writes below too.
-                    db::pci::sync_devices(
-                        conn,
-                        compute_node.id,
-                        settings.pci_devices_per_node,
-                        now,
-                    )?;
-                    written.finished.extend(db::tracker::finish_deployed_builds(
-                        conn,
-                        &compute_node.node,
-                        now,
-                    )?);
-                    held.push(compute_node.node.clone());
-                    written.reported += 1;
-                } else {
-                    written.lost.push(compute_node.node.clone());
-                }
-            }
-            let now = clock.now();
-            let available: Vec<Uuid> = to_make_available
-                .iter()
-                .copied()
-                .filter(|uuid| held.contains(&uuid.to_string()))
-                .collect();
-            db::ironic::make_available(conn, &available, now)?;
-            written.made_available = available.iter().map(Uuid::to_string).collect();
-            // Builds nobody works on any more end in error and give their node back.
-            let cutoff = started_at.max(now - build_timeout);
-            for (instance, node) in db::instances::stale_builds(conn, &host, cutoff)? {
-                if !held.contains(&node) {
-                    continue;
-                }
-                let reason =
-                    "build made no progress: timed out, or its spawn died with its process";
-                if db::instances::settle_build(conn, instance, reason, &host, now)?
-                    == BuildOutcome::Failed
-                {
-                    written.failed.push(instance);
-                }
-            }
+            let written = changes.write(conn, &host, &stale, settings.pci_devices_per_node, now)?;
             // Commit only while the lease still holds: a host that lapsed mid-pass writes nothing.
-            if !liveness.lease_holds(last_ok, clock.now()) {
+            if !liveness.lease_holds(last_ok, pass_clock.now()) {
                 return Err(DbError::LeaseLapsed);
             }
             Ok(written)
@@ -466,6 +416,140 @@ struct PassWrites {
     finished: Vec<Uuid>,
     failed: Vec<Uuid>,
     made_available: Vec<String>,
+}
+
+/// What a tracker pass found changed on the nodes it owns: only these are written.
+#[derive(Debug, Default)]
+struct PassChanges {
+    /// Every node with a change: (compute node, epoch read at).
+    nodes: Vec<ComputeNode>,
+    /// Inventories that differ from the provider's: (provider, inventory).
+    inventories: Vec<(i64, Uuid, crate::domain::node::NodeInventory)>,
+    /// Nodes short of their simulated PCI devices.
+    devices: Vec<i64>,
+    /// Nodes with a build Ironic finished.
+    builds: Vec<(i64, String)>,
+    /// Nodes Ironic has back in `enroll`.
+    enrolled: Vec<(i64, Uuid)>,
+    unchanged: usize,
+}
+
+impl PassChanges {
+    /// Compares one owned node with what Ironic says and keeps what must be written.
+    fn add(&mut self, node: db::tracker::OwnedNode, mut ironic: IronicNode, devices: u32) {
+        let id = node.compute_node.id;
+        let mut changed = false;
+        // A node enrolled in Ironic again while its compute node lived: this host manages
+        // it, so it makes it available (as a first claim does), keeping its identity.
+        if ironic.provision_state == ProvisionState::Enroll {
+            self.enrolled.push((id, ironic.uuid));
+            ironic.provision_state = ProvisionState::Available;
+            changed = true;
+        }
+        let inventory = ironic.inventory(node.allocated);
+        if !node.reports(&inventory) {
+            self.inventories
+                .push((id, node.compute_node.uuid, inventory));
+            changed = true;
+        }
+        if node.devices < i64::from(devices) {
+            self.devices.push(id);
+            changed = true;
+        }
+        if node.build_deployed {
+            self.builds.push((id, node.compute_node.node.clone()));
+            changed = true;
+        }
+        if changed {
+            self.nodes.push(node.compute_node);
+        } else {
+            self.unchanged += 1;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Writes the changes of the nodes `host` still owns, and settles the `stale` builds on
+    /// them, in a handful of statements whatever their number.
+    fn write(
+        &self,
+        conn: &mut diesel::PgConnection,
+        host: &str,
+        stale: &[db::instances::StaleBuild],
+        devices: u32,
+        now: DateTime<Utc>,
+    ) -> Result<PassWrites, DbError> {
+        let mut to_hold: Vec<(i64, i64)> = self
+            .nodes
+            .iter()
+            .map(|node| (node.id, node.owner_epoch))
+            .chain(
+                stale
+                    .iter()
+                    .map(|build| (build.compute_node_id, build.owner_epoch)),
+            )
+            .collect();
+        to_hold.sort_unstable();
+        to_hold.dedup();
+        let held: std::collections::HashSet<i64> = db::tracker::hold_owned(conn, host, &to_hold)?
+            .into_iter()
+            .collect();
+        let mut written = PassWrites {
+            lost: self
+                .nodes
+                .iter()
+                .filter(|node| !held.contains(&node.id))
+                .map(|node| node.node.clone())
+                .collect(),
+            ..PassWrites::default()
+        };
+        let inventories: Vec<(Uuid, crate::domain::node::NodeInventory)> = self
+            .inventories
+            .iter()
+            .filter(|(id, _, _)| held.contains(id))
+            .map(|(_, provider, inventory)| (*provider, inventory.clone()))
+            .collect();
+        db::tracker::write_inventories(conn, &inventories, now)?;
+        written.reported = inventories.len();
+        let short: Vec<i64> = self
+            .devices
+            .iter()
+            .copied()
+            .filter(|id| held.contains(id))
+            .collect();
+        db::pci::sync_devices(conn, &short, devices, now)?;
+        let builds: Vec<String> = self
+            .builds
+            .iter()
+            .filter(|(id, _)| held.contains(id))
+            .map(|(_, node)| node.clone())
+            .collect();
+        written.finished = db::tracker::finish_deployed_builds(conn, &builds, now)?;
+        let available: Vec<Uuid> = self
+            .enrolled
+            .iter()
+            .filter(|(id, _)| held.contains(id))
+            .map(|(_, uuid)| *uuid)
+            .collect();
+        db::ironic::make_available(conn, &available, now)?;
+        written.made_available = available.iter().map(Uuid::to_string).collect();
+        // Builds nobody works on any more end in error and give their node back; they are
+        // settled under the node's row lock like every other write of the pass.
+        for build in stale
+            .iter()
+            .filter(|build| held.contains(&build.compute_node_id))
+        {
+            let reason = "build made no progress: timed out, or its spawn died with its process";
+            if db::instances::settle_build(conn, build.instance, reason, host, now)?
+                == BuildOutcome::Failed
+            {
+                written.failed.push(build.instance);
+            }
+        }
+        Ok(written)
+    }
 }
 
 /// Frees, device by device by key, the PCI devices still allocated to instances that are

@@ -357,33 +357,38 @@ pub fn settle_build(
     Ok(BuildOutcome::Failed)
 }
 
-/// Lists the builds (instance, node) on nodes `host` owns that nobody is working on any more: building since
+/// A build nobody works on any more, with the node it is on.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct StaleBuild {
+    #[diesel(sql_type = SqlUuid)]
+    pub instance: Uuid,
+    /// Its node's compute node.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub compute_node_id: i64,
+    /// The epoch the node was read at (writes for it are fenced by it).
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub owner_epoch: i64,
+}
+
+/// Lists the builds on nodes `host` owns that nobody is working on any more: building since
 /// before `cutoff` (the host's start, or the build timeout), or since before their node moved
 /// here (the old owner's spawn can no longer write).
 pub fn stale_builds(
     conn: &mut PgConnection,
     host: &str,
     cutoff: DateTime<Utc>,
-) -> Result<Vec<(Uuid, String)>, DbError> {
-    #[derive(QueryableByName)]
-    struct Stale {
-        #[diesel(sql_type = SqlUuid)]
-        uuid: Uuid,
-        #[diesel(sql_type = Text)]
-        node: String,
-    }
-    let stale: Vec<Stale> = diesel::sql_query(
-        "SELECT i.uuid, i.node::text AS node FROM instances i
+) -> Result<Vec<StaleBuild>, DbError> {
+    Ok(super::cached::query(
+        "SELECT i.uuid AS instance, c.id AS compute_node_id, c.owner_epoch FROM instances i
            JOIN compute_nodes c ON c.hypervisor_hostname = i.node AND c.deleted = 0
-          WHERE c.host = $1 AND i.deleted = 0 AND i.vm_state = 'building'
+          WHERE c.host = $1 AND i.host = $1 AND i.deleted = 0 AND i.vm_state = 'building'
             AND (COALESCE(i.updated_at, i.created_at) < $2
                  OR COALESCE(i.updated_at, i.created_at) < c.updated_at)
           ORDER BY i.uuid",
     )
     .bind::<Text, _>(host)
     .bind::<Timestamptz, _>(cutoff)
-    .load(conn)?;
-    Ok(stale.into_iter().map(|row| (row.uuid, row.node)).collect())
+    .load(conn)?)
 }
 
 /// Returns the latest fault message of instance `uuid`, if any.

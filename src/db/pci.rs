@@ -18,24 +18,27 @@ pub fn simulated_address(index: u32) -> String {
     format!("0000:04:{:02x}.{}", index / 8, index % 8)
 }
 
-/// Makes sure compute node `compute_node_id` has `count` simulated devices (creates the
-/// missing ones by address; never touches existing rows).
+/// Makes sure each compute node of `compute_node_ids` has `count` simulated devices (creates
+/// the missing ones by address, in one statement; never touches existing rows).
 pub fn sync_devices(
     conn: &mut PgConnection,
-    compute_node_id: i64,
+    compute_node_ids: &[i64],
     count: u32,
     now: DateTime<Utc>,
 ) -> Result<usize, DbError> {
+    if compute_node_ids.is_empty() || count == 0 {
+        return Ok(0);
+    }
     let addresses: Vec<String> = (0..count).map(simulated_address).collect();
-    Ok(diesel::sql_query(
+    Ok(super::cached::query(
         "INSERT INTO pci_devices (compute_node_id, address, vendor_id, product_id, dev_type, label,
                                   status, uuid, created_at)
-         SELECT $1, a.address, $3, $4, 'type-VF', 'label_8086_10ed', 'available', gen_random_uuid(), $5
-           FROM unnest($2::text[]) AS a(address)
+         SELECT n.id, a.address, $3, $4, 'type-VF', 'label_8086_10ed', 'available', gen_random_uuid(), $5
+           FROM unnest($1::bigint[]) AS n(id) CROSS JOIN unnest($2::text[]) AS a(address)
           WHERE NOT EXISTS (SELECT 1 FROM pci_devices p
-                             WHERE p.compute_node_id = $1 AND p.address = a.address AND p.deleted = 0)",
+                             WHERE p.compute_node_id = n.id AND p.address = a.address AND p.deleted = 0)",
     )
-    .bind::<BigInt, _>(compute_node_id)
+    .bind::<Array<BigInt>, _>(compute_node_ids)
     .bind::<Array<Text>, _>(&addresses)
     .bind::<Text, _>(VENDOR)
     .bind::<Text, _>(PRODUCT)

@@ -1,10 +1,15 @@
-//! The resource tracker's reads and fenced writes: what a compute host owns, and the
-//! inventory it reports for each node. Every write is conditional on `host = me AND
-//! owner_epoch = e` (invariant 4): zero rows means "ownership lost", never a retry.
+//! The resource tracker's reads and fenced writes: what a compute host owns, as one read with
+//! everything a pass compares (Ironic's state, the provider's inventory, the node's devices, a
+//! build Ironic finished), and batched writes for the nodes that changed — a handful of
+//! statements whatever their number, none at all when nothing changed. Every write is
+//! conditional on `host = me AND owner_epoch = e` (invariant 4): a node lost meanwhile is
+//! left alone, never retried blindly.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{
+    Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+};
 use uuid::Uuid;
 
 use super::DbError;
@@ -40,40 +45,92 @@ struct OwnedRow {
     has_provider: bool,
     #[diesel(sql_type = Bool)]
     allocated: bool,
+    #[diesel(sql_type = Array<Text>)]
+    inventory_classes: Vec<String>,
+    #[diesel(sql_type = Array<Integer>)]
+    inventory_totals: Vec<i32>,
+    #[diesel(sql_type = Array<Integer>)]
+    inventory_reserved: Vec<i32>,
+    #[diesel(sql_type = BigInt)]
+    devices: i64,
+    #[diesel(sql_type = Bool)]
+    build_deployed: bool,
 }
 
-/// A compute node a host owns, with its Ironic node (`None` once Ironic has deleted it).
+/// A compute node a host owns, as a tracker pass sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OwnedNode {
     pub compute_node: ComputeNode,
+    /// Its Ironic node (`None` once Ironic has deleted it).
     pub ironic: Option<IronicNode>,
     pub has_provider: bool,
     /// Whether its provider holds an allocation.
     pub allocated: bool,
+    /// The inventory its provider has now, per class: (class, total, reserved).
+    pub inventory: Vec<NodeInventory>,
+    /// Its live PCI device rows.
+    pub devices: i64,
+    /// Whether Ironic shows deployed an instance still `building` on it.
+    pub build_deployed: bool,
 }
 
-/// Lists the live compute nodes `host` owns, with their Ironic nodes, in id order: the order
-/// in which the pass then locks them, as moves do, so the two never deadlock.
+impl OwnedNode {
+    /// Says whether the provider already has `wanted` as its inventory of that class.
+    pub fn reports(&self, wanted: &NodeInventory) -> bool {
+        self.inventory.iter().any(|current| current == wanted)
+    }
+}
+
+/// Lists the live compute nodes `host` owns with everything a pass compares, in one statement,
+/// in id order: the order in which the pass then locks them, as moves do, so the two never
+/// deadlock.
 pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>, DbError> {
-    let rows: Vec<OwnedRow> = diesel::sql_query(
+    let rows: Vec<OwnedRow> = super::cached::query(
         "SELECT c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch,
                 n.uuid AS ironic_uuid, n.name::text AS name, n.resource_class::text AS resource_class,
                 n.provision_state::text AS provision_state, n.maintenance, n.instance_uuid,
                 n.reservation::text AS reservation,
-                EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = c.uuid) AS has_provider,
-                EXISTS (SELECT 1 FROM resource_providers rp JOIN allocations a
-                                   ON a.resource_provider_id = rp.id
-                         WHERE rp.uuid = c.uuid) AS allocated
+                rp.id IS NOT NULL AS has_provider,
+                EXISTS (SELECT 1 FROM allocations a WHERE a.resource_provider_id = rp.id) AS allocated,
+                COALESCE(inv.classes, '{}') AS inventory_classes,
+                COALESCE(inv.totals, '{}') AS inventory_totals,
+                COALESCE(inv.reserved, '{}') AS inventory_reserved,
+                (SELECT count(*) FROM pci_devices p
+                  WHERE p.compute_node_id = c.id AND p.deleted = 0) AS devices,
+                (n.provision_state = 'active' AND n.instance_uuid IS NOT NULL
+                 AND EXISTS (SELECT 1 FROM instances i
+                              WHERE i.uuid = n.instance_uuid AND i.deleted = 0
+                                AND i.vm_state = 'building')) IS TRUE AS build_deployed
            FROM compute_nodes c
-           LEFT JOIN ironic_nodes n ON n.uuid::text = c.hypervisor_hostname
+           LEFT JOIN ironic_nodes n ON n.uuid = c.hypervisor_hostname::uuid
+           LEFT JOIN resource_providers rp ON rp.uuid = c.uuid
+           LEFT JOIN LATERAL (
+               SELECT array_agg(rc.name::text) AS classes, array_agg(i.total) AS totals,
+                      array_agg(i.reserved) AS reserved
+                 FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
+                WHERE i.resource_provider_id = rp.id) inv ON TRUE
           WHERE c.host = $1 AND c.deleted = 0
           ORDER BY c.id",
     )
     .bind::<Text, _>(host)
     .load(conn)?;
-    Ok(rows
-        .into_iter()
-        .map(|row| OwnedNode {
+    Ok(rows.into_iter().map(OwnedNode::from).collect())
+}
+
+impl From<OwnedRow> for OwnedNode {
+    fn from(row: OwnedRow) -> Self {
+        let inventory = row
+            .inventory_classes
+            .into_iter()
+            .zip(row.inventory_totals)
+            .zip(row.inventory_reserved)
+            .map(|((resource_class, total), reserved)| NodeInventory {
+                resource_class,
+                total,
+                reserved,
+            })
+            .collect();
+        OwnedNode {
             ironic: row.ironic_uuid.map(|uuid| IronicNode {
                 uuid,
                 name: row.name,
@@ -94,39 +151,110 @@ pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>
             },
             has_provider: row.has_provider,
             allocated: row.allocated,
-        })
-        .collect())
+            inventory,
+            devices: row.devices,
+            build_deployed: row.build_deployed,
+        }
+    }
 }
 
-/// Locks compute node `uuid` if `host` still owns it at `epoch`; `false` means ownership
-/// lost. Holding the row lock (shared: boots claiming the node do not wait for the pass) until
-/// commit orders this write before or after any move.
-pub fn lock_if_owner(
+/// Holds, for the rest of the transaction, those of `nodes` (compute node, epoch it was read
+/// at) that `host` still owns at that epoch, in id order (as moves lock), shared (boots
+/// claiming a node do not wait); returns the ids held. A node missing from the answer moved.
+pub fn hold_owned(
     conn: &mut PgConnection,
-    uuid: Uuid,
     host: &str,
-    epoch: i64,
-) -> Result<bool, DbError> {
+    nodes: &[(i64, i64)],
+) -> Result<Vec<i64>, DbError> {
+    if nodes.is_empty() {
+        return Ok(Vec::new());
+    }
     #[derive(QueryableByName)]
-    struct Locked {
+    struct Held {
         #[diesel(sql_type = BigInt)]
-        #[expect(dead_code, reason = "only the row's presence matters")]
         id: i64,
     }
-    let locked: Vec<Locked> = diesel::sql_query(
-        "SELECT id FROM compute_nodes
-          WHERE uuid = $1 AND host = $2 AND owner_epoch = $3 AND deleted = 0 FOR SHARE",
+    let ids: Vec<i64> = nodes.iter().map(|(id, _)| *id).collect();
+    let epochs: Vec<i64> = nodes.iter().map(|(_, epoch)| *epoch).collect();
+    let held: Vec<Held> = super::cached::query(
+        "SELECT c.id FROM compute_nodes c
+           JOIN unnest($1::bigint[], $2::bigint[]) AS t(id, epoch) ON t.id = c.id
+          WHERE c.host = $3 AND c.owner_epoch = t.epoch AND c.deleted = 0
+          ORDER BY c.id FOR SHARE OF c",
     )
-    .bind::<SqlUuid, _>(uuid)
+    .bind::<Array<BigInt>, _>(&ids)
+    .bind::<Array<BigInt>, _>(&epochs)
     .bind::<Text, _>(host)
-    .bind::<BigInt, _>(epoch)
     .load(conn)?;
-    Ok(!locked.is_empty())
+    Ok(held.into_iter().map(|row| row.id).collect())
 }
 
-/// Reports `inventory` on the provider of compute node `uuid`, as `host` at `epoch`: creates
-/// the resource class if needed, writes the inventory when it differs and then bumps the
-/// provider's generation. Returns `false` (writing nothing) when ownership is lost.
+/// Writes each (provider, inventory) of `reports`: creates the resource classes it needs,
+/// upserts the inventories that differ and bumps those providers' generations, in three
+/// statements. Call only while holding the nodes (`hold_owned`).
+pub fn write_inventories(
+    conn: &mut PgConnection,
+    reports: &[(Uuid, NodeInventory)],
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let providers: Vec<Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
+    let classes: Vec<&str> = reports
+        .iter()
+        .map(|(_, inventory)| inventory.resource_class.as_str())
+        .collect();
+    let totals: Vec<i32> = reports
+        .iter()
+        .map(|(_, inventory)| inventory.total)
+        .collect();
+    let reserved: Vec<i32> = reports
+        .iter()
+        .map(|(_, inventory)| inventory.reserved)
+        .collect();
+    super::cached::query(
+        "INSERT INTO resource_classes (name)
+         SELECT DISTINCT name FROM unnest($1::text[]) AS t(name)
+          WHERE NOT EXISTS (SELECT 1 FROM resource_classes rc WHERE rc.name = t.name)
+         ON CONFLICT (name) DO NOTHING",
+    )
+    .bind::<Array<Text>, _>(&classes)
+    .execute(conn)?;
+    super::cached::query(
+        "WITH wanted AS (
+             SELECT rp.id AS provider_id, rc.id AS class_id, t.total, t.reserved
+               FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[])
+                    AS t(provider, class, total, reserved)
+               JOIN resource_providers rp ON rp.uuid = t.provider
+               JOIN resource_classes rc ON rc.name = t.class
+         ),
+         written AS (
+             INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,
+                                      min_unit, max_unit, step_size, allocation_ratio, created_at)
+             SELECT provider_id, class_id, total, reserved, 1, total, 1, 1.0, $5 FROM wanted
+             ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
+                SET total = EXCLUDED.total, reserved = EXCLUDED.reserved,
+                    max_unit = EXCLUDED.max_unit, updated_at = EXCLUDED.created_at
+              WHERE inventories.total <> EXCLUDED.total
+                 OR inventories.reserved <> EXCLUDED.reserved
+             RETURNING resource_provider_id
+         )
+         UPDATE resource_providers SET generation = generation + 1, updated_at = $5
+          WHERE id IN (SELECT resource_provider_id FROM written)",
+    )
+    .bind::<Array<SqlUuid>, _>(&providers)
+    .bind::<Array<Text>, _>(&classes)
+    .bind::<Array<Integer>, _>(&totals)
+    .bind::<Array<Integer>, _>(&reserved)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    Ok(())
+}
+
+/// Reports `inventory` on the provider of compute node `uuid`, as `host` at `epoch`; returns
+/// `false` (writing nothing) when ownership is lost. One node's `hold_owned` and
+/// `write_inventories`.
 pub fn report_inventory(
     conn: &mut PgConnection,
     uuid: Uuid,
@@ -135,57 +263,50 @@ pub fn report_inventory(
     inventory: &NodeInventory,
     now: DateTime<Utc>,
 ) -> Result<bool, DbError> {
-    if !lock_if_owner(conn, uuid, host, epoch)? {
+    #[derive(QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+    }
+    let found: Option<Id> = diesel::sql_query("SELECT id FROM compute_nodes WHERE uuid = $1")
+        .bind::<SqlUuid, _>(uuid)
+        .get_result(conn)
+        .optional()?;
+    let Some(found) = found else {
+        return Ok(false);
+    };
+    if hold_owned(conn, host, &[(found.id, epoch)])?.is_empty() {
         return Ok(false);
     }
-    super::placement::ensure_resource_class(conn, &inventory.resource_class)?;
-    diesel::sql_query(
-        "WITH rp AS (SELECT id FROM resource_providers WHERE uuid = $1),
-              rc AS (SELECT id FROM resource_classes WHERE name = $2),
-              written AS (
-                  INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,
-                                           min_unit, max_unit, step_size, allocation_ratio, created_at)
-                  SELECT rp.id, rc.id, $3, $4, 1, $3, 1, 1.0, $5 FROM rp, rc
-                  ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
-                     SET total = EXCLUDED.total, reserved = EXCLUDED.reserved,
-                         max_unit = EXCLUDED.max_unit, updated_at = EXCLUDED.created_at
-                   WHERE inventories.total <> EXCLUDED.total OR inventories.reserved <> EXCLUDED.reserved
-                  RETURNING resource_provider_id
-              )
-         UPDATE resource_providers SET generation = generation + 1, updated_at = $5
-          WHERE id IN (SELECT resource_provider_id FROM written)",
-    )
-    .bind::<SqlUuid, _>(uuid)
-    .bind::<Text, _>(&inventory.resource_class)
-    .bind::<Integer, _>(inventory.total)
-    .bind::<Integer, _>(inventory.reserved)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
+    write_inventories(conn, &[(uuid, inventory.clone())], now)?;
     Ok(true)
 }
 
-/// Marks active the instances still `building` on `node` that Ironic shows deployed with
-/// them: a build whose node moved while Ironic deployed it (its old host's closing write was
-/// refused). Call only while holding the node (`report_inventory` returned `true` in this
-/// transaction). Returns the instances finished.
+/// Marks active the instances still `building` on `nodes` that Ironic shows deployed with
+/// them: builds whose node moved while Ironic deployed them (their old host's closing write
+/// was refused). Call only while holding the nodes. Returns the instances finished.
 pub fn finish_deployed_builds(
     conn: &mut PgConnection,
-    node: &str,
+    nodes: &[String],
     now: DateTime<Utc>,
 ) -> Result<Vec<Uuid>, DbError> {
+    if nodes.is_empty() {
+        return Ok(Vec::new());
+    }
     #[derive(QueryableByName)]
     struct Finished {
         #[diesel(sql_type = SqlUuid)]
         uuid: Uuid,
     }
     let finished: Vec<Finished> = diesel::sql_query(
-        "UPDATE instances i SET vm_state = 'active', task_state = NULL, updated_at = $2
+        "UPDATE instances i SET vm_state = 'active', task_state = NULL, launched_at = $2,
+                updated_at = $2
            FROM ironic_nodes n
-          WHERE i.node = $1 AND i.deleted = 0 AND i.vm_state = 'building'
-            AND n.uuid::text = $1 AND n.provision_state = 'active' AND n.instance_uuid = i.uuid
+          WHERE i.node = ANY($1) AND i.deleted = 0 AND i.vm_state = 'building'
+            AND n.uuid::text = i.node AND n.provision_state = 'active' AND n.instance_uuid = i.uuid
           RETURNING i.uuid",
     )
-    .bind::<Text, _>(node)
+    .bind::<Array<Text>, _>(nodes)
     .bind::<Timestamptz, _>(now)
     .load(conn)?;
     Ok(finished.into_iter().map(|row| row.uuid).collect())

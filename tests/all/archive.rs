@@ -230,7 +230,7 @@ fn bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds()
         "INSERT INTO resource_providers (uuid, name) SELECT uuid, hypervisor_hostname FROM compute_nodes",
     );
     let compute_node: i64 = count(&mut conn, "SELECT id AS n FROM compute_nodes");
-    ringmaster::db::pci::sync_devices(&mut conn, compute_node, 2, Utc::now()).unwrap();
+    ringmaster::db::pci::sync_devices(&mut conn, &[compute_node], 2, Utc::now()).unwrap();
     let instance = instance_family(&mut conn);
     let claimed =
         ringmaster::db::pci::claim_devices(&mut conn, compute_node, instance, 1, Utc::now())

@@ -703,3 +703,47 @@ async fn boots_racing_moves_leave_every_instance_with_its_node() {
     futures_util::future::join(booter, mover).await;
     d.audit();
 }
+
+/// Issue 13, item 2: a tracker pass that finds nothing changed writes nothing; a change on one
+/// node is written for that node alone.
+#[actix_web::test]
+async fn a_pass_that_finds_nothing_changed_writes_nothing() {
+    let d = TestDeployment::start(&["cmp-1", "cmp-2"], 20).await;
+    let generations = count(
+        &d,
+        "SELECT sum(generation)::bigint AS n FROM resource_providers",
+    );
+    let reports = d.track(&["cmp-1", "cmp-2"]).await;
+    for report in &reports {
+        assert_eq!(report.reported, 0, "{report:?}");
+        assert!(report.unchanged > 0, "{report:?}");
+    }
+    assert_eq!(
+        reports.iter().map(|report| report.unchanged).sum::<usize>(),
+        20
+    );
+    assert_eq!(
+        count(
+            &d,
+            "SELECT sum(generation)::bigint AS n FROM resource_providers"
+        ),
+        generations,
+        "no provider was written"
+    );
+    let node = d.nodes()[0].clone();
+    diesel::sql_query("UPDATE ironic_nodes SET maintenance = TRUE WHERE uuid = $1")
+        .bind::<diesel::sql_types::Uuid, _>(node.uuid)
+        .execute(&mut d.db.conn())
+        .unwrap();
+    let owner = node.host.clone().unwrap();
+    let report = d.track(&[owner.as_str()]).await.remove(0);
+    assert_eq!(report.reported, 1, "only the changed node: {report:?}");
+    assert_eq!(
+        count(
+            &d,
+            "SELECT sum(generation)::bigint AS n FROM resource_providers"
+        ),
+        generations + 1
+    );
+    d.audit();
+}

@@ -61,7 +61,8 @@ pub struct DatabaseArgs {
     /// Folder holding the PostgreSQL server's initdb and postgres (searched for when unset).
     #[arg(long, env = "RINGMASTER_PG_BIN_DIR", global = true)]
     pub pg_bin_dir: Option<PathBuf>,
-    /// Largest number of pooled database connections.
+    /// Largest number of pooled database connections for the API; the background work (hosts,
+    /// rebalancer, scheduler, archiver) has a pool of the same size of its own.
     #[arg(long, env = "RINGMASTER_DB_POOL_SIZE", global = true, default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub db_pool_size: u32,
@@ -420,9 +421,14 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     let database = open(&config.database, config.pool_size)?;
     let probe = database.probe();
     let pool = database.pool.clone();
+    // The background work has its own bounded share of connections: the API never waits for
+    // a pool the tracker passes and moves keep busy.
+    let background = database
+        .background_pool(config.pool_size)
+        .map_err(|error| CliError::Open(OpenError::Db(error)))?;
     let system = actix::System::new();
     let served = system.block_on(async move {
-        let actors = start_deployment(&pool, &config.deployment).await?;
+        let actors = start_deployment(&background, &config.deployment).await?;
         let application = Application::build(&config.server, pool, actors.clone())?;
         let address = application.local_addr();
         println!("ringmaster {command}: listening on http://{address}/");

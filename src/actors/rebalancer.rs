@@ -65,6 +65,19 @@ pub struct Rebalancer {
     members: Vec<String>,
     joining: BTreeSet<String>,
     version: i64,
+    /// The deployment as it was when the last plan came out empty: while it stays so, a tick
+    /// plans nothing without reading every node's owner.
+    quiet: Option<Quiet>,
+}
+
+/// What a plan depends on besides the owners themselves: when this is unchanged and the last
+/// plan was empty, the next plan is empty too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Quiet {
+    ownership: i64,
+    eligible: Vec<String>,
+    draining: Vec<String>,
+    holding: Vec<String>,
 }
 
 impl Rebalancer {
@@ -89,6 +102,7 @@ impl Rebalancer {
             members: Vec::new(),
             joining: BTreeSet::new(),
             version: 0,
+            quiet: None,
         }
     }
 }
@@ -139,6 +153,8 @@ struct Decision {
     joining: BTreeSet<String>,
     plan: Vec<Assignment>,
     epochs: std::collections::HashMap<String, i64>,
+    /// Set when the plan is empty: what it was computed from.
+    quiet: Option<Quiet>,
 }
 
 /// A database outage as a rebalancer saw it: hosts could not heartbeat while it lasted, so
@@ -183,6 +199,7 @@ impl Handler<RebalanceNow> for Rebalancer {
         let previous_version = self.version;
         let process = self.process;
         let outage = self.outage;
+        let previous_quiet = self.quiet.clone();
         AtomicResponse::new(Box::pin(
             async move {
                 let members_before = previous_members.clone();
@@ -195,6 +212,7 @@ impl Handler<RebalanceNow> for Rebalancer {
                         outage,
                         &members_before,
                         previous_joining,
+                        previous_quiet,
                     )
                 })
                 .await
@@ -237,6 +255,7 @@ impl Handler<RebalanceNow> for Rebalancer {
                         );
                     }
                     actor.members.clear();
+                    actor.quiet = None;
                     return Ok(RebalanceReport::default());
                 };
                 if actor.lease.map(|(held, _)| held) != Some(lease) {
@@ -249,6 +268,7 @@ impl Handler<RebalanceNow> for Rebalancer {
                 actor.version = version;
                 actor.members = decision.members;
                 actor.joining = decision.joining;
+                actor.quiet = decision.quiet;
                 actor.notify_owners(&claimed, &moved);
                 if !moved.is_empty() || !claimed.is_empty() {
                     log::info!(
@@ -358,7 +378,13 @@ fn split_plan(decision: &Decision) -> (Vec<NodeClaim>, Vec<NodeMove>) {
     (claims, moves)
 }
 
-/// Renews or takes the lease, then reads hosts and owners and plans (blocking).
+/// Renews or takes the lease, then reads hosts and owners and plans (blocking). While the
+/// deployment is as it was when the last plan came out empty, it plans nothing without reading
+/// the owners.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the tick's inputs, passed to a blocking task"
+)]
 fn decide(
     pool: &Pool,
     process: Uuid,
@@ -367,6 +393,7 @@ fn decide(
     outage: Outage,
     previous_members: &[String],
     previous_joining: BTreeSet<String>,
+    previous_quiet: Option<Quiet>,
 ) -> Result<Decision, DbError> {
     let mut conn = pool.get()?;
     let epoch = conn.transaction(|conn| {
@@ -379,6 +406,7 @@ fn decide(
             joining: BTreeSet::new(),
             plan: Vec::new(),
             epochs: Default::default(),
+            quiet: None,
         });
     };
     let lease = LeaseToken {
@@ -386,8 +414,7 @@ fn decide(
         epoch,
     };
     let mut hosts = db::hosts::list_hosts(&mut conn)?;
-    let owners = db::registry::node_owners(&mut conn)?;
-    drop(conn);
+    let ownership = db::registry::ownership_counter(&mut conn)?;
 
     let liveness = settings.liveness;
     for host in &mut hosts {
@@ -412,6 +439,24 @@ fn decide(
         .filter(|host| host.disabled && !host.is_draining())
         .map(|host| host.name.clone())
         .collect();
+    let quiet = Quiet {
+        ownership,
+        eligible: sorted(&eligible),
+        draining: sorted(&draining),
+        holding: sorted(&holding),
+    };
+    if previous_joining.is_empty() && previous_quiet.as_ref() == Some(&quiet) {
+        return Ok(Decision {
+            lease: Some(lease),
+            members: quiet.eligible.clone(),
+            joining: BTreeSet::new(),
+            plan: Vec::new(),
+            epochs: Default::default(),
+            quiet: Some(quiet),
+        });
+    }
+    let owners = db::registry::node_owners(&mut conn)?;
+    drop(conn);
 
     let nodes: Vec<NodeOwner> = owners
         .iter()
@@ -467,9 +512,16 @@ fn decide(
         lease: Some(lease),
         members,
         joining,
+        quiet: (planned.is_empty()).then_some(quiet),
         plan: planned,
         epochs,
     })
+}
+
+fn sorted(hosts: &[String]) -> Vec<String> {
+    let mut hosts = hosts.to_vec();
+    hosts.sort();
+    hosts
 }
 
 /// Asks for the ring as this rebalancer last computed it.

@@ -12,6 +12,9 @@ use crate::db::{DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::node::ComputeNode;
 
+/// How many times a transaction that hit a deadlock or a serialization failure is tried.
+const RETRIES: u32 = 4;
+
 /// The registry actor.
 pub struct Registry {
     pool: Pool,
@@ -24,18 +27,32 @@ impl Registry {
         Registry { pool, clock }
     }
 
+    /// Runs `work` in one transaction; a deadlock or serialization failure (which rolled it
+    /// back whole) is retried at once, a few times, naming what the work is about (`label`).
     fn in_transaction<T>(
         &self,
         label: &str,
-        work: impl FnOnce(&mut diesel::PgConnection) -> Result<T, DbError>,
+        work: impl Fn(&mut diesel::PgConnection) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         let mut pooled = self.pool.get()?;
         let conn: &mut diesel::PgConnection = &mut pooled;
-        let result = conn.transaction(work);
-        if let Err(error) = &result {
-            log::warn!("registry {label} failed: {error}");
+        let mut attempt = 1;
+        loop {
+            let result = conn.transaction(&work);
+            match &result {
+                Err(error @ (DbError::Deadlock | DbError::SerializationFailure))
+                    if attempt < RETRIES =>
+                {
+                    log::warn!("registry {label}: {error} (attempt {attempt}); retrying at once");
+                    attempt += 1;
+                }
+                Err(error) => {
+                    log::warn!("registry {label} failed: {error}");
+                    return result;
+                }
+                Ok(_) => return result,
+            }
         }
-        result
     }
 }
 
@@ -57,7 +74,11 @@ impl Handler<ClaimNodes> for Registry {
 
     fn handle(&mut self, message: ClaimNodes, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        self.in_transaction("claim", |conn| {
+        let label = format!(
+            "claim of {}",
+            describe_nodes(message.claims.iter().map(|c| c.node.to_string()))
+        );
+        self.in_transaction(&label, |conn| {
             leases::hold(conn, leases::REBALANCER, message.lease, now)?;
             registry::claim_nodes(conn, &message.claims, now)
         })
@@ -79,7 +100,16 @@ impl Handler<MoveNodes> for Registry {
 
     fn handle(&mut self, message: MoveNodes, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        self.in_transaction("move", |conn| {
+        let label = format!(
+            "move of {}",
+            describe_nodes(
+                message
+                    .moves
+                    .iter()
+                    .map(|m| format!("{} ({} → {})", m.node, m.from, m.to))
+            )
+        );
+        self.in_transaction(&label, |conn| {
             leases::hold(conn, leases::REBALANCER, message.lease, now)?;
             registry::move_nodes(conn, &message.moves, message.ring_version, now)
         })
@@ -100,7 +130,8 @@ impl Handler<CreateProvider> for Registry {
 
     fn handle(&mut self, message: CreateProvider, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        self.in_transaction("create provider", |conn| {
+        let label = format!("create of provider {} ({})", message.uuid, message.name);
+        self.in_transaction(&label, |conn| {
             registry::create_provider(conn, message.uuid, &message.name, now)
         })
     }
@@ -120,8 +151,19 @@ impl Handler<DeleteOrphan> for Registry {
 
     fn handle(&mut self, message: DeleteOrphan, _: &mut Self::Context) -> Self::Result {
         let now = self.clock.now();
-        self.in_transaction("delete orphan", |conn| {
+        let label = format!("orphan delete of node {} by {}", message.node, message.host);
+        self.in_transaction(&label, |conn| {
             registry::delete_orphan(conn, &message.node, &message.host, message.epoch, now)
         })
+    }
+}
+
+/// Names the first few of `nodes` and how many there are in all, for a log line.
+fn describe_nodes(nodes: impl Iterator<Item = String>) -> String {
+    let nodes: Vec<String> = nodes.collect();
+    match nodes.len() {
+        0 => "no nodes".to_owned(),
+        1..=3 => format!("nodes {}", nodes.join(", ")),
+        count => format!("{count} nodes ({}, …)", nodes[..3].join(", ")),
     }
 }

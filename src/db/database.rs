@@ -58,6 +58,12 @@ impl Database {
         })
     }
 
+    /// Builds a second pool of at most `size` connections on this database: the background
+    /// work's own share, so that it never takes the connections the API answers with.
+    pub fn background_pool(&self, size: u32) -> Result<Pool, DbError> {
+        build_pool(&self.url, size)
+    }
+
     /// Returns a probe on this database.
     pub fn probe(&self) -> DatabaseProbe {
         DatabaseProbe {

@@ -25,6 +25,8 @@ pub enum DbError {
     LeadershipLost { lease: String, epoch: i64 },
     #[error("concurrent transaction conflict, retry")]
     SerializationFailure,
+    #[error("deadlock detected")]
+    Deadlock,
     #[error("database unavailable: {0}")]
     Unavailable(String),
     #[error("migration failed: {0}")]
@@ -42,6 +44,7 @@ impl DbError {
             DbError::NotFound(_) => ErrorKind::NotFound,
             DbError::UniqueViolation { .. }
             | DbError::SerializationFailure
+            | DbError::Deadlock
             | DbError::Conflict(_)
             | DbError::LeaseLapsed
             | DbError::LeadershipLost { .. } => ErrorKind::Conflict,
@@ -73,6 +76,7 @@ impl From<DieselError> for DbError {
                     DatabaseErrorKind::ClosedConnection => {
                         DbError::Unavailable(one_line(info.message()))
                     }
+                    _ if info.message().starts_with("deadlock detected") => DbError::Deadlock,
                     _ if is_connection_loss(info.message()) => {
                         DbError::Unavailable(one_line(info.message()))
                     }

@@ -470,6 +470,20 @@ pub struct NodeOwnerRow {
     pub owner_epoch: Option<i64>,
 }
 
+/// Returns the ownership change counter: it grows whenever a node is enrolled or deleted, or a
+/// compute node is created, deleted or changes host (one tiny query).
+pub fn ownership_counter(conn: &mut PgConnection) -> Result<i64, DbError> {
+    #[derive(QueryableByName)]
+    struct Sum {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let sum: Sum =
+        super::cached::query("SELECT COALESCE(sum(n), 0)::bigint AS n FROM ownership_epochs")
+            .get_result(conn)?;
+    Ok(sum.n)
+}
+
 /// Lists every ironic node with its current owner (one query, any number of nodes).
 pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnerRow>, DbError> {
     Ok(diesel::sql_query(

@@ -299,6 +299,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    ownership_epochs (shard) {
+        shard -> Int4,
+        n -> Int8,
+    }
+}
+
+diesel::table! {
     pci_devices (id) {
         id -> Int8,
         compute_node_id -> Int8,
@@ -754,6 +761,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     ironic_nodes,
     leader_leases,
     node_moves,
+    ownership_epochs,
     pci_devices,
     placement_aggregates,
     placement_epochs,

@@ -84,6 +84,9 @@ pub struct ComputeHost {
     /// them (their spawn died with the process or actor that ran it).
     started_at: DateTime<Utc>,
     last_heartbeat_ok: Option<DateTime<Utc>>,
+    /// The tracker change counter at this host's last complete pass: while it stays there,
+    /// a pass has nothing to compare.
+    seen_changes: Option<i64>,
 }
 
 impl ComputeHost {
@@ -109,6 +112,7 @@ impl ComputeHost {
             presence,
             started_at,
             last_heartbeat_ok: None,
+            seen_changes: None,
         }
     }
 
@@ -212,6 +216,11 @@ pub struct TrackerReport {
     pub nodes_made_available: Vec<String>,
     /// Nodes found as they were: nothing written for them.
     pub unchanged: usize,
+    /// Whether the pass found nothing changed anywhere since its last one, and so read none of
+    /// its nodes.
+    pub skipped: bool,
+    /// The tracker change counter the pass started from.
+    pub changes_seen: i64,
 }
 
 /// Runs the resource-tracker pass (Nova's `update_available_resource`).
@@ -260,16 +269,21 @@ impl ComputeHost {
             settings: self.settings,
             last_ok: self.last_heartbeat_ok,
             started_at: self.started_at,
+            seen_changes: self.seen_changes,
             only,
         };
+        let full = pass.only.is_none();
         AtomicResponse::new(Box::pin(tracker_pass(pass).into_actor(self).map(
-            |report, actor, _| {
+            move |report, actor, _| {
                 if let Ok(report) = &report {
                     for node in &report.lost {
                         log::warn!(
                             "host {} lost node {node} to another host; dropped it",
                             actor.name
                         );
+                    }
+                    if full {
+                        actor.seen_changes = Some(report.changes_seen);
                     }
                 }
                 report
@@ -287,6 +301,7 @@ struct TrackerPass {
     settings: HostSettings,
     last_ok: Option<DateTime<Utc>>,
     started_at: DateTime<Utc>,
+    seen_changes: Option<i64>,
     only: Option<Vec<String>>,
 }
 
@@ -299,13 +314,25 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
         settings,
         last_ok,
         started_at,
+        seen_changes,
         only,
     } = pass;
     let liveness = settings.liveness;
-    let mut owned = {
+    // The counter first: a change after it is seen by the next pass.
+    let skip_when = if only.is_none() { seen_changes } else { None };
+    let (changes_seen, owned) = {
         let host = host.clone();
-        db::run(&pool, move |conn| db::tracker::owned_nodes(conn, &host)).await?
+        db::run(&pool, move |conn| {
+            let counter = db::tracker::change_counter(conn)?;
+            if skip_when == Some(counter) {
+                return Ok((counter, None));
+            }
+            Ok((counter, Some(db::tracker::owned_nodes(conn, &host)?)))
+        })
+        .await?
     };
+    let skipped = owned.is_none();
+    let mut owned = owned.unwrap_or_default();
     if let Some(only) = &only {
         owned.retain(|node| only.contains(&node.compute_node.node));
     }
@@ -364,6 +391,8 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
         changes.add(node, ironic, settings.pci_devices_per_node);
     }
     report.unchanged = changes.unchanged;
+    report.skipped = skipped;
+    report.changes_seen = changes_seen;
     let pass_clock = clock.clone();
     let host_name = host.clone();
     let build_timeout = chrono::Duration::from_std(settings.instance_build_timeout)
@@ -404,7 +433,9 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
     for node in &report.nodes_made_available {
         log::info!("host {host_name}: node {node} was enrolled again: available");
     }
-    report.devices_freed = free_lagging_devices(&pool, &clock, owned_ids).await?;
+    if !skipped {
+        report.devices_freed = free_lagging_devices(&pool, &clock, owned_ids).await?;
+    }
     Ok(report)
 }
 

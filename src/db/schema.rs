@@ -710,6 +710,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    tracker_epochs (shard) {
+        shard -> Int4,
+        n -> Int8,
+    }
+}
+
+diesel::table! {
     traits (id) {
         id -> Int4,
         #[max_length = 255]
@@ -783,6 +790,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     shadow_services,
     shadow_task_log,
     task_log,
+    tracker_epochs,
     traits,
     users,
 );

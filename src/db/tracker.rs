@@ -81,6 +81,20 @@ impl OwnedNode {
     }
 }
 
+/// Returns the tracker change counter: it grows whenever anything a pass compares changes
+/// (Ironic's nodes, providers, inventories, allocations, PCI devices, instances, ownership).
+pub fn change_counter(conn: &mut PgConnection) -> Result<i64, DbError> {
+    #[derive(QueryableByName)]
+    struct Sum {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let sum: Sum =
+        super::cached::query("SELECT COALESCE(sum(n), 0)::bigint AS n FROM tracker_epochs")
+            .get_result(conn)?;
+    Ok(sum.n)
+}
+
 /// Lists the live compute nodes `host` owns with everything a pass compares, in one statement,
 /// in id order: the order in which the pass then locks them, as moves do, so the two never
 /// deadlock.
@@ -103,7 +117,7 @@ pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>
                                 AND i.vm_state = 'building')) IS TRUE AS build_deployed
            FROM compute_nodes c
            LEFT JOIN ironic_nodes n ON n.uuid = c.hypervisor_hostname::uuid
-           LEFT JOIN resource_providers rp ON rp.uuid = c.uuid
+           LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = c.uuid) rp ON TRUE
            LEFT JOIN LATERAL (
                SELECT array_agg(rc.name::text) AS classes, array_agg(i.total) AS totals,
                       array_agg(i.reserved) AS reserved

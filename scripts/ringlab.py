@@ -1,0 +1,214 @@
+"""What scripts/chaos and scripts/scale share (stdlib only): a throwaway PostgreSQL cluster on a
+unix socket, `ringmaster serve` processes, and a small HTTP client.
+
+Everything runs on 127.0.0.1 and a unix socket under /dev/shm (or the temp folder); run as
+root, the PostgreSQL server runs as the `postgres` user.
+"""
+
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+
+def parse_duration(text):
+    """Parses 60s, 10m, 500ms, 1h into seconds."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*", text)
+    if not match:
+        raise ValueError("write durations as 60s, 10m, 1h")
+    value, unit = float(match.group(1)), match.group(2) or "s"
+    return value * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+
+
+def log(message):
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+class Postgres:
+    """A throwaway cluster on a unix socket, run as the postgres user when we are root."""
+
+    def __init__(self, root, max_connections=300):
+        self.bin = self.find_bin()
+        self.dir = os.path.join(root, "pg")
+        self.log = os.path.join(root, "postgres.log")
+        self.as_root = os.geteuid() == 0
+        self.max_connections = max_connections
+        os.makedirs(self.dir)
+        if self.as_root:
+            shutil.chown(root, "postgres")
+            shutil.chown(self.dir, "postgres")
+        self.run("initdb", "-D", self.dir, "-U", "postgres", "-A", "trust", "--no-sync",
+                 "--encoding=UTF8", "--no-locale")
+        self.start()
+        self.psql("CREATE DATABASE ringmaster", database="postgres")
+        self.url = f"postgresql://postgres@/ringmaster?host={self.dir}&port=5432"
+
+    @staticmethod
+    def find_bin():
+        for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+            if os.path.exists(os.path.join(candidate, "pg_ctl")):
+                return candidate
+        found = shutil.which("pg_ctl")
+        if found:
+            return os.path.dirname(found)
+        sys.exit("PostgreSQL server binaries (pg_ctl, initdb) not found: run scripts/bootstrap")
+
+    def command(self, program, *args):
+        path = os.path.join(self.bin, program)
+        if self.as_root:
+            return ["runuser", "-u", "postgres", "--", path, *args]
+        return [path, *args]
+
+    def run(self, program, *args):
+        subprocess.run(self.command(program, *args), check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+
+    def options(self):
+        # No synchronous_commit=off: a crash recovery would lose acknowledged commits.
+        return (f"-k {self.dir} -c listen_addresses= -c port=5432 "
+                f"-c max_connections={self.max_connections} -c fsync=off")
+
+    def start(self):
+        self.run("pg_ctl", "start", "-w", "-D", self.dir, "-l", self.log, "-o", self.options())
+
+    def restart(self):
+        self.run("pg_ctl", "restart", "-w", "-m", "fast", "-D", self.dir, "-l", self.log,
+                 "-o", self.options())
+
+    def stop(self):
+        subprocess.run(self.command("pg_ctl", "stop", "-m", "immediate", "-D", self.dir),
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def postmaster_pid(self):
+        with open(os.path.join(self.dir, "postmaster.pid")) as pid_file:
+            return int(pid_file.readline())
+
+    def pids(self):
+        """The postmaster and every process it started."""
+        postmaster = self.postmaster_pid()
+        children = subprocess.run(["ps", "-o", "pid=", "--ppid", str(postmaster)],
+                                  capture_output=True, text=True).stdout.split()
+        return [postmaster, *map(int, children)]
+
+    def psql(self, sql, database="ringmaster"):
+        psql = shutil.which("psql") or os.path.join(self.bin, "psql")
+        done = subprocess.run(
+            [psql, "-h", self.dir, "-U", "postgres", "-d", database, "-AtX", "-q", "-c", sql],
+            capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip())
+        return [line.split("|") for line in done.stdout.splitlines() if line]
+
+
+class Process:
+    """One `ringmaster serve` running `hosts`, with `flags`; restartable."""
+
+    def __init__(self, index, binary, url, root, hosts, flags, nodes=None):
+        self.index, self.binary, self.url, self.root = index, binary, url, root
+        self.hosts, self.flags, self.nodes = hosts, flags, nodes
+        self.popen = None
+        self.address = None
+        self.state = "down"  # up | stopped | killed
+        self.log_path = os.path.join(root, f"ringmaster-{index}.log")
+
+    def start(self, timeout=300):
+        args = [self.binary, "serve", "--bind", "127.0.0.1:0", "--hosts", ",".join(self.hosts),
+                *self.flags]
+        if self.nodes:
+            args += ["--nodes", str(self.nodes)]
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("RINGMASTER_") and k != "DATABASE_URL"}
+        env.update({"DATABASE_URL": self.url, "RUST_LOG": env.get("RUST_LOG", "warn")})
+        stderr = open(self.log_path, "a")
+        self.popen = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, env=env,
+                                      text=True)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            line = self.popen.stdout.readline()
+            if not line:
+                if self.popen.poll() is not None:
+                    return False
+                continue
+            match = re.search(r"listening on http://([^/]+)/", line)
+            if match:
+                self.address = match.group(1)
+                self.state = "up"
+                threading.Thread(target=self.drain_stdout, daemon=True).start()
+                return True
+        return False
+
+    def drain_stdout(self):
+        popen = self.popen
+        for _ in popen.stdout:
+            pass
+
+    def signal(self, which):
+        if self.popen and self.popen.poll() is None:
+            os.kill(self.popen.pid, which)
+
+    def kill(self):
+        self.signal(signal.SIGCONT)
+        self.signal(signal.SIGKILL)
+        if self.popen:
+            self.popen.wait()
+        self.state = "killed"
+
+    def exited(self):
+        return self.state == "up" and self.popen is not None and self.popen.poll() is not None
+
+    def log_lines(self):
+        try:
+            with open(self.log_path, errors="replace") as handle:
+                return handle.read().splitlines()
+        except OSError:
+            return []
+
+
+def http(address, method, path, body=None, timeout=10):
+    """One request; returns (status or None, decoded JSON or text or the error)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://{address}{path}", data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            text = response.read().decode()
+            return response.status, (json.loads(text) if text else None)
+    except urllib.error.HTTPError as error:
+        text = error.read().decode()
+        try:
+            return error.code, json.loads(text)
+        except ValueError:
+            return error.code, text
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        return None, str(error)
+
+
+def cpu_seconds(pids):
+    """User + system CPU seconds the processes `pids` have used so far."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / ticks
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def build(repo, release=False):
+    """Builds the ringmaster binary; returns its path."""
+    args = ["cargo", "build", "--quiet", "--bin", "ringmaster"]
+    if release:
+        args.append("--release")
+    subprocess.run(args, cwd=repo, check=True)
+    return os.path.join(repo, "target", "release" if release else "debug", "ringmaster")

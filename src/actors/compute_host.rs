@@ -26,6 +26,7 @@ use crate::domain::error::ErrorKind;
 use crate::domain::host::Liveness;
 use crate::domain::instance::{ACTIVE, ERROR};
 use crate::domain::node::{ComputeNode, IronicNode, ProvisionState};
+use crate::domain::ring::stable_hash;
 
 /// How often a host works; a zero interval turns that timer off (tests send the messages).
 #[derive(Debug, Clone, Copy)]
@@ -141,9 +142,17 @@ impl Actor for ComputeHost {
                 ctx.notify(Heartbeat)
             });
         }
-        if !self.settings.update_resources_interval.is_zero() {
-            ctx.run_interval(self.settings.update_resources_interval, |_, ctx| {
-                ctx.notify(UpdateAvailableResource)
+        let interval = self.settings.update_resources_interval;
+        if !interval.is_zero() {
+            // Each host's passes start at its own offset within the interval (from its name's
+            // stable hash), so the hosts of a process do not all pass at the same moment.
+            let spread = u64::try_from(interval.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1);
+            let offset = Duration::from_millis(stable_hash(self.name.as_bytes()) % spread);
+            ctx.run_later(offset, move |_, ctx| {
+                ctx.notify(UpdateAvailableResource);
+                ctx.run_interval(interval, |_, ctx| ctx.notify(UpdateAvailableResource));
             });
         }
         log::info!("compute host {} started", self.name);
@@ -327,15 +336,15 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
             if skip_when == Some(counter) {
                 return Ok((counter, None));
             }
-            Ok((counter, Some(db::tracker::owned_nodes(conn, &host)?)))
+            Ok((
+                counter,
+                Some(db::tracker::owned_nodes(conn, &host, only.as_deref())?),
+            ))
         })
         .await?
     };
     let skipped = owned.is_none();
-    let mut owned = owned.unwrap_or_default();
-    if let Some(only) = &only {
-        owned.retain(|node| only.contains(&node.compute_node.node));
-    }
+    let owned = owned.unwrap_or_default();
     let mut report = TrackerReport::default();
     let mut changes = PassChanges::default();
     let owned_ids: Vec<i64> = owned.iter().map(|node| node.compute_node.id).collect();
@@ -616,7 +625,7 @@ async fn free_lagging_devices(
     .await?)
 }
 
-/// Tells a host it now owns these nodes: it runs its tracker pass for them.
+/// Tells a host it now owns these nodes: it runs a tracker pass over them.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]
 pub struct NodesAssigned {
@@ -632,7 +641,10 @@ impl Handler<NodesAssigned> for ComputeHost {
             self.name,
             message.nodes.len()
         );
-        ctx.notify(UpdateAvailableResource);
+        // A pass over just those nodes: the host's other nodes did not change.
+        ctx.notify(RefreshNodes {
+            nodes: message.nodes.into_iter().map(|node| node.node).collect(),
+        });
     }
 }
 

@@ -187,20 +187,19 @@ pub fn ensure_providers(
     if uuids.is_empty() {
         return Ok(());
     }
+    // Each new provider is its own root, written with the row: a later `UPDATE … SET
+    // root_provider_id` would fire the per-row provider-moved trigger once per provider, all
+    // on one counter row (82 s for 100,000 providers).
     diesel::sql_query(
-        "INSERT INTO resource_providers (uuid, name, created_at)
-         SELECT t.uuid, t.name, $3 FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
-          WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = t.uuid)",
+        "INSERT INTO resource_providers (id, uuid, name, root_provider_id, created_at)
+         SELECT s.id, s.uuid, s.name, s.id, $3
+           FROM (SELECT nextval('resource_providers_id_seq') AS id, t.uuid, t.name
+                   FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
+                  WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = t.uuid)) s",
     )
     .bind::<Array<SqlUuid>, _>(uuids)
     .bind::<Array<Text>, _>(names)
     .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
-    diesel::sql_query(
-        "UPDATE resource_providers SET root_provider_id = id
-          WHERE root_provider_id IS NULL AND uuid = ANY($1::uuid[])",
-    )
-    .bind::<Array<SqlUuid>, _>(uuids)
     .execute(conn)?;
     Ok(())
 }

@@ -95,10 +95,15 @@ pub fn change_counter(conn: &mut PgConnection) -> Result<i64, DbError> {
     Ok(sum.n)
 }
 
-/// Lists the live compute nodes `host` owns with everything a pass compares, in one statement,
+/// Lists the live compute nodes `host` owns (or `only` those of them) with everything a pass
+/// compares, in one statement,
 /// in id order: the order in which the pass then locks them, as moves do, so the two never
 /// deadlock.
-pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>, DbError> {
+pub fn owned_nodes(
+    conn: &mut PgConnection,
+    host: &str,
+    only: Option<&[String]>,
+) -> Result<Vec<OwnedNode>, DbError> {
     let rows: Vec<OwnedRow> = super::cached::query(
         "SELECT c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch,
                 n.uuid AS ironic_uuid, n.name::text AS name, n.resource_class::text AS resource_class,
@@ -124,9 +129,11 @@ pub fn owned_nodes(conn: &mut PgConnection, host: &str) -> Result<Vec<OwnedNode>
                  FROM inventories i JOIN resource_classes rc ON rc.id = i.resource_class_id
                 WHERE i.resource_provider_id = rp.id) inv ON TRUE
           WHERE c.host = $1 AND c.deleted = 0
+            AND ($2::text[] IS NULL OR c.hypervisor_hostname = ANY($2))
           ORDER BY c.id",
     )
     .bind::<Text, _>(host)
+    .bind::<Nullable<Array<Text>>, _>(only)
     .load(conn)?;
     Ok(rows.into_iter().map(OwnedNode::from).collect())
 }

@@ -172,7 +172,7 @@ async fn bug_1853009_a_stale_host_cannot_delete_a_node_another_host_took_over() 
 #[actix_web::test]
 async fn a_returning_host_is_fenced_then_rejoins() {
     let d = TestDeployment::start(&THREE, 12).await;
-    let stale = ringmaster::db::tracker::owned_nodes(&mut d.db.conn(), "cmp-1").unwrap();
+    let stale = ringmaster::db::tracker::owned_nodes(&mut d.db.conn(), "cmp-1", None).unwrap();
     assert!(!stale.is_empty());
 
     d.advance(8);

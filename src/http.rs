@@ -32,6 +32,8 @@ pub struct AppState {
     pub placement: std::sync::Arc<crate::config::PlacementSettings>,
     /// The dashboard's state fingerprint, read once per interval for all event streams.
     pub fingerprint: std::sync::Arc<events::SharedFingerprint>,
+    /// Node counts per host, counted again only when ownership changes.
+    pub node_counts: std::sync::Arc<crate::db::hosts::NodeCountCache>,
 }
 
 impl AppState {
@@ -42,6 +44,7 @@ impl AppState {
             candidates: std::sync::Arc::default(),
             placement: std::sync::Arc::default(),
             fingerprint: std::sync::Arc::default(),
+            node_counts: std::sync::Arc::default(),
         }
     }
 

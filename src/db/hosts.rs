@@ -31,6 +31,39 @@ pub fn node_counts(conn: &mut PgConnection) -> Result<Vec<(String, i64)>, DbErro
         .load(conn)?)
 }
 
+/// The node counts per host as last counted, kept until the ownership change counter moves:
+/// a host list then costs one tiny query instead of counting every node (100,000 of them).
+#[derive(Debug, Default)]
+pub struct NodeCountCache {
+    counted: std::sync::Mutex<Option<(i64, Vec<(String, i64)>)>>,
+}
+
+impl NodeCountCache {
+    /// Returns the node counts per host, counting again only when ownership changed.
+    pub fn get(&self, conn: &mut PgConnection) -> Result<Vec<(String, i64)>, DbError> {
+        let ownership = super::registry::ownership_counter(conn)?;
+        {
+            let counted = self
+                .counted
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some((at, counts)) = counted.as_ref()
+                && *at == ownership
+            {
+                return Ok(counts.clone());
+            }
+        }
+        // Counted in one snapshot with the counter read above or later: a change after the
+        // counter is seen at the next call.
+        let counts = node_counts(conn)?;
+        *self
+            .counted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((ownership, counts.clone()));
+        Ok(counts)
+    }
+}
+
 /// Registers compute host `host` as run by process `holder`, unless another live process runs
 /// it: a host is held while its holder's presence connection is open (`db::presence`) and its
 /// last heartbeat is within `down_time` of `now`. A registered host keeps its `disabled` state

@@ -17,7 +17,8 @@ use crate::db;
 /// Returns the ring: version, algorithm, members and node counts per host.
 pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let ring = state.actors.rebalancer.send(GetRing).await?;
-    let counts = db::run(&state.pool, db::hosts::node_counts).await?;
+    let cache = state.node_counts.clone();
+    let counts = db::run(&state.pool, move |conn| cache.get(conn)).await?;
     Ok(HttpResponse::Ok().json(RingResponse {
         version: ring.version,
         algorithm: ring.algorithm,

@@ -13,8 +13,9 @@ use crate::db;
 
 /// Lists the compute hosts with their state and node count.
 pub async fn list_hosts(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let (hosts, counts) = db::run(&state.pool, |conn| {
-        Ok((db::hosts::list_hosts(conn)?, db::hosts::node_counts(conn)?))
+    let cache = state.node_counts.clone();
+    let (hosts, counts) = db::run(&state.pool, move |conn| {
+        Ok((db::hosts::list_hosts(conn)?, cache.get(conn)?))
     })
     .await?;
     let counts: HashMap<String, i64> = counts.into_iter().collect();

@@ -35,8 +35,11 @@ pub fn node_counts(conn: &mut PgConnection) -> Result<Vec<(String, i64)>, DbErro
 /// a host list then costs one tiny query instead of counting every node (100,000 of them).
 #[derive(Debug, Default)]
 pub struct NodeCountCache {
-    counted: std::sync::Mutex<Option<(i64, Vec<(String, i64)>)>>,
+    counted: std::sync::Mutex<Option<CountedNodes>>,
 }
+
+/// Node counts per host, and the ownership counter they were counted at.
+type CountedNodes = (i64, Vec<(String, i64)>);
 
 impl NodeCountCache {
     /// Returns the node counts per host, counting again only when ownership changed.

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::pin::pin;
 use std::time::Duration;
 
-use actix_web::middleware::{Logger, from_fn};
+use actix_web::middleware::{Compress, Logger, from_fn};
 use actix_web::{App, HttpServer};
 use futures_util::future::{Either, join, select};
 
@@ -56,6 +56,9 @@ impl Application {
         let admin_token = config.admin_token.clone();
         let mut server = HttpServer::new(move || {
             App::new()
+                // Compressed when the client asks (Accept-Encoding): a 100,000-node listing is
+                // tens of megabytes as JSON.
+                .wrap(Compress::default())
                 .wrap(from_fn(require_admin_token))
                 .wrap(Logger::new("%a \"%r\" %s %Dms"))
                 .configure(http::configure(state.clone(), admin_token.clone()))

@@ -11,15 +11,16 @@ use super::models::ServiceRow;
 use super::schema::{compute_nodes, services};
 use crate::domain::host::{COMPUTE_BINARY, DRAINING_REASON, Host};
 
-/// Lists the live compute hosts, ordered by name.
+/// Lists the live compute hosts, in natural order of their names (cmp-2 before cmp-10).
 pub fn list_hosts(conn: &mut PgConnection) -> Result<Vec<Host>, DbError> {
     let rows = services::table
         .filter(services::binary.eq(COMPUTE_BINARY))
         .filter(services::deleted.eq(0))
-        .order(services::host.asc())
         .select(ServiceRow::as_select())
         .load(conn)?;
-    Ok(rows.into_iter().map(Host::from).collect())
+    let mut hosts: Vec<Host> = rows.into_iter().map(Host::from).collect();
+    hosts.sort_by(|a, b| crate::domain::host::natural_cmp(&a.name, &b.name));
+    Ok(hosts)
 }
 
 /// Returns how many live compute nodes each host owns.

@@ -161,14 +161,49 @@ pub fn soft_delete_instance(
     Ok(())
 }
 
+/// Which instances a listing shows: filters, and a page (`limit` after `marker`, by uuid).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceFilter {
+    pub host: Option<String>,
+    /// The vm_state.
+    pub state: Option<String>,
+    pub resource_class: Option<String>,
+    /// Only instances whose uuid sorts after this one (the last of the previous page).
+    pub marker: Option<Uuid>,
+    pub limit: Option<i64>,
+}
+
 /// Lists the live instances, ordered by uuid.
 pub fn list_instances(conn: &mut PgConnection) -> Result<Vec<Instance>, DbError> {
-    let rows = instances::table
+    find_instances(conn, &InstanceFilter::default())
+}
+
+/// Lists the live instances `filter` selects, ordered by uuid.
+pub fn find_instances(
+    conn: &mut PgConnection,
+    filter: &InstanceFilter,
+) -> Result<Vec<Instance>, DbError> {
+    let mut query = instances::table
         .filter(instances::deleted.eq(0))
         .order(instances::uuid.asc())
         .select(InstanceRow::as_select())
-        .load(conn)?;
-    Ok(rows.into_iter().map(Instance::from).collect())
+        .into_boxed();
+    if let Some(marker) = filter.marker {
+        query = query.filter(instances::uuid.gt(marker));
+    }
+    if let Some(host) = &filter.host {
+        query = query.filter(instances::host.eq(host));
+    }
+    if let Some(state) = &filter.state {
+        query = query.filter(instances::vm_state.eq(state));
+    }
+    if let Some(class) = &filter.resource_class {
+        query = query.filter(instances::resource_class.eq(class));
+    }
+    if let Some(limit) = filter.limit {
+        query = query.limit(limit);
+    }
+    Ok(query.load(conn)?.into_iter().map(Instance::from).collect())
 }
 
 /// Returns live instance `uuid`.

@@ -521,8 +521,29 @@ pub struct NodeView {
     pub owner_epoch: Option<i64>,
 }
 
+/// Which nodes a listing shows: filters, and a page (`limit` nodes after `marker`, by uuid).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeFilter {
+    pub host: Option<String>,
+    /// Ironic's provision state.
+    pub state: Option<String>,
+    pub resource_class: Option<String>,
+    /// Only nodes whose uuid sorts after this one (the last of the previous page).
+    pub marker: Option<Uuid>,
+    pub limit: Option<i64>,
+}
+
 /// Lists every ironic node with its owner, compute node and provider, by uuid.
 pub fn list_node_views(conn: &mut PgConnection) -> Result<Vec<NodeView>, DbError> {
+    find_node_views(conn, &NodeFilter::default())
+}
+
+/// Lists the ironic nodes `filter` selects, with their owners, compute nodes and providers,
+/// by uuid.
+pub fn find_node_views(
+    conn: &mut PgConnection,
+    filter: &NodeFilter,
+) -> Result<Vec<NodeView>, DbError> {
     Ok(diesel::sql_query(
         "SELECT n.uuid, n.name::text AS name, n.resource_class::text AS resource_class,
                 n.provision_state::text AS provision_state, n.reservation::text AS reservation,
@@ -531,8 +552,18 @@ pub fn list_node_views(conn: &mut PgConnection) -> Result<Vec<NodeView>, DbError
            FROM ironic_nodes n
            LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
            LEFT JOIN resource_providers rp ON rp.uuid = c.uuid
-          ORDER BY n.uuid",
+          WHERE ($1::uuid IS NULL OR n.uuid > $1)
+            AND ($2::text IS NULL OR c.host = $2)
+            AND ($3::text IS NULL OR n.provision_state = $3)
+            AND ($4::text IS NULL OR n.resource_class = $4)
+          ORDER BY n.uuid
+          LIMIT $5",
     )
+    .bind::<Nullable<SqlUuid>, _>(filter.marker)
+    .bind::<Nullable<Text>, _>(filter.host.as_deref())
+    .bind::<Nullable<Text>, _>(filter.state.as_deref())
+    .bind::<Nullable<Text>, _>(filter.resource_class.as_deref())
+    .bind::<Nullable<BigInt>, _>(filter.limit)
     .load(conn)?)
 }
 

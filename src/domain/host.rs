@@ -94,9 +94,61 @@ impl Host {
     }
 }
 
+/// Orders host names as people read them: runs of digits compare as numbers, so `cmp-2` comes
+/// before `cmp-10`; otherwise byte order.
+pub fn natural_cmp(left: &str, right: &str) -> std::cmp::Ordering {
+    let (mut left, mut right) = (left.as_bytes(), right.as_bytes());
+    loop {
+        match (left.first(), right.first()) {
+            (None, None) => return std::cmp::Ordering::Equal,
+            (None, Some(_)) => return std::cmp::Ordering::Less,
+            (Some(_), None) => return std::cmp::Ordering::Greater,
+            (Some(a), Some(b)) if a.is_ascii_digit() && b.is_ascii_digit() => {
+                let digits = |text: &[u8]| text.iter().take_while(|c| c.is_ascii_digit()).count();
+                let (a_len, b_len) = (digits(left), digits(right));
+                let (a_num, b_num) = (&left[..a_len], &right[..b_len]);
+                let trim =
+                    |num: &'_ [u8]| -> usize { num.iter().take_while(|c| **c == b'0').count() };
+                let (a_sig, b_sig) = (&a_num[trim(a_num)..], &b_num[trim(b_num)..]);
+                let order = a_sig
+                    .len()
+                    .cmp(&b_sig.len())
+                    .then_with(|| a_sig.cmp(b_sig))
+                    .then_with(|| a_len.cmp(&b_len));
+                if order != std::cmp::Ordering::Equal {
+                    return order;
+                }
+                left = &left[a_len..];
+                right = &right[b_len..];
+            }
+            (Some(a), Some(b)) => {
+                if a != b {
+                    return a.cmp(b);
+                }
+                left = &left[1..];
+                right = &right[1..];
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_names_sort_naturally() {
+        let mut hosts = vec![
+            "cmp-10", "cmp-2", "cmp-1", "cmp-02", "a", "cmp-100", "cmp-9b", "cmp-9a",
+        ];
+        hosts.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            hosts,
+            vec![
+                "a", "cmp-1", "cmp-2", "cmp-02", "cmp-9a", "cmp-9b", "cmp-10", "cmp-100"
+            ]
+        );
+    }
 
     fn host(seconds_ago: Option<i64>, now: DateTime<Utc>) -> Host {
         Host {

@@ -109,6 +109,32 @@ pub struct MovesQuery {
     pub limit: Option<i64>,
 }
 
+/// Query of `GET /api/v1/nodes` and `GET /api/v1/instances`: filters and a page.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// At most this many (1 to 10,000); all when absent.
+    pub limit: Option<i64>,
+    /// Only those after this uuid: the last of the previous page.
+    pub marker: Option<Uuid>,
+    pub host: Option<String>,
+    /// The provision state (nodes) or vm_state (instances).
+    pub state: Option<String>,
+    pub resource_class: Option<String>,
+}
+
+impl ListQuery {
+    /// Checks the page size: 1 to 10,000 when given.
+    pub fn limit(&self) -> Result<Option<i64>, String> {
+        match self.limit {
+            Some(limit) if !(1..=10_000).contains(&limit) => {
+                Err(format!("limit must be 1 to 10000, not {limit}"))
+            }
+            limit => Ok(limit),
+        }
+    }
+}
+
 /// Body of `GET /api/v1/audit`.
 #[derive(Debug, Serialize)]
 pub struct AuditResponse {

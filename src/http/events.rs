@@ -110,6 +110,8 @@ pub async fn stream_events(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header(("content-type", "text/event-stream"))
         .insert_header(("cache-control", "no-cache"))
+        // Never compressed: a compressor would hold events back until its buffer fills.
+        .insert_header(actix_web::http::header::ContentEncoding::Identity)
         .streaming(events)
 }
 

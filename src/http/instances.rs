@@ -4,7 +4,7 @@ use actix_web::{HttpResponse, web};
 use uuid::Uuid;
 
 use super::AppState;
-use super::dto::{BootRequest, InstanceResponse};
+use super::dto::{BootRequest, InstanceResponse, ListQuery};
 use super::error::ApiError;
 use super::validate;
 use crate::actors::compute_host::DestroyInstance;
@@ -52,9 +52,24 @@ pub async fn create_instance(
     Ok(HttpResponse::Created().json(response(instance)))
 }
 
-/// Lists the live instances.
-pub async fn list_instances(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let instances = db::run(&state.pool, db::instances::list_instances).await?;
+/// Lists the live instances by uuid: all of them, or those `host`, `state` (vm_state) and
+/// `resource_class` select, `limit` at a time after `marker`.
+pub async fn list_instances(
+    state: web::Data<AppState>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let query = query.into_inner();
+    let filter = db::instances::InstanceFilter {
+        limit: query.limit().map_err(ApiError::BadRequest)?,
+        marker: query.marker,
+        host: query.host,
+        state: query.state,
+        resource_class: query.resource_class,
+    };
+    let instances = db::run(&state.pool, move |conn| {
+        db::instances::find_instances(conn, &filter)
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(instances.into_iter().map(response).collect::<Vec<_>>()))
 }
 

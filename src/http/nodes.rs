@@ -5,7 +5,7 @@ use actix_web::{HttpResponse, web};
 use uuid::Uuid;
 
 use super::AppState;
-use super::dto::{EnrollNodesRequest, EnrollNodesResponse, NodeResponse};
+use super::dto::{EnrollNodesRequest, EnrollNodesResponse, ListQuery, NodeResponse};
 use super::error::ApiError;
 use super::validate;
 use crate::actors::ironic::{DeleteNode, EnrollNodes};
@@ -16,9 +16,25 @@ use crate::db::ironic::NewIronicNode;
 /// The most nodes one request may enroll.
 const MAX_ENROLL: u32 = 100_000;
 
-/// Lists every node with its owner, compute node and provider.
-pub async fn list_nodes(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let nodes = db::run(&state.pool, db::registry::list_node_views).await?;
+/// Lists the nodes with their owners, compute nodes and providers, by uuid: all of them, or
+/// those `host`, `state` (provision state) and `resource_class` select, `limit` at a time
+/// after `marker`.
+pub async fn list_nodes(
+    state: web::Data<AppState>,
+    query: web::Query<ListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let query = query.into_inner();
+    let filter = db::registry::NodeFilter {
+        limit: query.limit().map_err(ApiError::BadRequest)?,
+        marker: query.marker,
+        host: query.host,
+        state: query.state,
+        resource_class: query.resource_class,
+    };
+    let nodes = db::run(&state.pool, move |conn| {
+        db::registry::find_node_views(conn, &filter)
+    })
+    .await?;
     let body: Vec<NodeResponse> = nodes
         .into_iter()
         .map(|node| NodeResponse {

@@ -495,3 +495,123 @@ async fn the_event_stream_announces_changes() {
         received.push_str(&String::from_utf8_lossy(&chunk));
     }
 }
+
+/// Issue 13, item 5: nodes and instances come a page at a time (`limit`, `marker`) and
+/// filtered (`host`, `state`, `resource_class`); without `limit` all of them, as before; bad
+/// paging is a 400; answers are compressed when the client asks; hosts sort naturally.
+#[actix_web::test]
+async fn listings_page_filter_compress_and_sort_hosts_naturally() {
+    let app = TestApp::spawn().await;
+    let nodes = one_host_four_nodes(&app).await;
+    let mut sorted = nodes.clone();
+    sorted.sort();
+
+    let all = get(&app, "/api/v1/nodes").await;
+    assert_eq!(all.as_array().unwrap().len(), 4, "no limit: every node");
+    let first = get(&app, "/api/v1/nodes?limit=3").await;
+    let first: Vec<&str> = first
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|node| node["uuid"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        first,
+        sorted[..3].iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let rest = get(&app, &format!("/api/v1/nodes?limit=3&marker={}", sorted[2])).await;
+    assert_eq!(rest.as_array().unwrap().len(), 1);
+    assert_eq!(rest[0]["uuid"], sorted[3].as_str());
+    assert_eq!(
+        get(
+            &app,
+            "/api/v1/nodes?host=cmp-1&state=available&resource_class=baremetal"
+        )
+        .await
+        .as_array()
+        .unwrap()
+        .len(),
+        4
+    );
+    assert!(
+        get(&app, "/api/v1/nodes?host=cmp-9")
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    for bad in [
+        "/api/v1/nodes?limit=0",
+        "/api/v1/nodes?limit=10001",
+        "/api/v1/nodes?marker=not-a-uuid",
+        "/api/v1/instances?limit=-1",
+        "/api/v1/instances?colour=red",
+    ] {
+        let (status, body) = send(&app, reqwest::Method::GET, bad, None).await;
+        assert_eq!(status, 400, "{bad}: {body}");
+        assert_eq!(body["error"]["code"], "bad_request", "{bad}: {body}");
+    }
+
+    let (status, booted) = send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/instances",
+        Some(json!({"name": "vm-1", "resource_class": "baremetal"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{booted}");
+    assert_eq!(
+        get(&app, "/api/v1/instances?state=active&host=cmp-1&limit=10")
+            .await
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        get(&app, "/api/v1/instances?state=error")
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+
+    let compressed = app
+        .client
+        .get(app.url("/api/v1/nodes"))
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        compressed.headers()["content-encoding"],
+        "gzip",
+        "compressed when asked"
+    );
+    let plain = app
+        .client
+        .get(app.url("/api/v1/nodes"))
+        .send()
+        .await
+        .unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+
+    for host in ["cmp-10", "cmp-2"] {
+        let (status, _) = send(
+            &app,
+            reqwest::Method::POST,
+            "/api/v1/hosts",
+            Some(json!({"host": host})),
+        )
+        .await;
+        assert_eq!(status, 201);
+    }
+    let hosts: Vec<String> = get(&app, "/api/v1/hosts")
+        .await
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|host| host["host"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(hosts, vec!["cmp-1", "cmp-2", "cmp-10"], "natural order");
+}

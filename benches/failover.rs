@@ -1,20 +1,23 @@
 //! Failover benchmark: one of 10 hosts dies; how long from the rebalancer tick that detects
-//! it to the commit of the last move, with 1,000 / 10,000 / 100,000 nodes in all. Also the
+//! it to the commit of the last move, with 1,000 / 10,000 / 100,000 nodes in all, while every
+//! surviving host's tracker pass runs in a loop (as in a real deployment). Also the
 //! pure ring: planning a fresh 100-host × 100,000-node assignment, and building and querying
 //! the tooz ring. Real PostgreSQL (a throwaway cluster), real actors, a manual clock.
 //!
 //! Run: `cargo bench --bench failover` (add `-- 1000 10000` to choose the sizes).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::DateTime;
+use ringmaster::actors::compute_host::{Heartbeat, UpdateAvailableResource};
 use ringmaster::actors::rebalancer::RebalanceNow;
 use ringmaster::actors::{ActorSettings, spawn_all};
 use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
 use ringmaster::db::scratch::ScratchServer;
 use ringmaster::db::{build_pool, connect};
-use ringmaster::domain::clock::{Clock, ManualClock};
+use ringmaster::domain::clock::ManualClock;
 use ringmaster::domain::ring::{
     NodeOwner, PlanInput, RingAlgorithm, TOOZ_PARTITIONS, ToozRing, plan,
 };
@@ -103,47 +106,75 @@ fn ring_figures() {
 }
 
 /// Returns (nodes moved, detection-to-commit time, time of the first claim of every node).
+/// The hosts are real `ComputeHost` actors; while the failover runs, every surviving host's
+/// tracker pass runs in a loop, as in a real deployment.
 fn failover(
     server: &ScratchServer,
     nodes: usize,
 ) -> Result<(usize, Duration, Duration), Box<dyn std::error::Error>> {
     let db = server.create_database()?;
-    let pool = build_pool(db.url(), 8)?;
+    let pool = build_pool(db.url(), 16)?;
     let clock = Arc::new(ManualClock::new(
         DateTime::from_timestamp(1_800_000_000, 0).ok_or("time")?,
     ));
     let hosts: Vec<String> = (1..=HOSTS).map(|index| format!("cmp-{index}")).collect();
-    // The hosts are registered to a process of their own (the bench heartbeats for them).
-    let holder = Uuid::new_v4();
-    let down_time = chrono::Duration::seconds(10);
     {
         let mut conn = connect(db.url())?;
         let batch: Vec<NewIronicNode> = (0..nodes)
             .map(|_| NewIronicNode::enrolling(Uuid::new_v4(), None, "baremetal"))
             .collect();
         enroll_nodes(&mut conn, &batch)?;
-        for host in &hosts {
-            ringmaster::db::hosts::register_host(&mut conn, host, holder, down_time, clock.now())?;
-            ringmaster::db::hosts::heartbeat(&mut conn, host, holder, clock.now())?;
-        }
     }
     let settings = ActorSettings::driven_by_messages(chrono::Duration::seconds(10));
     let system = actix::System::new();
     system.block_on(async move {
         let actors = spawn_all(pool, clock.clone(), settings);
+        for host in &hosts {
+            actors.hosts.start(host).await?.send(Heartbeat).await??;
+        }
         let started = Instant::now();
         let claimed = actors.rebalancer.send(RebalanceNow).await??;
         let claim_time = started.elapsed();
         assert_eq!(claimed.claimed.len(), nodes);
-
-        clock.advance(chrono::Duration::seconds(11));
-        let mut conn = connect(db.url())?;
-        for host in hosts.iter().skip(1) {
-            ringmaster::db::hosts::heartbeat(&mut conn, host, holder, clock.now())?;
+        for host in &hosts {
+            let address = actors.hosts.get(host).ok_or("host")?;
+            address.send(UpdateAvailableResource).await??;
         }
+
+        // cmp-1 dies; the others heartbeat and keep passing while the failover runs.
+        actors.hosts.crash(&hosts[0]);
+        clock.advance(chrono::Duration::seconds(11));
+        let survivors: Vec<_> = hosts[1..]
+            .iter()
+            .filter_map(|host| actors.hosts.get(host))
+            .collect();
+        for host in &survivors {
+            host.send(Heartbeat).await??;
+        }
+        let passing = Arc::new(AtomicBool::new(true));
+        let loops: Vec<_> = survivors
+            .iter()
+            .map(|host| {
+                let (host, passing) = (host.clone(), passing.clone());
+                actix_rt::spawn(async move {
+                    // Ten passes a second per host: fifty times the rate of the default
+                    // interval (10 s), so the move always meets passes in flight.
+                    while passing.load(Ordering::Relaxed) {
+                        if host.send(UpdateAvailableResource).await.is_err() {
+                            break;
+                        }
+                        actix_rt::time::sleep(Duration::from_millis(100)).await;
+                    }
+                })
+            })
+            .collect();
         let started = Instant::now();
         let report = actors.rebalancer.send(RebalanceNow).await??;
         let failover_time = started.elapsed();
+        passing.store(false, Ordering::Relaxed);
+        for running in loops {
+            running.await.ok();
+        }
         Ok::<_, Box<dyn std::error::Error>>((report.moved.len(), failover_time, claim_time))
     })
 }

@@ -111,9 +111,10 @@ pub struct ServeArgs {
     /// Ironic resource class of the nodes --nodes enrolls.
     #[arg(long, env = "RINGMASTER_RESOURCE_CLASS", default_value = "baremetal")]
     pub resource_class: String,
-    /// Time between heartbeats of each compute host (2s, 500ms, 1m).
-    #[arg(long, env = "RINGMASTER_REPORT_INTERVAL", default_value = "2s", value_parser = parse_duration)]
-    pub report_interval: Duration,
+    /// Time between heartbeats of each compute host (2s, 500ms, 1m); at most 3/8 of the down
+    /// time [default: 2s, or 3/16 of a down time too short for it].
+    #[arg(long, env = "RINGMASTER_REPORT_INTERVAL", value_parser = parse_duration)]
+    pub report_interval: Option<Duration>,
     /// A host not heard from for this long is down and its nodes move.
     #[arg(long, env = "RINGMASTER_SERVICE_DOWN_TIME", default_value = "10s", value_parser = parse_duration)]
     pub service_down_time: Duration,
@@ -269,13 +270,21 @@ fn config(
     let down_time = chrono::Duration::from_std(args.service_down_time)
         .map_err(|_| ConfigError::Invalid("--service-down-time is too long".to_owned()))?;
     let liveness = Liveness::with_down_time(down_time);
-    let report = chrono::Duration::from_std(args.report_interval)
+    let report_interval = args.report_interval.unwrap_or_else(|| {
+        let usual = Duration::from_secs(2);
+        if usual * 8 <= args.service_down_time * 3 {
+            usual
+        } else {
+            args.service_down_time * 3 / 16
+        }
+    });
+    let report = chrono::Duration::from_std(report_interval)
         .map_err(|_| ConfigError::Invalid("--report-interval is too long".to_owned()))?;
-    if args.report_interval.is_zero() || report * 2 > liveness.fence_time {
+    if report_interval.is_zero() || report * 2 > liveness.fence_time {
         return Err(ConfigError::Invalid(format!(
             "--report-interval ({}) must be above zero and at most 3/8 of --service-down-time ({}), so that a \
              live host renews its lease before it fences itself",
-            humantime::format_duration(args.report_interval),
+            humantime::format_duration(report_interval),
             humantime::format_duration(args.service_down_time)
         )));
     }
@@ -333,7 +342,7 @@ fn config(
             resource_class: args.resource_class,
             actors: ActorSettings {
                 host: HostSettings {
-                    report_interval: args.report_interval,
+                    report_interval,
                     update_resources_interval: args.update_resources_interval,
                     liveness,
                     pci_devices_per_node: args.pci_devices,

@@ -46,3 +46,37 @@ fn a_bad_database_url_is_one_error_line() {
         assert_one_error_line(&lines(&stderr), "cannot use the database");
     }
 }
+
+/// A short down time needs no hand-picked heartbeat interval (the default shrinks to fit);
+/// an explicit one that would let a live host fence itself is refused, naming both flags.
+#[test]
+fn heartbeat_and_down_time_flags_fit_together() {
+    let (code, _, stderr) = run_to_end(ringmaster().args([
+        "serve",
+        "--bind",
+        "127.0.0.1:0",
+        "--service-down-time",
+        "4s",
+        "--report-interval",
+        "2s",
+    ]));
+    assert_eq!(code, Some(2));
+    assert_one_error_line(
+        &lines(&stderr),
+        "--report-interval (2s) must be above zero and at most 3/8 of --service-down-time (4s)",
+    );
+    // Alone, a 4 s down time passes the flag checks: the database is what fails next.
+    let (code, _, stderr) = run_to_end(
+        ringmaster()
+            .args([
+                "serve",
+                "--bind",
+                "127.0.0.1:0",
+                "--service-down-time",
+                "4s",
+            ])
+            .env("DATABASE_URL", "not a url at all"),
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_one_error_line(&lines(&stderr), "cannot use the database");
+}

@@ -30,8 +30,8 @@ pub struct AppState {
     pub candidates: std::sync::Arc<crate::db::candidates::SnapshotCache>,
     /// Placement's policy profile and CORS settings.
     pub placement: std::sync::Arc<crate::config::PlacementSettings>,
-    /// The dashboard's state fingerprint, read once per interval for all event streams.
-    pub fingerprint: std::sync::Arc<events::SharedFingerprint>,
+    /// The typed events of this process's event streams, shared by all of them.
+    pub events: std::sync::Arc<events::EventHub>,
     /// Node counts per host, counted again only when ownership changes.
     pub node_counts: std::sync::Arc<crate::db::hosts::NodeCountCache>,
 }
@@ -43,7 +43,7 @@ impl AppState {
             actors,
             candidates: std::sync::Arc::default(),
             placement: std::sync::Arc::default(),
-            fingerprint: std::sync::Arc::default(),
+            events: std::sync::Arc::default(),
             node_counts: std::sync::Arc::default(),
         }
     }

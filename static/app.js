@@ -1,6 +1,7 @@
-// The dashboard: reads the admin API, redraws what changed when the event stream says so,
-// and drives hosts, nodes, instances and the archiver. Rows are keyed, so an event rewrites
-// only the rows whose data changed.
+// The dashboard: reads the admin API, and on each typed event of the stream fetches again only
+// the parts that event concerns (a host's state: the hosts; an instance: instances and usage;
+// an audit result: nothing, it comes with the event); and drives hosts, nodes, instances and
+// the archiver. Rows are keyed, so a refresh rewrites only the rows whose data changed.
 
 import { del, get, needsToken, post, setToken, token } from "./api.js";
 import { Ring, hostColour } from "./ring.js";
@@ -10,7 +11,7 @@ const ring = new Ring($("#ring"), $("#legend"));
 let hostNames = [];
 let lastNodes = [];
 let refreshing = null;
-let again = false;
+const dirty = new Set();
 
 function showError(message) {
   const banner = $("#error");
@@ -166,53 +167,70 @@ function renderArchiveRuns(runs) {
   ]);
 }
 
+// Shows the audit: green, or the violations grouped by invariant (how many, the first few).
 function renderAudit(audit) {
   const banner = $("#audit");
   if (audit.ok) {
     banner.className = "banner ok";
     banner.textContent = "All invariants hold";
-  } else {
-    banner.className = "banner bad";
-    const list = document.createElement("ul");
-    for (const violation of audit.violations) {
-      const item = document.createElement("li");
-      item.textContent = `invariant ${violation.invariant}: ${violation.message}`;
-      list.append(item);
-    }
-    banner.replaceChildren(`${audit.violations.length} invariant violations:`, list);
-  }
-}
-
-async function refresh() {
-  const [hosts, nodes, ring_, instances, providers, moves, runs, audit] = await Promise.all([
-    get("/api/v1/hosts"), get("/api/v1/nodes"), get("/api/v1/ring"), get("/api/v1/instances"),
-    get("/api/v1/providers"), get("/api/v1/moves?limit=50"), get("/api/v1/archive/runs?limit=20"), get("/api/v1/audit"),
-  ]);
-  renderHosts(hosts);
-  ring.render(hostNames, nodes);
-  $("#ring-meta").textContent = `v${ring_.version}, ${ring_.algorithm}`;
-  renderNodes(nodes);
-  renderInstances(instances);
-  renderUsage(providers);
-  renderMoves(moves);
-  renderArchiveRuns(runs);
-  renderAudit(audit);
-}
-
-// Coalesces refreshes: at most one runs, and one more follows if asked meanwhile.
-function scheduleRefresh() {
-  if (refreshing) {
-    again = true;
     return;
   }
-  refreshing = refresh()
+  banner.className = "banner bad";
+  const groups = audit.by_invariant || [];
+  const total = groups.reduce((sum, group) => sum + group.count, 0);
+  const list = document.createElement("ul");
+  for (const group of groups) {
+    const item = document.createElement("li");
+    item.textContent = `invariant ${group.invariant}: ${group.count} — ${group.first.join("; ")}${group.count > group.first.length ? " …" : ""}`;
+    list.append(item);
+  }
+  banner.replaceChildren(`${total} invariant violations:`, list);
+}
+
+// What each part of the page reads; the hosts come first (the ring colours by host).
+const loaders = {
+  hosts: async () => renderHosts(await get("/api/v1/hosts")),
+  nodes: async () => {
+    const [nodes, ring_] = await Promise.all([get("/api/v1/nodes"), get("/api/v1/ring")]);
+    ring.render(hostNames, nodes);
+    $("#ring-meta").textContent = `v${ring_.version}, ${ring_.algorithm}`;
+    renderNodes(nodes);
+  },
+  instances: async () => renderInstances(await get("/api/v1/instances")),
+  usage: async () => renderUsage(await get("/api/v1/providers")),
+  moves: async () => renderMoves(await get("/api/v1/moves?limit=50")),
+  archive: async () => renderArchiveRuns(await get("/api/v1/archive/runs?limit=20")),
+  audit: async () => renderAudit(await get("/api/v1/audit")),
+};
+const EVERYTHING = Object.keys(loaders);
+
+// The parts of the page each event concerns.
+const EVENT_PARTS = {
+  host: ["hosts"],
+  nodes_moved: ["hosts", "nodes", "moves"],
+  nodes_claimed: ["hosts", "nodes"],
+  nodes: ["nodes", "usage"],
+  instance: ["instances", "usage"],
+  archive: ["archive", "instances"],
+  resync: EVERYTHING,
+};
+
+async function refresh(parts) {
+  if (parts.has("hosts")) await loaders.hosts();
+  await Promise.all([...parts].filter((part) => part !== "hosts").map((part) => loaders[part]()));
+}
+
+// Coalesces refreshes: at most one runs; the parts asked for meanwhile follow in one more.
+function scheduleRefresh(parts = EVERYTHING) {
+  for (const part of parts) dirty.add(part);
+  if (refreshing) return;
+  const now = new Set(dirty);
+  dirty.clear();
+  refreshing = refresh(now)
     .catch((error) => showError(`cannot refresh: ${error.message}`))
     .finally(() => {
       refreshing = null;
-      if (again) {
-        again = false;
-        scheduleRefresh();
-      }
+      if (dirty.size) scheduleRefresh([]);
     });
 }
 
@@ -222,8 +240,13 @@ function connect() {
   events.addEventListener("open", () => {
     status.textContent = "live";
     status.className = "ok";
+    // After a (re)connection, what happened meanwhile was not seen: read everything.
+    scheduleRefresh();
   });
-  events.addEventListener("change", scheduleRefresh);
+  for (const [type, parts] of Object.entries(EVENT_PARTS)) {
+    events.addEventListener(type, () => scheduleRefresh(parts));
+  }
+  events.addEventListener("audit", (event) => renderAudit(JSON.parse(event.data)));
   events.addEventListener("error", () => {
     status.textContent = "reconnecting…";
     status.className = "bad";
@@ -267,5 +290,7 @@ setInterval(() => {
     row.cells[2].textContent = age(data.last_seen_up);
   }
 }, 1000);
-scheduleRefresh();
+// Heartbeats send no event: the host list (a few rows) is read again now and then so that
+// heartbeat ages stay true.
+setInterval(() => scheduleRefresh(["hosts"]), 5000);
 connect();

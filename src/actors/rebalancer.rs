@@ -62,6 +62,9 @@ pub struct Rebalancer {
     lease: Option<(LeaseToken, DateTime<Utc>)>,
     /// A database outage this rebalancer lived through: when it began and when it ended.
     outage: Outage,
+    /// When the last tick started (a tick far later than the interval means this process
+    /// could not tick: the database or the process itself stalled).
+    last_tick: Option<DateTime<Utc>>,
     members: Vec<String>,
     joining: BTreeSet<String>,
     version: i64,
@@ -99,6 +102,7 @@ impl Rebalancer {
             process,
             lease: None,
             outage: Outage::default(),
+            last_tick: None,
             members: Vec::new(),
             joining: BTreeSet::new(),
             version: 0,
@@ -155,6 +159,9 @@ struct Decision {
     epochs: std::collections::HashMap<String, i64>,
     /// Set when the plan is empty: what it was computed from.
     quiet: Option<Quiet>,
+    /// Set when reaching the database took so long that the hosts' heartbeats may have been
+    /// held up too: the tick judged nobody.
+    stalled: bool,
 }
 
 /// A database outage as a rebalancer saw it: hosts could not heartbeat while it lasted, so
@@ -193,6 +200,21 @@ impl Handler<RebalanceNow> for Rebalancer {
         let pool = self.pool.clone();
         let now = self.clock.now();
         let settings = self.settings;
+        if let Some(previous) = self.last_tick.replace(now)
+            && !settings.interval.is_zero()
+            && (now - previous).to_std().unwrap_or_default() > stall_threshold(settings) * 2
+        {
+            // This process could not tick for a while: hosts are not judged for heartbeats
+            // they could not send meanwhile either.
+            log::warn!(
+                "rebalancer did not tick for {:.1}s; hosts are given a down time to heartbeat",
+                (now - previous).num_milliseconds() as f64 / 1000.0
+            );
+            self.outage = Outage {
+                began: Some(previous),
+                ended: Some(now),
+            };
+        }
         let previous_members = self.members.clone();
         let previous_joining = self.joining.clone();
         let registry = self.registry.clone();
@@ -247,6 +269,15 @@ impl Handler<RebalanceNow> for Rebalancer {
             .into_actor(self)
             .map(move |result, actor, _| {
                 let (decision, claimed, moved, version) = actor.note_outcome(result, now)?;
+                if decision.stalled {
+                    log::warn!(
+                        "rebalancer reached the database only after a long wait; hosts are given a down time to heartbeat"
+                    );
+                    actor.outage = Outage {
+                        began: Some(now),
+                        ended: Some(actor.clock.now()),
+                    };
+                }
                 let Some(lease) = decision.lease else {
                     if let Some((lost, _)) = actor.lease.take() {
                         log::warn!(
@@ -319,7 +350,7 @@ impl Rebalancer {
             Ok(_) => {
                 if self.outage.began.is_some() && self.outage.ended.is_none() {
                     log::info!("rebalancer reaches the database again");
-                    self.outage.ended = Some(now);
+                    self.outage.ended = Some(self.clock.now());
                 }
             }
         }
@@ -395,6 +426,7 @@ fn decide(
     previous_joining: BTreeSet<String>,
     previous_quiet: Option<Quiet>,
 ) -> Result<Decision, DbError> {
+    let reaching = std::time::Instant::now();
     let mut conn = pool.get()?;
     let epoch = conn.transaction(|conn| {
         leases::acquire_or_renew(conn, leases::REBALANCER, process, settings.lease, now)
@@ -407,6 +439,7 @@ fn decide(
             plan: Vec::new(),
             epochs: Default::default(),
             quiet: None,
+            stalled: false,
         });
     };
     let lease = LeaseToken {
@@ -415,6 +448,20 @@ fn decide(
     };
     let mut hosts = db::hosts::list_hosts(&mut conn)?;
     let ownership = db::registry::ownership_counter(&mut conn)?;
+    // (Only with a running timer: a deployment driven by messages has no tick to be late.)
+    if !settings.interval.is_zero() && reaching.elapsed() > stall_threshold(settings) {
+        // The database answered only after a long wait (a restart, a crash recovery): the
+        // hosts' heartbeats were held up as well, so this tick judges nobody.
+        return Ok(Decision {
+            lease: Some(lease),
+            members: previous_members.to_vec(),
+            joining: previous_joining,
+            plan: Vec::new(),
+            epochs: Default::default(),
+            quiet: None,
+            stalled: true,
+        });
+    }
 
     let liveness = settings.liveness;
     for host in &mut hosts {
@@ -453,6 +500,7 @@ fn decide(
             plan: Vec::new(),
             epochs: Default::default(),
             quiet: Some(quiet),
+            stalled: false,
         });
     }
     let owners = db::registry::node_owners(&mut conn)?;
@@ -515,7 +563,14 @@ fn decide(
         quiet: (planned.is_empty()).then_some(quiet),
         plan: planned,
         epochs,
+        stalled: false,
     })
+}
+
+/// How long reaching the database may take before a tick counts as stalled: twice the tick
+/// interval, and at least a second.
+fn stall_threshold(settings: RebalancerSettings) -> Duration {
+    (settings.interval * 2).max(Duration::from_secs(1))
 }
 
 fn sorted(hosts: &[String]) -> Vec<String> {

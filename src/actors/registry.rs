@@ -7,6 +7,7 @@ use diesel::Connection;
 use uuid::Uuid;
 
 use crate::db::leases::{self, LeaseToken};
+use crate::db::notify;
 use crate::db::registry::{self, NodeClaim, NodeMove, OrphanOutcome, ProviderOutcome};
 use crate::db::{DbError, Pool};
 use crate::domain::clock::SharedClock;
@@ -80,7 +81,20 @@ impl Handler<ClaimNodes> for Registry {
         );
         self.in_transaction(&label, |conn| {
             leases::hold(conn, leases::REBALANCER, message.lease, now)?;
-            registry::claim_nodes(conn, &message.claims, now)
+            let claimed = registry::claim_nodes(conn, &message.claims, now)?;
+            if !claimed.is_empty() {
+                let mut by_host: std::collections::BTreeMap<&str, usize> = Default::default();
+                for node in &claimed {
+                    *by_host.entry(node.host.as_str()).or_default() += 1;
+                }
+                notify::notify(
+                    conn,
+                    &serde_json::json!({
+                        "type": "nodes_claimed", "count": claimed.len(), "to": by_host,
+                    }),
+                )?;
+            }
+            Ok(claimed)
         })
     }
 }

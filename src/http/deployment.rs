@@ -8,7 +8,7 @@ use actix_web::{HttpResponse, web};
 use super::AppState;
 use super::dto::{
     AuditResponse, InventoryResponse, MoveResponse, MovesQuery, ProviderResponse, RingResponse,
-    ViolationResponse,
+    ViolationGroup, ViolationResponse,
 };
 use super::error::ApiError;
 use crate::actors::rebalancer::GetRing;
@@ -68,16 +68,50 @@ pub async fn get_audit(state: web::Data<AppState>) -> Result<HttpResponse, ApiEr
         db::audit::check_invariants_at(conn, clock)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(AuditResponse {
+    Ok(HttpResponse::Ok().json(audit_response(&violations)))
+}
+
+/// How many of an invariant's violations an audit answer names.
+const FIRST_VIOLATIONS: usize = 5;
+
+fn audit_response(violations: &[db::audit::Violation]) -> AuditResponse {
+    let mut groups: Vec<ViolationGroup> = Vec::new();
+    for violation in violations {
+        match groups
+            .iter_mut()
+            .find(|group| group.invariant == violation.invariant)
+        {
+            Some(group) => {
+                group.count += 1;
+                if group.first.len() < FIRST_VIOLATIONS {
+                    group.first.push(violation.message.clone());
+                }
+            }
+            None => groups.push(ViolationGroup {
+                invariant: violation.invariant,
+                count: 1,
+                first: vec![violation.message.clone()],
+            }),
+        }
+    }
+    groups.sort_by_key(|group| group.invariant);
+    AuditResponse {
         ok: violations.is_empty(),
         violations: violations
-            .into_iter()
+            .iter()
             .map(|violation| ViolationResponse {
                 invariant: violation.invariant,
-                message: violation.message,
+                message: violation.message.clone(),
             })
             .collect(),
-    }))
+        by_invariant: groups,
+    }
+}
+
+/// The audit as an `audit` event carries it: ok, and the violations grouped by invariant.
+pub fn audit_summary(violations: &[db::audit::Violation]) -> serde_json::Value {
+    let response = audit_response(violations);
+    serde_json::json!({ "ok": response.ok, "by_invariant": response.by_invariant })
 }
 
 /// Lists resource providers with their inventory and usages.

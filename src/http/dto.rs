@@ -140,6 +140,16 @@ impl ListQuery {
 pub struct AuditResponse {
     pub ok: bool,
     pub violations: Vec<ViolationResponse>,
+    /// The violations grouped by invariant: how many, and the first few.
+    pub by_invariant: Vec<ViolationGroup>,
+}
+
+/// The violations of one invariant.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ViolationGroup {
+    pub invariant: u8,
+    pub count: usize,
+    pub first: Vec<String>,
 }
 
 /// One broken invariant.

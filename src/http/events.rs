@@ -1,76 +1,226 @@
-//! `GET /api/v1/events`: server-sent events. Every half second the stream compares the
-//! deployment's state fingerprint with the last one sent and, when it changed, sends
-//! `event: change`; a comment line every 15 seconds keeps proxies from closing an idle stream.
-//! The fingerprint is read once per interval for all streams of a process (`SharedFingerprint`),
-//! however many dashboards are open.
-//! The dashboard refetches what it shows on each change; the browser's EventSource reconnects
-//! by itself after a drop (`retry: 2000`).
+//! `GET /api/v1/events`: server-sent events that say what changed, typed, with the changed
+//! rows or counts:
+//!
+//! * `host` — a host was added, enabled, disabled, drained or taken by a process (from the
+//!   database), or its state changed (up, fenced, down, disabled: judged here every second);
+//! * `nodes_moved` — one per move batch, with counts by old owner, new owner and reason;
+//!   `nodes_claimed` — nodes got their first owner;
+//! * `nodes` — nodes enrolled, changed (deployed, locked, in maintenance …) or deleted: the
+//!   count and the first few;
+//! * `instance` — an instance was created, changed state or was deleted;
+//! * `archive` — an archive run finished;
+//! * `audit` — the invariant audit's result changed (checked at most every ten seconds, and
+//!   only after something happened);
+//! * `resync` — this stream fell behind: fetch everything again.
+//!
+//! Heartbeats alone send nothing. Changes made by any process of the deployment reach every
+//! process's streams: they travel as PostgreSQL notifications (`db::notify`), which one
+//! listener per process (`EventHub`) fans out to its streams. A comment line every 15 seconds
+//! keeps proxies from closing an idle stream; the browser's EventSource reconnects by itself
+//! after a drop (`retry: 2000`).
 
-use std::future::Future;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use actix_web::web::Bytes;
 use actix_web::{HttpResponse, web};
 use futures_util::stream;
+use tokio::sync::broadcast;
 
 use super::AppState;
-use crate::db::{self, DbError};
+use crate::db;
 
-const POLL: Duration = Duration::from_millis(500);
+/// How often the listener asks for notifications, and hosts' states are judged.
+const LISTEN_POLL: Duration = Duration::from_millis(250);
+const HOST_POLL: Duration = Duration::from_secs(1);
+/// The audit runs at most this often, and only after something happened.
+const AUDIT_EVERY: Duration = Duration::from_secs(10);
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// Events a slow stream may lag behind before it is told to resync.
+const BACKLOG: usize = 1024;
 
-/// The state fingerprint as last read, shared by every event stream of a process: a reader
-/// finding it younger than `fresh` takes it; otherwise one reader queries while the others
-/// wait for that answer.
-pub struct SharedFingerprint {
-    fresh: Duration,
-    last: futures_util::lock::Mutex<Option<(Instant, String)>>,
+/// One event: its type and its JSON data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    pub kind: String,
+    pub data: String,
 }
 
-impl Default for SharedFingerprint {
-    fn default() -> Self {
-        SharedFingerprint::new(POLL - Duration::from_millis(100))
+impl Event {
+    /// Reads a notification's JSON: its `type` names the event; the data is sent compact.
+    fn from_notification(payload: &str) -> Option<Event> {
+        let value: serde_json::Value = serde_json::from_str(payload).ok()?;
+        let kind = value.get("type")?.as_str()?.to_owned();
+        Some(Event {
+            kind,
+            data: value.to_string(),
+        })
     }
-}
 
-impl SharedFingerprint {
-    pub fn new(fresh: Duration) -> SharedFingerprint {
-        SharedFingerprint {
-            fresh,
-            last: futures_util::lock::Mutex::new(None),
+    fn local(kind: &str, data: serde_json::Value) -> Event {
+        let mut data = data;
+        if let Some(object) = data.as_object_mut() {
+            object.insert("type".to_owned(), kind.into());
+        }
+        Event {
+            kind: kind.to_owned(),
+            data: data.to_string(),
         }
     }
 
-    /// The current fingerprint, from `fetch` only when the shared one is not fresh.
-    pub async fn current<F, Fut>(&self, fetch: F) -> Result<String, DbError>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<String, DbError>>,
-    {
-        let mut last = self.last.lock().await;
-        if let Some((read_at, fingerprint)) = last.as_ref()
-            && read_at.elapsed() < self.fresh
-        {
-            return Ok(fingerprint.clone());
+    fn to_sse(&self) -> Bytes {
+        Bytes::from(format!("event: {}\ndata: {}\n\n", self.kind, self.data))
+    }
+}
+
+/// The events of this process's streams: started by the first stream, it listens for the
+/// deployment's notifications and judges hosts' states and the audit, for every stream at
+/// once, however many dashboards are open. It stops when the application goes away.
+#[derive(Default)]
+pub struct EventHub {
+    sender: Mutex<Option<Arc<broadcast::Sender<Event>>>>,
+}
+
+impl EventHub {
+    /// Returns a receiver of every event from now on, starting the hub if needed.
+    pub fn subscribe(&self, state: &AppState) -> broadcast::Receiver<Event> {
+        let mut sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(running) = sender.as_ref() {
+            return running.subscribe();
         }
-        let fingerprint = fetch().await?;
-        *last = Some((Instant::now(), fingerprint.clone()));
-        Ok(fingerprint)
+        let (created, receiver) = broadcast::channel(BACKLOG);
+        let created = Arc::new(created);
+        let activity = Arc::new(Mutex::new(Some(Instant::now())));
+        listen(
+            state.pool.clone(),
+            Arc::downgrade(&created),
+            activity.clone(),
+        );
+        actix_rt::spawn(watch(state.clone(), Arc::downgrade(&created), activity));
+        *sender = Some(created);
+        receiver
+    }
+}
+
+/// Forwards the deployment's notifications to the hub, on a thread of its own (blocking), and
+/// notes that something happened (for the audit). Reconnects with backoff; ends with the hub.
+fn listen(
+    pool: db::Pool,
+    hub: Weak<broadcast::Sender<Event>>,
+    activity: Arc<Mutex<Option<Instant>>>,
+) {
+    std::thread::spawn(move || {
+        let mut listener = None;
+        let mut backoff = LISTEN_POLL;
+        while let Some(sender) = hub.upgrade() {
+            drop(sender);
+            std::thread::sleep(backoff);
+            let open = match listener.as_mut() {
+                Some(open) => open,
+                None => match db::notify::Listener::open(&pool) {
+                    Ok(opened) => listener.insert(opened),
+                    Err(error) => {
+                        log::debug!("event listener cannot connect: {error}");
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                        continue;
+                    }
+                },
+            };
+            match open.poll() {
+                Ok(payloads) => {
+                    backoff = LISTEN_POLL;
+                    let Some(sender) = hub.upgrade() else { break };
+                    for payload in payloads {
+                        if let Some(event) = Event::from_notification(&payload) {
+                            *activity.lock().unwrap_or_else(PoisonError::into_inner) =
+                                Some(Instant::now());
+                            // No receiver now is fine: nobody is watching.
+                            let _ = sender.send(event);
+                        }
+                    }
+                }
+                Err(error) => {
+                    log::debug!("event listener lost its connection: {error}");
+                    listener = None;
+                }
+            }
+        }
+    });
+}
+
+/// Judges hosts' states every second and sends a `host` event for each that changed; runs
+/// the audit after something happened (at most every ten seconds) and sends an `audit` event
+/// when its result changed. Ends with the hub.
+async fn watch(
+    state: AppState,
+    hub: Weak<broadcast::Sender<Event>>,
+    activity: Arc<Mutex<Option<Instant>>>,
+) {
+    let mut states: Option<BTreeMap<String, &'static str>> = None;
+    let mut audited: Option<(Instant, serde_json::Value)> = None;
+    loop {
+        actix::clock::sleep(HOST_POLL).await;
+        let Some(sender) = hub.upgrade() else { return };
+        let liveness = state.actors.settings.host.liveness;
+        let now = state.actors.clock.now();
+        if let Ok(hosts) = db::run(&state.pool, db::hosts::list_hosts).await {
+            let current: BTreeMap<String, &'static str> = hosts
+                .iter()
+                .map(|host| (host.name.clone(), host.state(&liveness, now).as_str()))
+                .collect();
+            if let Some(previous) = &states {
+                for host in &hosts {
+                    let state_now = current.get(&host.name).copied().unwrap_or("down");
+                    let before = previous.get(&host.name).copied();
+                    if before != Some(state_now) {
+                        let _ = sender.send(Event::local(
+                            "host",
+                            serde_json::json!({
+                                "host": host.name, "state": state_now, "previous": before,
+                                "last_seen_up": host.last_seen_up,
+                            }),
+                        ));
+                    }
+                }
+            }
+            states = Some(current);
+        }
+        let happened = *activity.lock().unwrap_or_else(PoisonError::into_inner);
+        let due = match (&audited, happened) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some((at, _)), Some(when)) => when > *at && at.elapsed() >= AUDIT_EVERY,
+        };
+        if due {
+            let started = Instant::now();
+            let clock = state.actors.settings.audit_clock(now);
+            if let Ok(violations) = db::run(&state.pool, move |conn| {
+                db::audit::check_invariants_at(conn, clock)
+            })
+            .await
+            {
+                let summary = super::deployment::audit_summary(&violations);
+                let changed = audited.as_ref().map(|(_, last)| last) != Some(&summary);
+                if changed && audited.is_some() {
+                    let _ = sender.send(Event::local("audit", summary.clone()));
+                }
+                audited = Some((started, summary));
+            }
+        }
     }
 }
 
 struct Cursor {
-    state: AppState,
-    last: Option<String>,
+    receiver: broadcast::Receiver<Event>,
     last_sent: Instant,
     first: bool,
 }
 
-/// Streams `change` events to the dashboard.
+/// Streams the typed events to a dashboard.
 pub async fn stream_events(state: web::Data<AppState>) -> HttpResponse {
     let cursor = Cursor {
-        state: state.get_ref().clone(),
-        last: None,
+        receiver: state.events.subscribe(state.get_ref()),
         last_sent: Instant::now(),
         first: true,
     };
@@ -82,30 +232,18 @@ pub async fn stream_events(state: web::Data<AppState>) -> HttpResponse {
                 cursor,
             ));
         }
-        loop {
-            actix::clock::sleep(POLL).await;
-            let pool = cursor.state.pool.clone();
-            let current = cursor
-                .state
-                .fingerprint
-                .current(|| async move { db::run(&pool, db::events::state_fingerprint).await })
-                .await;
-            match current {
-                Ok(fingerprint) if cursor.last.as_ref() != Some(&fingerprint) => {
-                    let payload = serde_json::json!({ "fingerprint": fingerprint }).to_string();
-                    cursor.last = Some(fingerprint);
-                    cursor.last_sent = Instant::now();
-                    let event = format!("event: change\ndata: {payload}\n\n");
-                    return Some((Ok(Bytes::from(event)), cursor));
-                }
-                Ok(_) => {}
-                Err(error) => log::debug!("event stream: {error}"),
+        let wait = KEEPALIVE.saturating_sub(cursor.last_sent.elapsed());
+        let received = actix_rt::time::timeout(wait, cursor.receiver.recv()).await;
+        cursor.last_sent = Instant::now();
+        let bytes = match received {
+            Ok(Ok(event)) => event.to_sse(),
+            Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
+                Event::local("resync", serde_json::json!({ "missed": missed })).to_sse()
             }
-            if cursor.last_sent.elapsed() > KEEPALIVE {
-                cursor.last_sent = Instant::now();
-                return Some((Ok(Bytes::from_static(b": keepalive\n\n")), cursor));
-            }
-        }
+            Ok(Err(broadcast::error::RecvError::Closed)) => return None,
+            Err(_) => Bytes::from_static(b": keepalive\n\n"),
+        };
+        Some((Ok(bytes), cursor))
     });
     HttpResponse::Ok()
         .insert_header(("content-type", "text/event-stream"))
@@ -117,51 +255,26 @@ pub async fn stream_events(state: web::Data<AppState>) -> HttpResponse {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use super::*;
 
-    /// Twenty streams asking at once cost one read; a stale fingerprint is read again.
-    #[actix_web::test]
-    async fn streams_share_one_read_per_interval() {
-        let shared = Arc::new(SharedFingerprint::new(Duration::from_millis(200)));
-        let reads = Arc::new(AtomicUsize::new(0));
-        let ask = |shared: Arc<SharedFingerprint>, reads: Arc<AtomicUsize>| async move {
-            shared
-                .current(|| async move {
-                    let n = reads.fetch_add(1, Ordering::SeqCst);
-                    actix::clock::sleep(Duration::from_millis(20)).await;
-                    Ok(format!("state-{n}"))
-                })
-                .await
-        };
-        let answers =
-            futures_util::future::join_all((0..20).map(|_| ask(shared.clone(), reads.clone())))
-                .await;
+    #[test]
+    fn a_notification_becomes_an_event_of_its_type() {
+        let event = Event::from_notification(r#"{"type" : "nodes_moved", "count" : 3}"#).unwrap();
+        assert_eq!(event.kind, "nodes_moved");
         assert_eq!(
-            reads.load(Ordering::SeqCst),
-            1,
-            "one read for twenty streams"
+            event.to_sse(),
+            Bytes::from("event: nodes_moved\ndata: {\"count\":3,\"type\":\"nodes_moved\"}\n\n")
         );
-        assert!(
-            answers
-                .iter()
-                .all(|answer| answer.as_deref().ok() == Some("state-0"))
-        );
+        assert!(Event::from_notification("not json").is_none());
+        assert!(Event::from_notification(r#"{"count":3}"#).is_none());
+    }
 
-        actix::clock::sleep(Duration::from_millis(250)).await;
-        let later = ask(shared.clone(), reads.clone()).await;
-        assert_eq!(
-            later.ok().as_deref(),
-            Some("state-1"),
-            "a stale one is read again"
-        );
-
-        let failing = SharedFingerprint::new(Duration::from_millis(200));
-        let failed = failing
-            .current(|| async { Err(DbError::Unavailable("down".to_owned())) })
-            .await;
-        assert!(failed.is_err(), "a failed read is reported, not cached");
+    #[test]
+    fn a_local_event_carries_its_type() {
+        let event = Event::local("host", serde_json::json!({"host": "cmp-1"}));
+        assert_eq!(event.kind, "host");
+        let data: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+        assert_eq!(data["type"], "host");
+        assert_eq!(data["host"], "cmp-1");
     }
 }

@@ -194,7 +194,7 @@ async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
     assert_eq!(get(&app, "/api/v1/moves?limit=5").await, json!([]));
     assert_eq!(
         get(&app, "/api/v1/audit").await,
-        json!({"ok": true, "violations": []})
+        json!({"ok": true, "violations": [], "by_invariant": []})
     );
 
     assert_eq!(
@@ -454,46 +454,119 @@ async fn archive_runs_from_the_api_and_is_recorded() {
     );
 }
 
+/// Reads the event stream until `wanted` holds of what arrived, or fails after 10 s.
+async fn read_until(
+    response: &mut reqwest::Response,
+    received: &mut String,
+    what: &str,
+    wanted: impl Fn(&str) -> bool,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !wanted(received) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        assert!(!left.is_zero(), "no {what}: {received:?}");
+        match tokio_timeout(left, response.chunk()).await {
+            Some(chunk) => received.push_str(&String::from_utf8_lossy(&chunk.unwrap().unwrap())),
+            None => panic!("no {what}: {received:?}"),
+        }
+    }
+}
+
+async fn tokio_timeout<F: std::future::Future>(
+    after: std::time::Duration,
+    future: F,
+) -> Option<F::Output> {
+    actix_rt::time::timeout(after, future).await.ok()
+}
+
+/// Opens the event stream, reads its retry line and lets the hub's listener start.
+async fn listening(app: &TestApp) -> (reqwest::Response, String) {
+    let mut response = app.events().await;
+    let mut received = String::new();
+    read_until(&mut response, &mut received, "retry line", |text| {
+        text.starts_with("retry: 2000\n\n")
+    })
+    .await;
+    actix_rt::time::sleep(std::time::Duration::from_millis(600)).await;
+    (response, received)
+}
+
+/// Issue 13, item 6: the event stream sends typed events with what changed — a host added,
+/// nodes enrolled and claimed, an instance — and nothing for heartbeats alone.
 #[actix_web::test]
-async fn the_event_stream_announces_changes() {
+async fn the_event_stream_sends_typed_events_and_nothing_for_heartbeats() {
     let app = TestApp::spawn().await;
-    let mut response = app
+    let (mut response, mut received) = listening(&app).await;
+
+    one_host_four_nodes(&app).await;
+    read_until(&mut response, &mut received, "host event", |text| {
+        text.contains("event: host\ndata: ") && text.contains("\"host\":\"cmp-1\"")
+    })
+    .await;
+    read_until(&mut response, &mut received, "nodes enrolled", |text| {
+        text.contains("event: nodes\ndata: ") && text.contains("\"change\":\"enrolled\"")
+    })
+    .await;
+    read_until(&mut response, &mut received, "nodes claimed", |text| {
+        text.contains("event: nodes_claimed\ndata: ") && text.contains("\"cmp-1\":4")
+    })
+    .await;
+    let (status, booted) = send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/instances",
+        Some(json!({"name": "vm-1", "resource_class": "baremetal"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{booted}");
+    let uuid = booted["uuid"].as_str().unwrap().to_owned();
+    read_until(&mut response, &mut received, "instance active", |text| {
+        text.contains("event: instance\ndata: ")
+            && text.contains(&uuid)
+            && text.contains("\"vm_state\":\"active\"")
+    })
+    .await;
+
+    // Heartbeats alone: nothing.
+    let seen = received.matches("event: ").count();
+    let host = app.actors.hosts.get("cmp-1").unwrap();
+    for _ in 0..3 {
+        assert!(host.send(Heartbeat).await.unwrap().unwrap());
+    }
+    if let Some(chunk) =
+        tokio_timeout(std::time::Duration::from_millis(2500), response.chunk()).await
+    {
+        received.push_str(&String::from_utf8_lossy(&chunk.unwrap().unwrap()));
+    }
+    assert_eq!(
+        received.matches("event: ").count(),
+        seen,
+        "heartbeats send nothing: {received:?}"
+    );
+}
+
+/// Issue 13, item 6: a change made by another process of the deployment reaches this
+/// process's event stream (PostgreSQL LISTEN/NOTIFY).
+#[actix_web::test]
+async fn events_from_another_process_reach_every_stream() {
+    let app = TestApp::spawn().await;
+    let other = TestApp::spawn_sharing(&app).await;
+    let (mut response, mut received) = listening(&app).await;
+    let enrolled = other
         .client
-        .get(app.url("/api/v1/events"))
+        .post(other.url("/api/v1/nodes"))
+        .json(&json!({"count": 3, "resource_class": "baremetal"}))
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["content-type"], "text/event-stream");
-    let mut received = String::new();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !received.contains("event: change") {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no change event: {received:?}"
-        );
-        let chunk = response.chunk().await.unwrap().unwrap();
-        received.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    assert!(received.starts_with("retry: 2000\n\n"), "{received:?}");
-
-    // A change (a new host) produces another event.
-    let seen = received.matches("event: change").count();
-    send(
-        &app,
-        reqwest::Method::POST,
-        "/api/v1/hosts",
-        Some(json!({"host": "cmp-9"})),
+    assert_eq!(enrolled.status(), 201);
+    read_until(
+        &mut response,
+        &mut received,
+        "the other process's enrollment",
+        |text| text.contains("event: nodes\ndata: ") && text.contains("\"count\":3"),
     )
     .await;
-    while received.matches("event: change").count() == seen {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no event after a change: {received:?}"
-        );
-        let chunk = response.chunk().await.unwrap().unwrap();
-        received.push_str(&String::from_utf8_lossy(&chunk));
-    }
 }
 
 /// Issue 13, item 5: nodes and instances come a page at a time (`limit`, `marker`) and

@@ -14,7 +14,8 @@ struct Line {
     line: String,
 }
 
-/// Describes the public schema (columns, constraints, indexes, sequences), one sorted line
+/// Describes the public schema (columns, constraints, indexes, sequences, triggers and their
+/// functions), one sorted line
 /// per item, leaving out diesel's own bookkeeping table. A column's position is its rank among
 /// the table's live columns (a column dropped and added again keeps its place in the order,
 /// though PostgreSQL numbers it past the dropped one).
@@ -38,6 +39,14 @@ pub fn schema_snapshot(conn: &mut PgConnection) -> Vec<String> {
         SELECT format('sequence %s', sequence_name)
           FROM information_schema.sequences
          WHERE sequence_schema = 'public'
+        UNION ALL
+        SELECT format('trigger %s %s', tgrelid::regclass, pg_get_triggerdef(oid))
+          FROM pg_trigger
+         WHERE NOT tgisinternal AND tgrelid::regclass::text <> '__diesel_schema_migrations'
+        UNION ALL
+        SELECT format('function %s %s', p.proname, md5(p.prosrc))
+          FROM pg_proc p
+         WHERE p.pronamespace = 'public'::regnamespace
         ORDER BY line"#;
     diesel::sql_query(query)
         .load::<Line>(conn)

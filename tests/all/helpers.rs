@@ -103,23 +103,7 @@ impl TestApp {
         placement: ringmaster::config::PlacementSettings,
     ) -> TestApp {
         let db = TestDb::new();
-        let config = ServerConfig {
-            bind: "127.0.0.1:0".to_owned(),
-            admin_token: token.and_then(AdminToken::new),
-            placement,
-            handle_signals: false,
-            database_grace: Duration::from_secs(60),
-        };
-        let pool = db.pool();
-        let actors = ringmaster::actors::spawn_all(
-            pool.clone(),
-            std::sync::Arc::new(SystemClock::new()),
-            quiet_settings(),
-        );
-        let application = Application::build(&config, pool, actors.clone()).expect("build app");
-        let address = format!("http://{}", application.local_addr());
-        let handle = application.handle();
-        actix_rt::spawn(application.run_until_stopped(None));
+        let (address, actors, handle) = serve_on(db.pool(), token, placement);
         TestApp {
             address,
             client: reqwest::Client::new(),
@@ -127,6 +111,31 @@ impl TestApp {
             handle,
             db,
         }
+    }
+
+    /// A second process of the same deployment: its own actors and HTTP server, on the
+    /// database of `first`.
+    pub async fn spawn_sharing(first: &TestApp) -> SharedApp {
+        let pool = build_pool(first.db.url(), 8).expect("pool on the shared database");
+        let (address, _, handle) = serve_on(pool, None, Default::default());
+        SharedApp {
+            address,
+            client: reqwest::Client::new(),
+            handle,
+        }
+    }
+
+    /// Opens the event stream and checks that it is one.
+    pub async fn events(&self) -> reqwest::Response {
+        let response = self
+            .client
+            .get(self.url("/api/v1/events"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        response
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -141,6 +150,55 @@ impl TestApp {
 impl Drop for TestApp {
     fn drop(&mut self) {
         // Stopping is asynchronous; the test's actix system ends right after anyway.
+        drop(self.handle.stop(false));
+    }
+}
+
+/// Starts actors and the HTTP server on `pool` (port 0); returns the address, the actors and
+/// the server's handle.
+fn serve_on(
+    pool: Pool,
+    token: Option<&str>,
+    placement: ringmaster::config::PlacementSettings,
+) -> (
+    String,
+    ringmaster::actors::Actors,
+    actix_web::dev::ServerHandle,
+) {
+    let config = ServerConfig {
+        bind: "127.0.0.1:0".to_owned(),
+        admin_token: token.and_then(AdminToken::new),
+        placement,
+        handle_signals: false,
+        database_grace: Duration::from_secs(60),
+    };
+    let actors = ringmaster::actors::spawn_all(
+        pool.clone(),
+        std::sync::Arc::new(SystemClock::new()),
+        quiet_settings(),
+    );
+    let application = Application::build(&config, pool, actors.clone()).expect("build app");
+    let address = format!("http://{}", application.local_addr());
+    let handle = application.handle();
+    actix_rt::spawn(application.run_until_stopped(None));
+    (address, actors, handle)
+}
+
+/// Another process's server on a `TestApp`'s database (`TestApp::spawn_sharing`).
+pub struct SharedApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    handle: actix_web::dev::ServerHandle,
+}
+
+impl SharedApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+}
+
+impl Drop for SharedApp {
+    fn drop(&mut self) {
         drop(self.handle.stop(false));
     }
 }

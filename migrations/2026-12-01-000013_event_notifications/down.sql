@@ -1,0 +1,12 @@
+DROP TRIGGER archive_runs_notify ON archive_runs;
+DROP FUNCTION notify_archive_finished();
+DROP TRIGGER services_notify ON services;
+DROP FUNCTION notify_service_changed();
+DROP TRIGGER ironic_nodes_deleted_notify ON ironic_nodes;
+DROP TRIGGER ironic_nodes_updated_notify ON ironic_nodes;
+DROP TRIGGER ironic_nodes_enrolled_notify ON ironic_nodes;
+DROP FUNCTION notify_nodes_changed();
+DROP TRIGGER node_moves_notify ON node_moves;
+DROP FUNCTION notify_nodes_moved();
+DROP TRIGGER instances_notify ON instances;
+DROP FUNCTION notify_instance_changed();

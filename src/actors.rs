@@ -144,6 +144,7 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
             ironic: ironic.clone(),
             presence,
             arbiter: Arbiter::new().handle(),
+            relay: std::sync::Once::new(),
         }),
     };
     let rebalancer = Rebalancer::new(
@@ -155,8 +156,14 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
         process,
     )
     .start();
-    let scheduler =
-        Scheduler::new(pool, clock.clone(), settings.host.liveness, hosts.clone()).start();
+    let scheduler = Scheduler::new(
+        pool,
+        clock.clone(),
+        settings.host.liveness,
+        hosts.clone(),
+        settings.host.instance_build_timeout,
+    )
+    .start();
     Actors {
         archiver,
         registry,
@@ -178,6 +185,8 @@ struct HostFactory {
     ironic: Addr<Ironic>,
     presence: Arc<Presence>,
     arbiter: ArbiterHandle,
+    /// Starts the spawn relay with this process's first host.
+    relay: std::sync::Once,
 }
 
 /// This process's compute hosts, by name.
@@ -226,6 +235,10 @@ impl HostDirectory {
             )
         });
         hosts.insert(name.to_owned(), address.clone());
+        drop(hosts);
+        self.factory
+            .relay
+            .call_once(|| relay_spawns(self.factory.pool.clone(), Arc::downgrade(&self.hosts)));
         Ok(address)
     }
 
@@ -270,4 +283,51 @@ impl HostDirectory {
             .map(|(name, _)| name.clone())
             .collect()
     }
+}
+
+/// How often the spawn relay asks for notifications.
+const RELAY_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Wakes this process's hosts when another process places a boot on them: listens on
+/// `db::spawns::SPAWN_CHANNEL` (its payload is the host) and has that host take its requests,
+/// on a thread of its own, reconnecting with backoff. Each time it starts listening it wakes
+/// every host once, for the requests written while nobody listened. Ends when the process's
+/// hosts go away.
+fn relay_spawns(pool: Pool, hosts: std::sync::Weak<Mutex<BTreeMap<String, Addr<ComputeHost>>>>) {
+    std::thread::spawn(move || {
+        let mut listener: Option<db::notify::Listener> = None;
+        let mut backoff = std::time::Duration::ZERO;
+        loop {
+            std::thread::sleep(backoff);
+            let woken = match listener.as_mut() {
+                Some(open) => open.poll(),
+                None => {
+                    db::notify::Listener::open(&pool, db::spawns::SPAWN_CHANNEL).map(|opened| {
+                        listener = Some(opened);
+                        Vec::new()
+                    })
+                }
+            };
+            let Some(hosts) = hosts.upgrade() else { break };
+            let hosts = hosts.lock().unwrap_or_else(PoisonError::into_inner);
+            let named: Vec<&Addr<ComputeHost>> = match &woken {
+                Ok(named) if backoff == RELAY_POLL => {
+                    named.iter().filter_map(|name| hosts.get(name)).collect()
+                }
+                // Just (re)connected: every host looks once.
+                Ok(_) => hosts.values().collect(),
+                Err(error) => {
+                    log::debug!("spawn relay has no connection: {error}");
+                    listener = None;
+                    backoff =
+                        (backoff * 2).clamp(RELAY_POLL * 2, std::time::Duration::from_secs(5));
+                    continue;
+                }
+            };
+            backoff = RELAY_POLL;
+            for host in named.into_iter().filter(|host| host.connected()) {
+                host.do_send(compute_host::TakeSpawns);
+            }
+        }
+    });
 }

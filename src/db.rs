@@ -28,6 +28,7 @@ pub mod registry;
 pub mod reshaper;
 pub mod schema;
 pub mod scratch;
+pub mod spawns;
 pub mod tracker;
 pub mod url;
 

@@ -123,6 +123,16 @@ impl ComputeHost {
             .lease_holds(self.last_heartbeat_ok, self.clock.now())
     }
 
+    /// What a build on this host needs.
+    fn build(&self) -> Build {
+        Build {
+            pool: self.pool.clone(),
+            clock: self.clock.clone(),
+            ironic: self.ironic.clone(),
+            host: self.name.clone(),
+        }
+    }
+
     fn require_lease(&self) -> Result<(), HostError> {
         if self.lease_holds() {
             Ok(())
@@ -230,6 +240,8 @@ pub struct TrackerReport {
     pub skipped: bool,
     /// The tracker change counter the pass started from.
     pub changes_seen: i64,
+    /// Boots other processes placed on this host that wait to be taken.
+    pub pending_spawns: i64,
 }
 
 /// Runs the resource-tracker pass (Nova's `update_available_resource`).
@@ -283,8 +295,12 @@ impl ComputeHost {
         };
         let full = pass.only.is_none();
         AtomicResponse::new(Box::pin(tracker_pass(pass).into_actor(self).map(
-            move |report, actor, _| {
+            move |report, actor, ctx| {
                 if let Ok(report) = &report {
+                    // Boots another process placed here whose notification was missed.
+                    if report.pending_spawns > 0 {
+                        ctx.notify(TakeSpawns);
+                    }
                     for node in &report.lost {
                         log::warn!(
                             "host {} lost node {node} to another host; dropped it",
@@ -329,15 +345,17 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
     let liveness = settings.liveness;
     // The counter first: a change after it is seen by the next pass.
     let skip_when = if only.is_none() { seen_changes } else { None };
-    let (changes_seen, owned) = {
+    let (changes_seen, pending_spawns, owned) = {
         let host = host.clone();
         db::run(&pool, move |conn| {
             let counter = db::tracker::change_counter(conn)?;
+            let pending = db::spawns::pending_spawns(conn, &host)?;
             if skip_when == Some(counter) {
-                return Ok((counter, None));
+                return Ok((counter, pending, None));
             }
             Ok((
                 counter,
+                pending,
                 Some(db::tracker::owned_nodes(conn, &host, only.as_deref())?),
             ))
         })
@@ -402,6 +420,7 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
     report.unchanged = changes.unchanged;
     report.skipped = skipped;
     report.changes_seen = changes_seen;
+    report.pending_spawns = pending_spawns;
     let pass_clock = clock.clone();
     let host_name = host.clone();
     let build_timeout = chrono::Duration::from_std(settings.instance_build_timeout)
@@ -665,79 +684,164 @@ impl Handler<Spawn> for ComputeHost {
         if let Err(fenced) = self.require_lease() {
             return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
         }
-        let (pool, clock, ironic, host) = (
-            self.pool.clone(),
-            self.clock.clone(),
-            self.ironic.clone(),
-            self.name.clone(),
-        );
+        let build = self.build();
+        AtomicResponse::new(Box::pin(
+            async move { build.deploy(message).await }.into_actor(self),
+        ))
+    }
+}
+
+/// Takes the boots other processes placed on this host (`db::spawns`) and carries them out
+/// one by one; a build that fails before it could settle itself ends in error, its claim
+/// released. A fenced host takes nothing (the requests wait).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<usize, HostError>")]
+pub struct TakeSpawns;
+
+impl Handler<TakeSpawns> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<usize, HostError>>;
+
+    fn handle(&mut self, _: TakeSpawns, _: &mut Self::Context) -> Self::Result {
+        if let Err(fenced) = self.require_lease() {
+            log::debug!(
+                "host {}: fenced, leaves its boot requests waiting",
+                self.name
+            );
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        let build = self.build();
         AtomicResponse::new(Box::pin(
             async move {
-                let owned = require_owned(&pool, &host, &message.node).await?;
-                let instance = message.instance;
-                // Fenced, and only while the build is still on: a build settled meanwhile (its
-                // claim released) is not deployed.
-                let now = clock.now();
-                let count = i32::try_from(message.pci_devices).unwrap_or(i32::MAX);
-                let node_id = owned.compute_node_id;
-                let claimed = owned
-                    .write(&pool, move |conn| {
-                        if !db::instances::lock_building(conn, instance)? {
-                            return Ok(false);
-                        }
-                        if count > 0 {
-                            db::pci::claim_devices(conn, node_id, instance, count, now)?;
-                        }
-                        Ok(true)
-                    })
-                    .await;
-                let deployed = match claimed {
-                    Ok(true) => ironic
-                        .send(Deploy {
-                            node: owned.ironic,
-                            instance,
-                        })
-                        .await?
-                        .map_err(HostError::from),
-                    Ok(false) => return Err(HostError::BuildEnded(instance)),
-                    Err(failure) => Err(failure),
-                };
-                match deployed {
-                    Ok(()) => {
-                        let now = clock.now();
-                        let activated = owned
-                            .write(&pool, move |conn| {
-                                db::instances::activate_build(conn, instance, now)
-                            })
-                            .await?;
-                        if activated {
-                            return Ok(ACTIVE.to_owned());
-                        }
-                        // Settled while Ironic deployed it: undo the deploy, nothing holds it.
-                        if let Err(error) = ironic.send(Destroy { node: owned.ironic }).await? {
-                            log::warn!(
-                                "host {host}: instance {instance} was deployed after its build ended; \
-                                 tearing it down failed: {error}"
-                            );
-                        }
-                        Err(HostError::BuildEnded(instance))
-                    }
-                    // Ownership lost on the way: the new owner acts for the node now.
-                    Err(lost @ HostError::NotOwner { .. }) => Err(lost),
-                    Err(failure) => {
-                        let text = failure.to_string();
-                        let now = clock.now();
-                        owned
-                            .write(&pool, move |conn| {
-                                db::instances::settle_build(conn, instance, &text, &host, now)
-                            })
-                            .await?;
-                        Ok(ERROR.to_owned())
+                let host = build.host.clone();
+                let taken = db::run(&build.pool, move |conn| {
+                    db::spawns::take_spawns(conn, &host)
+                })
+                .await?;
+                for request in &taken {
+                    log::info!(
+                        "host {}: takes the boot of instance {} on node {} placed by another process",
+                        build.host,
+                        request.instance_uuid,
+                        request.node
+                    );
+                    let spawn = Spawn {
+                        instance: request.instance_uuid,
+                        node: request.node.clone(),
+                        pci_devices: u32::try_from(request.pci_devices).unwrap_or(0),
+                    };
+                    if let Err(failure) = build.deploy(spawn).await {
+                        log::warn!(
+                            "host {}: boot of instance {} failed: {failure}",
+                            build.host,
+                            request.instance_uuid
+                        );
+                        build.settle_failed(request.instance_uuid, &failure).await;
                     }
                 }
+                Ok(taken.len())
             }
             .into_actor(self),
         ))
+    }
+}
+
+/// What a build needs of its host.
+#[derive(Clone)]
+struct Build {
+    pool: Pool,
+    clock: SharedClock,
+    ironic: Addr<Ironic>,
+    host: String,
+}
+
+impl Build {
+    /// Deploys `spawn` on its node: fenced by the node's owner and epoch, and only while the
+    /// build is still on. A deploy Ironic refuses settles the build (error, claim released).
+    async fn deploy(&self, spawn: Spawn) -> Result<String, HostError> {
+        let Build {
+            pool,
+            clock,
+            ironic,
+            host,
+        } = self.clone();
+        let owned = require_owned(&pool, &host, &spawn.node).await?;
+        let instance = spawn.instance;
+        // Fenced, and only while the build is still on: a build settled meanwhile (its claim
+        // released) is not deployed.
+        let now = clock.now();
+        let count = i32::try_from(spawn.pci_devices).unwrap_or(i32::MAX);
+        let node_id = owned.compute_node_id;
+        let claimed = owned
+            .write(&pool, move |conn| {
+                if !db::instances::lock_building(conn, instance)? {
+                    return Ok(false);
+                }
+                if count > 0 {
+                    db::pci::claim_devices(conn, node_id, instance, count, now)?;
+                }
+                Ok(true)
+            })
+            .await;
+        let deployed = match claimed {
+            Ok(true) => ironic
+                .send(Deploy {
+                    node: owned.ironic,
+                    instance,
+                })
+                .await?
+                .map_err(HostError::from),
+            Ok(false) => return Err(HostError::BuildEnded(instance)),
+            Err(failure) => Err(failure),
+        };
+        match deployed {
+            Ok(()) => {
+                let now = clock.now();
+                let activated = owned
+                    .write(&pool, move |conn| {
+                        db::instances::activate_build(conn, instance, now)
+                    })
+                    .await?;
+                if activated {
+                    return Ok(ACTIVE.to_owned());
+                }
+                // Settled while Ironic deployed it: undo the deploy, nothing holds it.
+                if let Err(error) = ironic.send(Destroy { node: owned.ironic }).await? {
+                    log::warn!(
+                        "host {host}: instance {instance} was deployed after its build ended; \
+                         tearing it down failed: {error}"
+                    );
+                }
+                Err(HostError::BuildEnded(instance))
+            }
+            // Ownership lost on the way: the new owner acts for the node now.
+            Err(lost @ HostError::NotOwner { .. }) => Err(lost),
+            Err(failure) => {
+                let text = failure.to_string();
+                let now = clock.now();
+                owned
+                    .write(&pool, move |conn| {
+                        db::instances::settle_build(conn, instance, &text, &host, now)
+                    })
+                    .await?;
+                Ok(ERROR.to_owned())
+            }
+        }
+    }
+
+    /// Settles a build whose deploy failed before it could settle itself (the node moved, the
+    /// host fenced): error, claim released — unless Ironic deployed it after all.
+    async fn settle_failed(&self, instance: Uuid, failure: &HostError) {
+        if matches!(failure, HostError::BuildEnded(_)) {
+            return;
+        }
+        let (reason, host, now) = (failure.to_string(), self.host.clone(), self.clock.now());
+        let settled = db::transaction(&self.pool, move |conn| {
+            db::instances::settle_build(conn, instance, &reason, &host, now)
+        })
+        .await;
+        if let Err(error) = settled {
+            log::warn!("build of instance {instance} could not be settled yet: {error}");
+        }
     }
 }
 

@@ -1,11 +1,12 @@
 //! `Scheduler`: places an instance. It picks a free node of the requested class (with enough
-//! free PCI devices) among the nodes of hosts of this process that are up, not fenced and not
-//! disabled; claims its allocation through the one allocation writer
-//! (`db::allocations::replace_allocations`, as the Placement API does) and creates the
-//! instance, in one transaction; a claim that loses a race tries the next node, and the boot
-//! fails (409, nothing written) only when no node is free. Then it hands the instance to the
-//! owning `ComputeHost`; a build that fails after its claim ends `error` with its allocation
-//! released (invariants 11 and 12).
+//! free PCI devices) among the nodes of hosts that are up, not fenced and not disabled,
+//! whichever process of the deployment runs them; claims its allocation through the one
+//! allocation writer (`db::allocations::replace_allocations`, as the Placement API does) and
+//! creates the instance, in one transaction; a claim that loses a race tries the next node, and
+//! the boot fails (409, nothing written) only when no node is free. Then it hands the instance
+//! to the owning `ComputeHost` — directly in this process, in another through a durable request
+//! written with the claim (`db::spawns`); a build that fails after its claim ends `error` with
+//! its allocation released (invariants 11 and 12).
 
 use std::collections::BTreeMap;
 
@@ -75,22 +76,47 @@ pub struct Scheduler {
     clock: SharedClock,
     liveness: Liveness,
     hosts: HostDirectory,
+    /// How long a boot handed to another process is waited for.
+    build_wait: std::time::Duration,
 }
 
 impl Scheduler {
-    /// Returns a scheduler placing onto the hosts of `hosts`.
+    /// Returns a scheduler placing onto any up host of the deployment; the hosts of `hosts`
+    /// (this process's) spawn directly, others through the database. A boot handed over is
+    /// waited for at most `build_timeout` (then its instance is answered as it is).
     pub fn new(
         pool: Pool,
         clock: SharedClock,
         liveness: Liveness,
         hosts: HostDirectory,
+        build_timeout: std::time::Duration,
     ) -> Scheduler {
         Scheduler {
             pool,
             clock,
             liveness,
             hosts,
+            build_wait: build_timeout,
         }
+    }
+}
+
+/// How often a boot handed to another process looks at its instance.
+const HANDED_OVER_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Waits until instance `instance` is no longer building (or gone), for at most `wait`.
+async fn wait_for_build(pool: &Pool, instance: Uuid, wait: std::time::Duration) {
+    let deadline = std::time::Instant::now() + wait;
+    while std::time::Instant::now() < deadline {
+        let state = db::run(pool, move |conn| {
+            db::instances::get_instance(conn, instance)
+        })
+        .await;
+        match state {
+            Ok(found) if found.vm_state == crate::domain::instance::BUILDING => {}
+            _ => return,
+        }
+        actix::clock::sleep(HANDED_OVER_POLL).await;
     }
 }
 
@@ -114,23 +140,25 @@ impl Handler<Boot> for Scheduler {
     type Result = ResponseFuture<Result<Instance, BootError>>;
 
     fn handle(&mut self, message: Boot, _: &mut Self::Context) -> Self::Result {
-        let (pool, clock, liveness, hosts) = (
+        let (pool, clock, liveness, hosts, build_wait) = (
             self.pool.clone(),
             self.clock.clone(),
             self.liveness,
             self.hosts.clone(),
+            self.build_wait,
         );
         Box::pin(async move {
             let instance = Uuid::new_v4();
             let local_hosts = hosts.names();
             let request = message.clone();
             let claim_clock = clock.clone();
+            let claim_hosts = local_hosts.clone();
             let placed = db::run(&pool, move |conn| {
                 claim_node(
                     conn,
                     &request,
                     instance,
-                    &local_hosts,
+                    &claim_hosts,
                     liveness,
                     &claim_clock,
                 )
@@ -142,8 +170,9 @@ impl Handler<Boot> for Scheduler {
                     message.pci_devices,
                 ));
             };
-            let spawned = match hosts.get(&placed.host) {
-                Some(host) => host
+            let local = local_hosts.contains(&placed.host);
+            let spawned = match (local, hosts.get(&placed.host)) {
+                (true, Some(host)) => host
                     .send(Spawn {
                         instance,
                         node: placed.node.clone(),
@@ -152,7 +181,13 @@ impl Handler<Boot> for Scheduler {
                     .await
                     .map_err(BootError::from)
                     .and_then(|result| result.map_err(BootError::from)),
-                None => Err(BootError::Host(HostError::Fenced(placed.host.clone()))),
+                (true, None) => Err(BootError::Host(HostError::Fenced(placed.host.clone()))),
+                // Handed to the process that runs the host: wait for it to settle the build
+                // (if it never does, the node's owner settles it at the build timeout).
+                (false, _) => {
+                    wait_for_build(&pool, instance, build_wait).await;
+                    Ok(String::new())
+                }
             };
             if let Err(failure) = spawned {
                 // The build failed after its claim: it ends in error and gives the node back
@@ -182,17 +217,12 @@ impl Handler<Boot> for Scheduler {
     }
 }
 
-/// Returns the hosts a boot may land on: those of `local` that are up, not fenced (their lease
-/// holds) and not disabled.
-pub fn schedulable_hosts(
-    hosts: Vec<Host>,
-    liveness: &Liveness,
-    now: DateTime<Utc>,
-    local: &[String],
-) -> Vec<String> {
+/// Returns the hosts a boot may land on, whichever process runs them: those that are up, not
+/// fenced (their lease holds) and not disabled.
+pub fn schedulable_hosts(hosts: Vec<Host>, liveness: &Liveness, now: DateTime<Utc>) -> Vec<String> {
     hosts
         .into_iter()
-        .filter(|host| host.state(liveness, now) == HostState::Up && local.contains(&host.name))
+        .filter(|host| host.state(liveness, now) == HostState::Up)
         .map(|host| host.name)
         .collect()
 }
@@ -210,12 +240,7 @@ fn claim_node(
     liveness: Liveness,
     clock: &SharedClock,
 ) -> Result<Option<FreeNode>, DbError> {
-    let up = schedulable_hosts(
-        db::hosts::list_hosts(conn)?,
-        &liveness,
-        clock.now(),
-        local_hosts,
-    );
+    let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &liveness, clock.now());
     if up.is_empty() {
         return Ok(None);
     }
@@ -263,6 +288,19 @@ fn claim_node(
                 resource_class: boot.resource_class.clone(),
             };
             db::instances::create_instance(conn, &new, clock.now())?;
+            if !local_hosts.contains(&candidate.host) {
+                // Another process runs the host: it takes the boot from the database.
+                log::debug!("boot {instance} handed to {}", candidate.host);
+                db::spawns::request_spawn(
+                    conn,
+                    &db::spawns::SpawnRequest {
+                        instance_uuid: instance,
+                        host: candidate.host.clone(),
+                        node: candidate.node.clone(),
+                        pci_devices: request.pci_devices,
+                    },
+                )?;
+            }
             Ok(candidate)
         });
         match attempt {

@@ -368,6 +368,8 @@ pub fn settle_build(
     .bind::<SqlUuid, _>(uuid)
     .get_result(conn)
     .optional()?;
+    // A settled build needs no hand-off any more (a no-op when none waits).
+    super::spawns::forget_spawn(conn, uuid)?;
     let Some(found) = found else {
         return Ok(BuildOutcome::Gone);
     };

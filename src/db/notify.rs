@@ -21,9 +21,10 @@ pub fn notify(conn: &mut PgConnection, event: &serde_json::Value) -> Result<(), 
     Ok(())
 }
 
-/// A connection listening on `CHANNEL`.
+/// A connection listening on one channel.
 pub struct Listener {
     conn: PooledConnection,
+    channel: &'static str,
 }
 
 impl std::fmt::Debug for Listener {
@@ -33,14 +34,14 @@ impl std::fmt::Debug for Listener {
 }
 
 impl Listener {
-    /// Takes a connection of `pool` for good and listens on it.
-    pub fn open(pool: &Pool) -> Result<Listener, DbError> {
+    /// Takes a connection of `pool` for good and listens on `channel` (one of ours).
+    pub fn open(pool: &Pool, channel: &'static str) -> Result<Listener, DbError> {
         let mut conn = pool.get()?;
-        diesel::sql_query(format!("LISTEN {CHANNEL}")).execute(&mut *conn)?;
-        Ok(Listener { conn })
+        diesel::sql_query(format!("LISTEN {channel}")).execute(&mut *conn)?;
+        Ok(Listener { conn, channel })
     }
 
-    /// Returns the events received since the last call (their JSON text). A trivial query
+    /// Returns the payloads received since the last call. A trivial query
     /// first makes libpq read what the server has sent. Blocking; an error means the
     /// connection is gone (reopen it).
     pub fn poll(&mut self) -> Result<Vec<String>, DbError> {
@@ -48,7 +49,7 @@ impl Listener {
         let mut events = Vec::new();
         for notification in self.conn.notifications_iter() {
             let notification = notification?;
-            if notification.channel == CHANNEL {
+            if notification.channel == self.channel {
                 events.push(notification.payload);
             }
         }

@@ -306,7 +306,10 @@ pub fn move_nodes(
                        input.from_host, input.reason
          ),
          instances_moved AS (
-             UPDATE instances i SET host = moved.host, updated_at = $7
+             -- A build keeps its updated_at: a move is no progress of it, and its new owner
+             -- settles a build older than the move (db::instances::stale_builds).
+             UPDATE instances i SET host = moved.host,
+                    updated_at = CASE WHEN i.vm_state = 'building' THEN i.updated_at ELSE $7 END
                FROM moved
               WHERE i.node = moved.hypervisor_hostname AND i.deleted = 0
          ),

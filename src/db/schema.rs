@@ -688,6 +688,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    spawn_requests (instance_uuid) {
+        instance_uuid -> Uuid,
+        #[max_length = 255]
+        host -> Varchar,
+        #[max_length = 255]
+        node -> Varchar,
+        pci_devices -> Int4,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     task_log (id) {
         id -> Int8,
         #[max_length = 255]
@@ -789,6 +801,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     shadow_pci_devices,
     shadow_services,
     shadow_task_log,
+    spawn_requests,
     task_log,
     tracker_epochs,
     traits,

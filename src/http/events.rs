@@ -118,7 +118,7 @@ fn listen(
             std::thread::sleep(backoff);
             let open = match listener.as_mut() {
                 Some(open) => open,
-                None => match db::notify::Listener::open(&pool) {
+                None => match db::notify::Listener::open(&pool, db::notify::CHANNEL) {
                     Ok(opened) => listener.insert(opened),
                     Err(error) => {
                         log::debug!("event listener cannot connect: {error}");

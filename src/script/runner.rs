@@ -637,9 +637,8 @@ impl Run {
         if let Some(expected) = facts.free_nodes {
             let now = self.clock.now();
             let liveness = self.actors.settings.host.liveness;
-            let local = self.actors.hosts.names();
             let free = db::run(&self.pool, move |conn| {
-                let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &liveness, now, &local);
+                let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &liveness, now);
                 let request = NodeRequest {
                     resource_class: "baremetal",
                     placement_class: "CUSTOM_BAREMETAL",

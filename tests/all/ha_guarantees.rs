@@ -755,3 +755,108 @@ async fn a_pass_that_finds_nothing_changed_writes_nothing() {
     );
     d.audit();
 }
+
+/// Issue 13, item 8: a process's scheduler places a boot on a host another process runs; the
+/// owning process takes it from the database (woken by a notification) and deploys it, under the
+/// same fencing and claim rules.
+#[actix_web::test]
+async fn a_boot_lands_on_a_host_another_process_runs() {
+    let d = TestDeployment::start(&["cmp-1"], 0).await;
+    let other = ringmaster::actors::spawn_all(d.db.pool(), d.clock.clone(), quiet_settings());
+    let remote = other.hosts.start("cmp-2").await.unwrap();
+    assert!(
+        remote
+            .send(ringmaster::actors::compute_host::Heartbeat)
+            .await
+            .unwrap()
+            .unwrap()
+    );
+    // Only cmp-2 (in the other process) takes nodes.
+    ringmaster::db::hosts::drain_host(&mut d.db.conn(), "cmp-1", d.clock_now()).unwrap();
+    d.enroll(2).await;
+    d.rebalance().await;
+    remote
+        .send(ringmaster::actors::compute_host::UpdateAvailableResource)
+        .await
+        .unwrap()
+        .unwrap();
+
+    let booted = d.boot("vm-1").await.unwrap();
+    assert_eq!(booted.host.as_deref(), Some("cmp-2"));
+    assert_eq!(
+        booted.vm_state, "active",
+        "the other process deployed it: {booted:?}"
+    );
+    assert_eq!(
+        count(&d, "SELECT count(*) AS n FROM spawn_requests"),
+        0,
+        "the request was taken"
+    );
+    d.audit();
+}
+
+/// Item 8: a boot handed to a host whose process stopped before it took the boot waits, fenced
+/// like any boot of that host; when the node moves, its new owner settles the build (error,
+/// claim released), the hand-off is dropped and the waiting boot answers with the error.
+#[actix_web::test]
+async fn a_boot_handed_to_a_stopped_process_is_settled_by_the_nodes_new_owner() {
+    let d = TestDeployment::start(&["cmp-1"], 0).await;
+    let other = ringmaster::actors::spawn_all(d.db.pool(), d.clock.clone(), quiet_settings());
+    let remote = other.hosts.start("cmp-2").await.unwrap();
+    d.heartbeat(&["cmp-1"]).await;
+    ringmaster::db::hosts::drain_host(&mut d.db.conn(), "cmp-1", d.clock_now()).unwrap();
+    d.enroll(1).await;
+    d.rebalance().await;
+    let node = d.nodes()[0].clone();
+    assert_eq!(node.host.as_deref(), Some("cmp-2"));
+    remote
+        .send(ringmaster::actors::compute_host::UpdateAvailableResource)
+        .await
+        .unwrap()
+        .unwrap();
+    // The other process stops; its host's heartbeat still looks fresh, so the boot lands there.
+    assert!(other.hosts.crash("cmp-2"));
+    let scheduler = d.actors.scheduler.clone();
+    let boot = actix_rt::spawn(async move {
+        scheduler
+            .send(ringmaster::actors::scheduler::Boot {
+                name: "vm-1".to_owned(),
+                resource_class: "baremetal".to_owned(),
+                project: "project".to_owned(),
+                user: "user".to_owned(),
+                pci_devices: 0,
+            })
+            .await
+    });
+    for _ in 0..100 {
+        if count(&d, "SELECT count(*) AS n FROM spawn_requests") == 1 {
+            break;
+        }
+        actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        count(&d, "SELECT count(*) AS n FROM spawn_requests"),
+        1,
+        "the boot is handed over"
+    );
+    assert!(!boot.is_finished(), "the boot waits for its build");
+    d.audit();
+
+    // cmp-2 stays away: its node moves to cmp-1, whose pass settles the build it inherits.
+    ringmaster::db::hosts::enable_host(&mut d.db.conn(), "cmp-1", d.clock_now()).unwrap();
+    d.advance(11);
+    d.heartbeat(&["cmp-1"]).await;
+    d.rebalance().await;
+    assert_eq!(d.owner_of(&node.uuid.to_string()).as_deref(), Some("cmp-1"));
+    d.track(&["cmp-1"]).await;
+    let answered = boot.await.unwrap().unwrap().unwrap();
+    assert_eq!(answered.vm_state, "error", "{answered:?}");
+    assert!(answered.fault.is_some(), "the error says why");
+    assert_eq!(
+        count(&d, "SELECT count(*) AS n FROM spawn_requests"),
+        0,
+        "the hand-off of a settled build is dropped"
+    );
+    assert!(d.allocations().is_empty(), "the claim is released");
+    d.audit();
+}

@@ -124,13 +124,7 @@ async fn a_host_that_lost_the_node_during_a_deploy_writes_nothing_after_it() {
         let scheduler = d.actors.scheduler.clone();
         async move {
             scheduler
-                .send(ringmaster::actors::scheduler::Boot {
-                    name: "vm-1".to_owned(),
-                    resource_class: "baremetal".to_owned(),
-                    project: "project".to_owned(),
-                    user: "user".to_owned(),
-                    pci_devices: 0,
-                })
+                .send(crate::helpers::boot_request("vm-1", 0))
                 .await
                 .unwrap()
         }

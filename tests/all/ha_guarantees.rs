@@ -39,15 +39,10 @@ async fn boot_at_once(
     pci_devices: u32,
 ) -> Vec<Result<ringmaster::domain::instance::Instance, BootError>> {
     let boots = (0..count).map(|index| {
-        d.actors
-            .scheduler
-            .send(ringmaster::actors::scheduler::Boot {
-                name: format!("vm-{index}"),
-                resource_class: "baremetal".to_owned(),
-                project: "project".to_owned(),
-                user: "user".to_owned(),
-                pci_devices,
-            })
+        d.actors.scheduler.send(crate::helpers::boot_request(
+            &format!("vm-{index}"),
+            pci_devices,
+        ))
     });
     futures_util::future::join_all(boots)
         .await
@@ -102,13 +97,10 @@ async fn concurrent_boots_and_deletes_never_fail_while_a_node_is_free() {
             let mut outcomes = Vec::new();
             for round in 0..3 {
                 let booted = scheduler
-                    .send(ringmaster::actors::scheduler::Boot {
-                        name: format!("vm-{worker}-{round}"),
-                        resource_class: "baremetal".to_owned(),
-                        project: "project".to_owned(),
-                        user: "user".to_owned(),
-                        pci_devices: 0,
-                    })
+                    .send(crate::helpers::boot_request(
+                        &format!("vm-{worker}-{round}"),
+                        0,
+                    ))
                     .await
                     .unwrap();
                 if let Ok(instance) = &booted {
@@ -819,13 +811,7 @@ async fn a_boot_handed_to_a_stopped_process_is_settled_by_the_nodes_new_owner() 
     let scheduler = d.actors.scheduler.clone();
     let boot = actix_rt::spawn(async move {
         scheduler
-            .send(ringmaster::actors::scheduler::Boot {
-                name: "vm-1".to_owned(),
-                resource_class: "baremetal".to_owned(),
-                project: "project".to_owned(),
-                user: "user".to_owned(),
-                pci_devices: 0,
-            })
+            .send(crate::helpers::boot_request("vm-1", 0))
             .await
     });
     for _ in 0..100 {

@@ -565,13 +565,7 @@ impl TestDeployment {
     {
         self.actors
             .scheduler
-            .send(ringmaster::actors::scheduler::Boot {
-                name: name.to_owned(),
-                resource_class: "baremetal".to_owned(),
-                project: "project".to_owned(),
-                user: "user".to_owned(),
-                pci_devices,
-            })
+            .send(boot_request(name, pci_devices))
             .await
             .unwrap()
     }
@@ -597,6 +591,17 @@ impl TestDeployment {
         .into_iter()
         .map(|row| (row.consumer, row.provider, row.used))
         .collect()
+    }
+}
+
+/// A boot of one `baremetal` node named `name` with `pci_devices` PCI devices.
+pub fn boot_request(name: &str, pci_devices: u32) -> ringmaster::actors::scheduler::Boot {
+    ringmaster::actors::scheduler::Boot {
+        name: name.to_owned(),
+        resource_class: "baremetal".to_owned(),
+        project: "project".to_owned(),
+        user: "user".to_owned(),
+        pci_devices,
     }
 }
 

@@ -29,6 +29,7 @@ pub mod reshaper;
 pub mod schema;
 pub mod scratch;
 pub mod spawns;
+pub mod timeline;
 pub mod tracker;
 pub mod url;
 
@@ -226,4 +227,18 @@ impl diesel::r2d2::HandleError<diesel::r2d2::Error> for QuietErrorHandler {
     fn handle_error(&self, error: diesel::r2d2::Error) {
         log::debug!("database pool: {error}");
     }
+}
+
+/// Makes `text` a LIKE pattern matching what starts with it (its `%`, `_` and `\\` taken
+/// literally).
+pub fn like_prefix(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 1);
+    for character in text.chars() {
+        if matches!(character, '%' | '_' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(character);
+    }
+    pattern.push('%');
+    pattern
 }

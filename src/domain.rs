@@ -10,3 +10,4 @@ pub mod node;
 pub mod placement;
 pub mod placement_filter;
 pub mod ring;
+pub mod timeline;

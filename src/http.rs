@@ -84,6 +84,8 @@ pub fn configure(
                     .route("/nodes/{uuid}/unlock", web::post().to(nodes::unlock_node))
                     .route("/ring", web::get().to(deployment::get_ring))
                     .route("/moves", web::get().to(deployment::list_moves))
+                    .route("/timeline", web::get().to(deployment::get_timeline))
+                    .route("/usage", web::get().to(deployment::get_usage))
                     .route("/audit", web::get().to(deployment::get_audit))
                     .route("/providers", web::get().to(deployment::list_providers))
                     .route("/instances", web::get().to(instances::list_instances))

@@ -170,6 +170,10 @@ pub struct InstanceFilter {
     pub resource_class: Option<String>,
     /// Only instances whose uuid sorts after this one (the last of the previous page).
     pub marker: Option<Uuid>,
+    /// Instances whose uuid, name or node starts with it, or whose host or vm_state it is.
+    pub search: Option<String>,
+    /// How many of the selected to skip.
+    pub offset: i64,
     pub limit: Option<i64>,
 }
 
@@ -178,15 +182,10 @@ pub fn list_instances(conn: &mut PgConnection) -> Result<Vec<Instance>, DbError>
     find_instances(conn, &InstanceFilter::default())
 }
 
-/// Lists the live instances `filter` selects, ordered by uuid.
-pub fn find_instances(
-    conn: &mut PgConnection,
-    filter: &InstanceFilter,
-) -> Result<Vec<Instance>, DbError> {
+/// The live instances `filter` selects (its marker too), unordered, unpaged.
+fn selected(filter: &InstanceFilter) -> instances::BoxedQuery<'_, diesel::pg::Pg> {
     let mut query = instances::table
         .filter(instances::deleted.eq(0))
-        .order(instances::uuid.asc())
-        .select(InstanceRow::as_select())
         .into_boxed();
     if let Some(marker) = filter.marker {
         query = query.filter(instances::uuid.gt(marker));
@@ -200,10 +199,43 @@ pub fn find_instances(
     if let Some(class) = &filter.resource_class {
         query = query.filter(instances::resource_class.eq(class));
     }
+    if let Some(search) = &filter.search {
+        let prefix = super::like_prefix(search);
+        query = query.filter(
+            diesel::dsl::sql::<diesel::sql_types::Bool>("(uuid::text LIKE lower(")
+                .bind::<Text, _>(prefix.clone())
+                .sql(") OR node LIKE lower(")
+                .bind::<Text, _>(prefix.clone())
+                .sql(") OR display_name LIKE ")
+                .bind::<Text, _>(prefix)
+                .sql(" OR host = ")
+                .bind::<Text, _>(search.clone())
+                .sql(" OR vm_state = ")
+                .bind::<Text, _>(search.clone())
+                .sql(")"),
+        );
+    }
+    query
+}
+
+/// Lists the live instances `filter` selects, ordered by uuid.
+pub fn find_instances(
+    conn: &mut PgConnection,
+    filter: &InstanceFilter,
+) -> Result<Vec<Instance>, DbError> {
+    let mut query = selected(filter)
+        .order(instances::uuid.asc())
+        .select(InstanceRow::as_select())
+        .offset(filter.offset);
     if let Some(limit) = filter.limit {
         query = query.limit(limit);
     }
     Ok(query.load(conn)?.into_iter().map(Instance::from).collect())
+}
+
+/// Counts the live instances `filter` selects (its marker too; not its offset and limit).
+pub fn count_instances(conn: &mut PgConnection, filter: &InstanceFilter) -> Result<i64, DbError> {
+    Ok(selected(filter).count().get_result(conn)?)
 }
 
 /// Returns live instance `uuid`.

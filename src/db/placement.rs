@@ -72,3 +72,36 @@ pub fn list_provider_usages(conn: &mut PgConnection) -> Result<Vec<ProviderUsage
     )
     .load(conn)?)
 }
+
+/// The capacity and use of one resource class over every provider.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName, serde::Serialize)]
+pub struct ClassUsage {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    pub resource_class: String,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub total: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub reserved: i64,
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub used: i64,
+    /// How many providers have inventory of it.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub providers: i64,
+}
+
+/// Sums inventory and allocations per resource class, over every provider, by class name.
+pub fn usage_by_class(conn: &mut PgConnection) -> Result<Vec<ClassUsage>, DbError> {
+    Ok(diesel::sql_query(
+        "SELECT rc.name::text AS resource_class, inv.total, inv.reserved, inv.providers,
+                COALESCE(used.used, 0)::bigint AS used
+           FROM (SELECT resource_class_id, sum(total)::bigint AS total,
+                        sum(reserved)::bigint AS reserved, count(*) AS providers
+                   FROM inventories GROUP BY resource_class_id) inv
+           JOIN resource_classes rc ON rc.id = inv.resource_class_id
+           LEFT JOIN (SELECT resource_class_id, sum(used) AS used
+                        FROM allocations GROUP BY resource_class_id) used
+                  ON used.resource_class_id = inv.resource_class_id
+          ORDER BY rc.name",
+    )
+    .load(conn)?)
+}

@@ -533,6 +533,11 @@ pub struct NodeFilter {
     pub resource_class: Option<String>,
     /// Only nodes whose uuid sorts after this one (the last of the previous page).
     pub marker: Option<Uuid>,
+    /// Nodes whose uuid, name or instance starts with it, or whose owner or provision state
+    /// it is.
+    pub search: Option<String>,
+    /// How many of the selected to skip.
+    pub offset: i64,
     pub limit: Option<i64>,
 }
 
@@ -541,17 +546,11 @@ pub fn list_node_views(conn: &mut PgConnection) -> Result<Vec<NodeView>, DbError
     find_node_views(conn, &NodeFilter::default())
 }
 
-/// Lists the ironic nodes `filter` selects, with their owners, compute nodes and providers,
-/// by uuid.
-pub fn find_node_views(
-    conn: &mut PgConnection,
-    filter: &NodeFilter,
-) -> Result<Vec<NodeView>, DbError> {
-    Ok(diesel::sql_query(
-        "SELECT n.uuid, n.name::text AS name, n.resource_class::text AS resource_class,
-                n.provision_state::text AS provision_state, n.reservation::text AS reservation,
-                n.maintenance, n.instance_uuid, c.host::text AS host, c.uuid AS compute_node_uuid,
-                rp.uuid AS resource_provider_uuid, c.owner_epoch
+/// What `filter` selects of nodes: `$1` marker, `$2` host, `$3` state, `$4` class, `$5`
+/// search as a LIKE prefix, `$6` search as is.
+/// What a `NodeFilter` selects: `$1` marker, `$2` host, `$3` state, `$4` class, `$5` search
+/// as a LIKE prefix, `$6` search as is.
+const NODE_VIEW_SELECTION: &str = "
            FROM ironic_nodes n
            LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
            LEFT JOIN resource_providers rp ON rp.uuid = c.uuid
@@ -559,15 +558,58 @@ pub fn find_node_views(
             AND ($2::text IS NULL OR c.host = $2)
             AND ($3::text IS NULL OR n.provision_state = $3)
             AND ($4::text IS NULL OR n.resource_class = $4)
+            AND ($6::text IS NULL OR n.uuid::text LIKE lower($5) OR n.name LIKE $5 OR c.host = $6
+                 OR n.provision_state = $6 OR n.instance_uuid::text LIKE lower($5))";
+
+/// `sql` (over `NODE_VIEW_SELECTION`) with `filter`'s values bound to `$1` … `$6`.
+fn bind_node_selection(
+    sql: String,
+    filter: &NodeFilter,
+) -> diesel::query_builder::BoxedSqlQuery<'static, diesel::pg::Pg, diesel::query_builder::SqlQuery>
+{
+    let search = filter.search.clone();
+    diesel::sql_query(sql)
+        .into_boxed()
+        .bind::<Nullable<SqlUuid>, _>(filter.marker)
+        .bind::<Nullable<Text>, _>(filter.host.clone())
+        .bind::<Nullable<Text>, _>(filter.state.clone())
+        .bind::<Nullable<Text>, _>(filter.resource_class.clone())
+        .bind::<Nullable<Text>, _>(search.as_deref().map(super::like_prefix))
+        .bind::<Nullable<Text>, _>(search)
+}
+
+/// Lists the ironic nodes `filter` selects, with their owners, compute nodes and providers,
+/// by uuid.
+pub fn find_node_views(
+    conn: &mut PgConnection,
+    filter: &NodeFilter,
+) -> Result<Vec<NodeView>, DbError> {
+    let sql = format!(
+        "SELECT n.uuid, n.name::text AS name, n.resource_class::text AS resource_class,
+                n.provision_state::text AS provision_state, n.reservation::text AS reservation,
+                n.maintenance, n.instance_uuid, c.host::text AS host, c.uuid AS compute_node_uuid,
+                rp.uuid AS resource_provider_uuid, c.owner_epoch
+           {NODE_VIEW_SELECTION}
           ORDER BY n.uuid
-          LIMIT $5",
-    )
-    .bind::<Nullable<SqlUuid>, _>(filter.marker)
-    .bind::<Nullable<Text>, _>(filter.host.as_deref())
-    .bind::<Nullable<Text>, _>(filter.state.as_deref())
-    .bind::<Nullable<Text>, _>(filter.resource_class.as_deref())
-    .bind::<Nullable<BigInt>, _>(filter.limit)
-    .load(conn)?)
+          OFFSET $7 LIMIT $8"
+    );
+    Ok(bind_node_selection(sql, filter)
+        .bind::<BigInt, _>(filter.offset)
+        .bind::<Nullable<BigInt>, _>(filter.limit)
+        .load(conn)?)
+}
+
+/// Counts the ironic nodes `filter` selects (its marker too; not its offset and limit).
+pub fn count_node_views(conn: &mut PgConnection, filter: &NodeFilter) -> Result<i64, DbError> {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    let sql = format!("SELECT count(*) AS n {NODE_VIEW_SELECTION}");
+    Ok(bind_node_selection(sql, filter)
+        .get_result::<Count>(conn)?
+        .n)
 }
 
 /// One row of the moves audit log.

@@ -281,6 +281,19 @@ diesel::table! {
 }
 
 diesel::table! {
+    move_batches (id) {
+        id -> Int8,
+        moved_at -> Timestamptz,
+        #[max_length = 16]
+        reason -> Varchar,
+        #[max_length = 255]
+        host -> Varchar,
+        nodes -> Int8,
+        counterparts -> Jsonb,
+    }
+}
+
+diesel::table! {
     node_moves (id) {
         id -> Int8,
         compute_node_uuid -> Uuid,
@@ -779,6 +792,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     inventories,
     ironic_nodes,
     leader_leases,
+    move_batches,
     node_moves,
     ownership_epochs,
     pci_devices,

@@ -1,4 +1,5 @@
-//! `/api/v1/ring`, `/api/v1/moves`, `/api/v1/audit` and `/api/v1/providers`: the state of
+//! `/api/v1/ring`, `/api/v1/moves`, `/api/v1/timeline`, `/api/v1/audit`, `/api/v1/providers`
+//! and `/api/v1/usage`: the state of
 //! the deployment as a whole.
 
 use std::collections::BTreeMap;
@@ -8,18 +9,25 @@ use actix_web::{HttpResponse, web};
 use super::AppState;
 use super::dto::{
     AuditResponse, InventoryResponse, MoveResponse, MovesQuery, ProviderResponse, RingResponse,
-    ViolationGroup, ViolationResponse,
+    TimelineQuery, ViolationGroup, ViolationResponse,
 };
 use super::error::ApiError;
 use crate::actors::rebalancer::GetRing;
 use crate::db;
 
-/// Returns the ring: version, algorithm, members and node counts per host.
+/// Returns the ring: version, algorithm, members, node counts per host and the nodes in all
+/// (those no host owns are the difference).
 pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let ring = state.actors.rebalancer.send(GetRing).await?;
     let cache = state.node_counts.clone();
-    let counts = db::run(&state.pool, move |conn| cache.get(conn)).await?;
+    let (counts, nodes) = db::run(&state.pool, move |conn| {
+        let counts = cache.get(conn)?;
+        let nodes = db::registry::count_node_views(conn, &db::registry::NodeFilter::default())?;
+        Ok((counts, nodes))
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(RingResponse {
+        nodes,
         version: ring.version,
         algorithm: ring.algorithm,
         members: ring.members,
@@ -59,6 +67,32 @@ pub async fn list_moves(
         })
         .collect();
     Ok(HttpResponse::Ok().json(body))
+}
+
+/// The timeline of moves: one entry per failover, drain or join, newest first (`limit`,
+/// default 20, at most 200), each said in one line ("cmp-5 down: 5,037 nodes → cmp-1 262, …").
+pub async fn get_timeline(
+    state: web::Data<AppState>,
+    query: web::Query<TimelineQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let limit = query.limit.unwrap_or(20);
+    let Ok(limit @ 1..=200) = usize::try_from(limit) else {
+        return Err(ApiError::BadRequest(format!(
+            "limit must be 1 to 200, not {limit}"
+        )));
+    };
+    let entries = db::run(&state.pool, move |conn| {
+        db::timeline::recent_entries(conn, limit)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(entries))
+}
+
+/// Capacity and use per resource class, summed over every provider (what a dashboard shows
+/// without reading 100,000 providers).
+pub async fn get_usage(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let usage = db::run(&state.pool, db::placement::usage_by_class).await?;
+    Ok(HttpResponse::Ok().json(usage))
 }
 
 /// Checks every invariant of DESIGN.md against the database.

@@ -82,6 +82,8 @@ pub struct RingResponse {
     pub algorithm: &'static str,
     pub members: Vec<String>,
     pub counts: BTreeMap<String, i64>,
+    /// Every enrolled node, owned or not.
+    pub nodes: i64,
     /// Whether this process leads rebalancing.
     pub leader: bool,
     /// The epoch of the rebalancer lease it leads under, when it leads.
@@ -121,7 +123,15 @@ pub struct ListQuery {
     /// The provision state (nodes) or vm_state (instances).
     pub state: Option<String>,
     pub resource_class: Option<String>,
+    /// Those whose uuid, name or node (instances) or instance (nodes) starts with it, or
+    /// whose host or state it is.
+    pub search: Option<String>,
+    /// Skip this many of those selected (for a table scrolled to the middle).
+    pub offset: Option<i64>,
 }
+
+/// The header saying how many a paged listing selects in all.
+pub const TOTAL_COUNT: &str = "X-Total-Count";
 
 impl ListQuery {
     /// Checks the page size: 1 to 10,000 when given.
@@ -133,6 +143,44 @@ impl ListQuery {
             limit => Ok(limit),
         }
     }
+
+    /// Checks the offset: 0 or more; 0 when absent.
+    pub fn offset(&self) -> Result<i64, String> {
+        match self.offset {
+            Some(offset) if offset < 0 => Err(format!("offset must be 0 or more, not {offset}")),
+            offset => Ok(offset.unwrap_or(0)),
+        }
+    }
+
+    /// The search text, when not empty (at most 255 characters).
+    pub fn search(&self) -> Result<Option<String>, String> {
+        match self.search.as_deref().map(str::trim) {
+            Some(text) if text.chars().count() > 255 => {
+                Err("search must be at most 255 characters".to_owned())
+            }
+            Some("") | None => Ok(None),
+            Some(text) => Ok(Some(text.to_owned())),
+        }
+    }
+}
+
+/// Adds the `X-Total-Count` header to a page's answer.
+pub fn with_total(
+    mut builder: actix_web::HttpResponseBuilder,
+    total: Option<i64>,
+) -> actix_web::HttpResponseBuilder {
+    if let Some(total) = total {
+        builder.insert_header((TOTAL_COUNT, total.to_string()));
+    }
+    builder
+}
+
+/// Query of `GET /api/v1/timeline`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineQuery {
+    /// At most this many entries (1 to 200, default 20).
+    pub limit: Option<i64>,
 }
 
 /// Body of `GET /api/v1/audit`.

@@ -52,8 +52,9 @@ pub async fn create_instance(
     Ok(HttpResponse::Created().json(response(instance)))
 }
 
-/// Lists the live instances by uuid: all of them, or those `host`, `state` (vm_state) and
-/// `resource_class` select, `limit` at a time after `marker`.
+/// Lists the live instances by uuid: all of them, or those `host`, `state` (vm_state),
+/// `resource_class` and `search` select, `limit` at a time after `marker` and `offset` (a page
+/// says how many there are in all: `X-Total-Count`).
 pub async fn list_instances(
     state: web::Data<AppState>,
     query: web::Query<ListQuery>,
@@ -61,16 +62,25 @@ pub async fn list_instances(
     let query = query.into_inner();
     let filter = db::instances::InstanceFilter {
         limit: query.limit().map_err(ApiError::BadRequest)?,
+        offset: query.offset().map_err(ApiError::BadRequest)?,
+        search: query.search().map_err(ApiError::BadRequest)?,
         marker: query.marker,
         host: query.host,
         state: query.state,
         resource_class: query.resource_class,
     };
-    let instances = db::run(&state.pool, move |conn| {
-        db::instances::find_instances(conn, &filter)
+    let (instances, total) = db::run(&state.pool, move |conn| {
+        let instances = db::instances::find_instances(conn, &filter)?;
+        // A page says how many there are in all.
+        let total = match filter.limit {
+            Some(_) => Some(db::instances::count_instances(conn, &filter)?),
+            None => None,
+        };
+        Ok((instances, total))
     })
     .await?;
-    Ok(HttpResponse::Ok().json(instances.into_iter().map(response).collect::<Vec<_>>()))
+    Ok(super::dto::with_total(HttpResponse::Ok(), total)
+        .json(instances.into_iter().map(response).collect::<Vec<_>>()))
 }
 
 /// Deletes an instance through its host (destroy, free the allocation, soft-delete).

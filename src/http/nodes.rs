@@ -17,8 +17,8 @@ use crate::db::ironic::NewIronicNode;
 const MAX_ENROLL: u32 = 100_000;
 
 /// Lists the nodes with their owners, compute nodes and providers, by uuid: all of them, or
-/// those `host`, `state` (provision state) and `resource_class` select, `limit` at a time
-/// after `marker`.
+/// those `host`, `state` (provision state), `resource_class` and `search` select, `limit` at
+/// a time after `marker` and `offset` (a page says how many there are in all: `X-Total-Count`).
 pub async fn list_nodes(
     state: web::Data<AppState>,
     query: web::Query<ListQuery>,
@@ -26,13 +26,21 @@ pub async fn list_nodes(
     let query = query.into_inner();
     let filter = db::registry::NodeFilter {
         limit: query.limit().map_err(ApiError::BadRequest)?,
+        offset: query.offset().map_err(ApiError::BadRequest)?,
+        search: query.search().map_err(ApiError::BadRequest)?,
         marker: query.marker,
         host: query.host,
         state: query.state,
         resource_class: query.resource_class,
     };
-    let nodes = db::run(&state.pool, move |conn| {
-        db::registry::find_node_views(conn, &filter)
+    let (nodes, total) = db::run(&state.pool, move |conn| {
+        let nodes = db::registry::find_node_views(conn, &filter)?;
+        // A page says how many there are in all.
+        let total = match filter.limit {
+            Some(_) => Some(db::registry::count_node_views(conn, &filter)?),
+            None => None,
+        };
+        Ok((nodes, total))
     })
     .await?;
     let body: Vec<NodeResponse> = nodes
@@ -51,7 +59,7 @@ pub async fn list_nodes(
             maintenance: node.maintenance,
         })
         .collect();
-    Ok(HttpResponse::Ok().json(body))
+    Ok(super::dto::with_total(HttpResponse::Ok(), total).json(body))
 }
 
 /// Enrolls `count` new nodes of `resource_class`, or the `nodes` given; the rebalancer then

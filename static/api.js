@@ -1,7 +1,12 @@
 // The admin API client: JSON in and out, the admin token on mutating requests when one is
-// needed (any address but loopback), and the API's own error message on failure.
+// needed (any address but loopback), and the API's own error message on failure. It counts
+// what it receives (window.ringmaster.bytes), so an idle page can be seen to cost little.
 
 const LOOPBACK = ["127.0.0.1", "localhost", "[::1]", "::1"];
+
+// What the page measures of itself: bytes received (API answers and events, as text), the
+// longest time one event or answer took to apply, and when the first paint was complete.
+export const stats = (window.ringmaster = { bytes: 0, events: 0, applyMaxMs: 0, firstPaintMs: null });
 
 export function needsToken() {
   return !LOOPBACK.includes(window.location.hostname);
@@ -15,7 +20,17 @@ export function setToken(value) {
   sessionStorage.setItem("ringmaster-token", value);
 }
 
-export async function request(method, path, body) {
+// Runs `apply` and notes how long it held the main thread.
+export function timed(apply) {
+  const started = performance.now();
+  try {
+    return apply();
+  } finally {
+    stats.applyMaxMs = Math.max(stats.applyMaxMs, performance.now() - started);
+  }
+}
+
+async function send(method, path, body) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET" && token()) headers.Authorization = `Bearer ${token()}`;
@@ -25,12 +40,23 @@ export async function request(method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();
+  stats.bytes += text.length;
   const parsed = text ? JSON.parse(text) : null;
   if (!response.ok) {
     const message = parsed && parsed.error ? parsed.error.message : `HTTP ${response.status}`;
     throw new Error(message);
   }
-  return parsed;
+  return { body: parsed, headers: response.headers };
+}
+
+export async function request(method, path, body) {
+  return (await send(method, path, body)).body;
+}
+
+// A page of a listing and how many the listing has in all (its X-Total-Count).
+export async function page(path) {
+  const { body, headers } = await send("GET", path);
+  return { rows: body, total: Number(headers.get("X-Total-Count") || body.length) };
 }
 
 export const get = (path) => request("GET", path);

@@ -1,16 +1,20 @@
 // The dashboard: reads the admin API, and on each typed event of the stream fetches again only
-// the parts that event concerns (a host's state: the hosts; an instance: instances and usage;
-// an audit result: nothing, it comes with the event); and drives hosts, nodes, instances and
-// the archiver. Rows are keyed, so a refresh rewrites only the rows whose data changed.
+// the parts that event concerns (a host's state: the hosts; a move: the counts, the timeline and
+// the nodes in view; an audit result: nothing, it comes with the event); and drives hosts,
+// nodes, instances and the archiver. It never reads every node: the tables read the page in
+// view (table.js) and the picture is drawn from counts (ring.js), so 100,000 nodes cost what
+// 100 do. Rows are keyed, so a refresh rewrites only the rows whose data changed.
 
-import { del, get, needsToken, post, setToken, token } from "./api.js";
-import { Ring, hostColour } from "./ring.js";
+import { del, get, needsToken, post, setToken, stats, timed, token } from "./api.js";
+import { Ownership, hostColour } from "./ring.js";
+import { VirtualTable } from "./table.js";
 
 const $ = (selector) => document.querySelector(selector);
-const ring = new Ring($("#ring"), $("#legend"));
+const ownership = new Ownership($("#ring"), $("#legend"));
+const numbers = new Intl.NumberFormat("en-US");
 let hostNames = [];
-let lastNodes = [];
 let refreshing = null;
+let searching = 0;
 const dirty = new Set();
 
 function showError(message) {
@@ -76,15 +80,19 @@ function age(timestamp) {
   return seconds < 60 ? `${seconds.toFixed(1)} s` : `${Math.round(seconds / 60)} min`;
 }
 
+function swatch(host) {
+  const element = document.createElement("span");
+  element.className = "swatch";
+  element.style.background = hostColour(hostNames, host);
+  return element;
+}
+
 function renderHosts(hosts) {
   hostNames = hosts.map((host) => host.host);
   renderRows($("#hosts tbody"), hosts.map((host) => ({ ...host, age: age(host.last_seen_up) })), (host) => host.host, (host) => {
     const badge = document.createElement("span");
     badge.className = `badge ${host.state}`;
     badge.textContent = host.state;
-    const name = document.createElement("span");
-    name.className = "swatch";
-    name.style.background = hostColour(hostNames, host.host);
     const actions = [
       button("Crash", () => act(() => post(`/api/v1/hosts/${host.host}/crash`), `Crash ${host.host}? It stops at once, without clean-up.`), "danger"),
       button("Start", () => act(() => post(`/api/v1/hosts/${host.host}/start`))),
@@ -94,76 +102,75 @@ function renderHosts(hosts) {
     actions[0].dataset.action = "crash";
     actions[1].dataset.action = "start";
     actions[2].dataset.action = "drain";
-    return [[name, host.host], badge, host.age, String(host.nodes), actions];
+    return [[swatch(host.host), host.host], badge, host.age, numbers.format(host.nodes), actions];
   });
 }
 
-function renderNodes(nodes) {
-  lastNodes = nodes;
-  const filter = $("#node-filter").value.trim().toLowerCase();
-  const shown = filter
-    ? nodes.filter((node) => [node.uuid, node.host, node.provision_state, node.instance_uuid, node.compute_node_uuid]
-      .some((field) => (field || "").toLowerCase().includes(filter)))
-    : nodes;
-  $("#nodes-count").textContent = `(${shown.length} of ${nodes.length})`;
-  renderRows($("#nodes tbody"), shown, (node) => node.uuid, (node) => {
+const nodesTable = new VirtualTable({
+  scroller: $("#nodes-scroller"),
+  tbody: $("#nodes tbody"),
+  path: "/api/v1/nodes",
+  columns: 7,
+  key: (node) => node.uuid,
+  onTotal: (total) => ($("#nodes-count").textContent = `(${numbers.format(total)})`),
+  cells: (node) => {
     const lock = node.locked
       ? button("Unlock", () => act(() => post(`/api/v1/nodes/${node.uuid}/unlock`)))
       : button("Lock", () => act(() => post(`/api/v1/nodes/${node.uuid}/lock`), `Lock ${short(node.uuid)}? Deploys and destroys on it will fail.`));
     const owner = document.createElement("span");
     owner.className = "owner";
-    owner.textContent = node.host || "—";
+    owner.dataset.owner = node.host || "";
+    owner.append(swatch(node.host), node.host || "—");
     return [short(node.uuid), owner, short(node.compute_node_uuid), short(node.resource_provider_uuid),
       short(node.instance_uuid), node.provision_state + (node.locked ? " (locked)" : ""), lock];
-  });
-  for (const row of $("#nodes tbody").rows) {
-    const node = shown.find((item) => item.uuid === row.dataset.key);
-    row.dataset.owner = node ? node.host || "" : "";
-  }
-}
+  },
+});
 
-function renderInstances(instances) {
-  renderRows($("#instances tbody"), instances, (instance) => instance.uuid, (instance) => [
+const instancesTable = new VirtualTable({
+  scroller: $("#instances-scroller"),
+  tbody: $("#instances tbody"),
+  path: "/api/v1/instances",
+  columns: 5,
+  key: (instance) => instance.uuid,
+  onTotal: (total) => ($("#instances-count").textContent = `(${numbers.format(total)})`),
+  cells: (instance) => [
     instance.name, instance.host, short(instance.node), instance.vm_state,
     button("Delete", () => act(() => del(`/api/v1/instances/${instance.uuid}`), `Delete instance ${instance.name}?`), "danger"),
+  ],
+});
+
+function renderUsage(classes) {
+  renderRows($("#usage tbody"), classes, (entry) => entry.resource_class, (entry) => [
+    entry.resource_class, numbers.format(entry.providers), numbers.format(entry.total),
+    numbers.format(entry.reserved), numbers.format(entry.used),
   ]);
 }
 
-function renderUsage(providers) {
-  const classes = new Map();
-  for (const provider of providers) {
-    for (const [name, inventory] of Object.entries(provider.inventory)) {
-      const entry = classes.get(name) || { name, total: 0, reserved: 0, used: 0 };
-      entry.total += inventory.total;
-      entry.reserved += inventory.reserved;
-      entry.used += provider.usages[name] || 0;
-      classes.set(name, entry);
-    }
-  }
-  renderRows($("#usage tbody"), [...classes.values()], (entry) => entry.name, (entry) => [
-    entry.name, String(entry.total), String(entry.reserved), String(entry.used),
-  ]);
-}
-
-function renderMoves(moves) {
-  const items = moves.map((move) => {
+// The timeline: one entry per failover, drain or join ("cmp-5 down: 5,037 nodes → cmp-1 262, …").
+function renderTimeline(entries) {
+  const items = entries.map((entry) => {
     const item = document.createElement("li");
     const time = document.createElement("time");
-    time.dateTime = move.moved_at;
-    time.textContent = new Date(move.moved_at).toLocaleTimeString();
-    item.append(time, ` ${short(move.node)} ${move.from_host || "—"} → ${move.to_host} `);
+    time.dateTime = entry.moved_at;
+    time.textContent = new Date(entry.moved_at).toLocaleTimeString();
     const reason = document.createElement("span");
-    reason.className = `badge ${move.reason}`;
-    reason.textContent = move.reason;
-    item.append(reason);
+    reason.className = `badge ${entry.reason}`;
+    reason.textContent = entry.reason.replace("_", " ");
+    item.append(time, reason, ` ${entry.summary}`);
     return item;
   });
   $("#moves").replaceChildren(...items);
 }
 
+function renderRing(ring) {
+  const algorithm = ring.algorithm === "default" ? "default ring: shares, no positions" : `${ring.algorithm} ring`;
+  $("#ring-meta").textContent = `v${ring.version}, ${algorithm}, ${numbers.format(ring.nodes)} nodes`;
+  ownership.render(hostNames, ring.counts, ring.nodes);
+}
+
 function renderArchiveRuns(runs) {
   renderRows($("#archive-runs tbody"), runs, (run) => String(run.id), (run) => [
-    String(run.id), new Date(run.started_at).toLocaleString(), run.status, String(run.total_rows), String(run.purged_rows),
+    String(run.id), new Date(run.started_at).toLocaleString(), run.status, numbers.format(run.total_rows), numbers.format(run.purged_rows),
   ]);
 }
 
@@ -181,35 +188,34 @@ function renderAudit(audit) {
   const list = document.createElement("ul");
   for (const group of groups) {
     const item = document.createElement("li");
-    item.textContent = `invariant ${group.invariant}: ${group.count} — ${group.first.join("; ")}${group.count > group.first.length ? " …" : ""}`;
+    item.textContent = `invariant ${group.invariant}: ${numbers.format(group.count)} — ${group.first.join("; ")}${group.count > group.first.length ? " …" : ""}`;
     list.append(item);
   }
-  banner.replaceChildren(`${total} invariant violations:`, list);
+  banner.replaceChildren(`${numbers.format(total)} invariant violations:`, list);
 }
 
-// What each part of the page reads; the hosts come first (the ring colours by host).
+// What each part of the page reads; the hosts come first (the picture colours by host).
 const loaders = {
-  hosts: async () => renderHosts(await get("/api/v1/hosts")),
-  nodes: async () => {
-    const [nodes, ring_] = await Promise.all([get("/api/v1/nodes"), get("/api/v1/ring")]);
-    ring.render(hostNames, nodes);
-    $("#ring-meta").textContent = `v${ring_.version}, ${ring_.algorithm}`;
-    renderNodes(nodes);
-  },
-  instances: async () => renderInstances(await get("/api/v1/instances")),
-  usage: async () => renderUsage(await get("/api/v1/providers")),
-  moves: async () => renderMoves(await get("/api/v1/moves?limit=50")),
-  archive: async () => renderArchiveRuns(await get("/api/v1/archive/runs?limit=20")),
-  audit: async () => renderAudit(await get("/api/v1/audit")),
+  hosts: async () => { const hosts = await get("/api/v1/hosts"); timed(() => renderHosts(hosts)); },
+  ring: async () => { const ring = await get("/api/v1/ring"); timed(() => renderRing(ring)); },
+  nodes: () => nodesTable.refresh(),
+  instances: () => instancesTable.refresh(),
+  usage: async () => { const usage = await get("/api/v1/usage"); timed(() => renderUsage(usage)); },
+  moves: async () => { const entries = await get("/api/v1/timeline?limit=20"); timed(() => renderTimeline(entries)); },
+  archive: async () => { const runs = await get("/api/v1/archive/runs?limit=20"); timed(() => renderArchiveRuns(runs)); },
+  audit: async () => { const audit = await get("/api/v1/audit"); timed(() => renderAudit(audit)); },
 };
 const EVERYTHING = Object.keys(loaders);
+// What the first paint is: everything but the audit (it may take seconds at 100,000 nodes and
+// has its own banner meanwhile).
+const FIRST_PAINT = EVERYTHING.filter((part) => part !== "audit");
 
 // The parts of the page each event concerns.
 const EVENT_PARTS = {
   host: ["hosts"],
-  nodes_moved: ["hosts", "nodes", "moves"],
-  nodes_claimed: ["hosts", "nodes"],
-  nodes: ["nodes", "usage"],
+  nodes_moved: ["hosts", "ring", "nodes", "moves"],
+  nodes_claimed: ["hosts", "ring", "nodes"],
+  nodes: ["ring", "nodes", "usage"],
   instance: ["instances", "usage"],
   archive: ["archive", "instances"],
   resync: EVERYTHING,
@@ -217,7 +223,12 @@ const EVENT_PARTS = {
 
 async function refresh(parts) {
   if (parts.has("hosts")) await loaders.hosts();
-  await Promise.all([...parts].filter((part) => part !== "hosts").map((part) => loaders[part]()));
+  const rest = [...parts].filter((part) => part !== "hosts");
+  await Promise.all(rest.filter((part) => part !== "audit").map((part) => loaders[part]()));
+  if (stats.firstPaintMs === null && FIRST_PAINT.every((part) => parts.has(part))) {
+    stats.firstPaintMs = performance.now();
+  }
+  if (parts.has("audit")) await loaders.audit();
 }
 
 // Coalesces refreshes: at most one runs; the parts asked for meanwhile follow in one more.
@@ -234,6 +245,11 @@ function scheduleRefresh(parts = EVERYTHING) {
     });
 }
 
+function countEvent(event) {
+  stats.bytes += event.data.length;
+  stats.events += 1;
+}
+
 function connect() {
   const status = $("#connection");
   const events = new EventSource("/api/v1/events");
@@ -244,16 +260,28 @@ function connect() {
     scheduleRefresh();
   });
   for (const [type, parts] of Object.entries(EVENT_PARTS)) {
-    events.addEventListener(type, () => scheduleRefresh(parts));
+    events.addEventListener(type, (event) => {
+      countEvent(event);
+      scheduleRefresh(parts);
+    });
   }
-  events.addEventListener("audit", (event) => renderAudit(JSON.parse(event.data)));
+  events.addEventListener("audit", (event) => {
+    countEvent(event);
+    timed(() => renderAudit(JSON.parse(event.data)));
+  });
   events.addEventListener("error", () => {
     status.textContent = "reconnecting…";
     status.className = "bad";
   });
 }
 
-$("#node-filter").addEventListener("input", () => renderNodes(lastNodes));
+$("#node-filter").addEventListener("input", () => {
+  clearTimeout(searching);
+  searching = setTimeout(() => {
+    const text = $("#node-filter").value.trim();
+    nodesTable.setQuery(text ? `search=${encodeURIComponent(text)}` : "").catch((error) => showError(error.message));
+  }, 250);
+});
 $("#add-host").addEventListener("submit", (event) => {
   event.preventDefault();
   act(() => post("/api/v1/hosts", { host: $("#new-host").value.trim() }));
@@ -290,7 +318,7 @@ setInterval(() => {
     row.cells[2].textContent = age(data.last_seen_up);
   }
 }, 1000);
-// Heartbeats send no event: the host list (a few rows) is read again now and then so that
-// heartbeat ages stay true.
+// Heartbeats send no event: the host list (one row per host) is read again now and then so
+// that heartbeat ages stay true.
 setInterval(() => scheduleRefresh(["hosts"]), 5000);
 connect();

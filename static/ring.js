@@ -1,106 +1,84 @@
-// The hash ring as an SVG circle: an outer arc per host (its share of the nodes) and a dot per
-// node at the angle of its uuid, coloured by its owner. Dots are kept by uuid, so a move only
-// changes one attribute (and CSS animates the colour); a new set of nodes is drawn in one pass.
+// Who owns the nodes, told truthfully: the default ring has no positions, so the picture is
+// each host's share — a grid with one cell per node (or per few nodes, at 100,000), grouped by
+// owner and drawn on a canvas from the counts alone — and a legend with the counts and shares.
+// Colours stay distinct for 24 hosts; more hosts get colours spread around the hue circle.
 
-const SVG = "http://www.w3.org/2000/svg";
-const PALETTE = ["#2f6fdf", "#e07b1a", "#2a9d5c", "#c33c54", "#7b4fd1", "#148f9c", "#b08a12", "#5b6777"];
+const PALETTE = [
+  "#0067a5", "#f38400", "#008856", "#be0032", "#875692", "#f3c300", "#a1caf1", "#882d17",
+  "#8db600", "#e68fac", "#604e97", "#f6a600", "#2b3d26", "#c2b280", "#b3446c", "#17becf",
+  "#654522", "#e25822", "#dcd300", "#f99379", "#222222", "#848482", "#5fd35f", "#d62ad6",
+];
+const UNOWNED = "#dde1e8";
 
 export function hostColour(hosts, host) {
   const index = hosts.indexOf(host);
-  return index < 0 ? "#9aa3b2" : PALETTE[index % PALETTE.length];
+  if (index < 0) return UNOWNED;
+  if (index < PALETTE.length) return PALETTE[index];
+  // Beyond the palette: the golden angle around the hue circle, three lightnesses.
+  const hue = Math.round((index * 137.508) % 360);
+  return `hsl(${hue} 70% ${[38, 55, 70][index % 3]}%)`;
 }
 
-// Angle of a node: the first 32 bits of its uuid as a fraction of the circle.
-function angleOf(uuid) {
-  return (parseInt(uuid.replace(/-/g, "").slice(0, 8), 16) / 0x100000000) * 2 * Math.PI;
-}
+const format = new Intl.NumberFormat("en-US");
 
-function arcPath(radius, start, end) {
-  const large = end - start > Math.PI ? 1 : 0;
-  const x1 = radius * Math.sin(start);
-  const y1 = -radius * Math.cos(start);
-  const x2 = radius * Math.sin(end);
-  const y2 = -radius * Math.cos(end);
-  return `M ${x1.toFixed(2)} ${y1.toFixed(2)} A ${radius} ${radius} 0 ${large} 1 ${x2.toFixed(2)} ${y2.toFixed(2)}`;
-}
-
-export class Ring {
-  constructor(svg, legend) {
-    this.svg = svg;
+export class Ownership {
+  constructor(canvas, legend) {
+    this.canvas = canvas;
     this.legend = legend;
-    this.dots = new Map();
-    this.arcs = document.createElementNS(SVG, "g");
-    this.points = document.createElementNS(SVG, "g");
-    const base = document.createElementNS(SVG, "circle");
-    base.setAttribute("r", "90");
-    base.setAttribute("class", "ring-base");
-    svg.append(base, this.arcs, this.points);
   }
 
-  render(hosts, nodes) {
-    // Host arcs: consecutive shares of the circle, in host order.
-    const total = Math.max(nodes.length, 1);
-    const counts = new Map(hosts.map((host) => [host, 0]));
-    for (const node of nodes) if (node.host) counts.set(node.host, (counts.get(node.host) || 0) + 1);
-    const arcs = [];
-    let start = 0;
-    for (const host of hosts) {
-      const share = ((counts.get(host) || 0) / total) * 2 * Math.PI;
-      if (share > 0) {
-        const end = start + Math.min(share, 2 * Math.PI - 0.0001);
-        const arc = document.createElementNS(SVG, "path");
-        arc.setAttribute("d", arcPath(104, start, end));
-        arc.setAttribute("stroke", hostColour(hosts, host));
-        arc.setAttribute("class", "ring-arc");
-        arc.dataset.host = host;
-        arcs.push(arc);
-        start = end;
-      }
-    }
-    this.arcs.replaceChildren(...arcs);
+  // `hosts`: every host, in order; `counts`: nodes per host; `total`: every node, owned or not.
+  render(hosts, counts, total) {
+    const owners = hosts.map((host) => ({ host, nodes: counts[host] || 0, colour: hostColour(hosts, host) }));
+    const owned = owners.reduce((sum, owner) => sum + owner.nodes, 0);
+    const unowned = Math.max(0, total - owned);
+    const runs = [...owners, { host: "", nodes: unowned, colour: UNOWNED }].filter((run) => run.nodes > 0);
+    this.draw(runs, Math.max(total, owned));
 
-    // Node dots: created once per uuid, then only recoloured.
-    const seen = new Set();
-    const created = [];
-    for (const node of nodes) {
-      seen.add(node.uuid);
-      let dot = this.dots.get(node.uuid);
-      if (!dot) {
-        dot = document.createElementNS(SVG, "circle");
-        const angle = angleOf(node.uuid);
-        dot.setAttribute("cx", (90 * Math.sin(angle)).toFixed(2));
-        dot.setAttribute("cy", (-90 * Math.cos(angle)).toFixed(2));
-        dot.setAttribute("r", nodes.length > 200 ? "1.6" : "4");
-        dot.setAttribute("class", "ring-node");
-        dot.dataset.node = node.uuid;
-        const title = document.createElementNS(SVG, "title");
-        dot.append(title);
-        this.dots.set(node.uuid, dot);
-        created.push(dot);
-      }
-      const owner = node.host || "";
-      if (dot.dataset.owner !== owner) {
-        dot.dataset.owner = owner;
-        dot.setAttribute("fill", hostColour(hosts, node.host));
-        dot.firstChild.textContent = `${node.uuid} on ${owner || "no host"}`;
-      }
-    }
-    if (created.length) this.points.append(...created);
-    for (const [uuid, dot] of this.dots) {
-      if (!seen.has(uuid)) {
-        dot.remove();
-        this.dots.delete(uuid);
-      }
-    }
-
-    const items = hosts.map((host) => {
-      const item = document.createElement("li");
-      const swatch = document.createElement("span");
-      swatch.className = "swatch";
-      swatch.style.background = hostColour(hosts, host);
-      item.append(swatch, `${host} (${counts.get(host) || 0})`);
-      return item;
-    });
+    const items = owners.map((owner) => this.item(owner.colour, owner.host, owner.nodes, total));
+    if (unowned) items.push(this.item(UNOWNED, "no owner", unowned, total));
     this.legend.replaceChildren(...items);
+    this.canvas.setAttribute("aria-label", `nodes by owner: ${items.map((item) => item.textContent).join("; ")}`);
+  }
+
+  item(colour, label, nodes, total) {
+    const item = document.createElement("li");
+    const swatch = document.createElement("span");
+    swatch.className = "swatch";
+    swatch.style.background = colour;
+    const share = total ? ` (${((100 * nodes) / total).toFixed(1)}%)` : "";
+    item.append(swatch, `${label} ${format.format(nodes)}${share}`);
+    item.dataset.host = label;
+    return item;
+  }
+
+  // One cell per node (or per `per` nodes), row by row, owner after owner.
+  draw(runs, total) {
+    const ratio = window.devicePixelRatio || 1;
+    const width = Math.round((this.canvas.clientWidth || 360) * ratio);
+    const height = Math.round((this.canvas.clientHeight || 200) * ratio);
+    if (this.canvas.width !== width) this.canvas.width = width;
+    if (this.canvas.height !== height) this.canvas.height = height;
+    const context = this.canvas.getContext("2d");
+    context.clearRect(0, 0, width, height);
+    if (!total) return;
+    const size = Math.max(1, Math.floor(Math.sqrt((width * height) / total)));
+    const columns = Math.max(1, Math.floor(width / size));
+    const rows = Math.max(1, Math.floor(height / size));
+    const per = Math.max(1, Math.ceil(total / (columns * rows)));
+    const gap = size >= 6 ? 1 : 0;
+    let cell = 0;
+    for (const run of runs) {
+      context.fillStyle = run.colour;
+      let left = Math.ceil(run.nodes / per);
+      while (left > 0) {
+        const column = cell % columns;
+        const row = Math.floor(cell / columns);
+        const length = Math.min(left, columns - column);
+        context.fillRect(column * size, row * size, length * size - gap, size - gap);
+        cell += length;
+        left -= length;
+      }
+    }
   }
 }

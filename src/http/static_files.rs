@@ -29,6 +29,11 @@ pub const STATIC_FILES: &[(&str, &str, &[u8])] = &[
         include_bytes!("../../static/ring.js"),
     ),
     (
+        "table.js",
+        "text/javascript; charset=utf-8",
+        include_bytes!("../../static/table.js"),
+    ),
+    (
         "style.css",
         "text/css; charset=utf-8",
         include_bytes!("../../static/style.css"),

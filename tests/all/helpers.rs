@@ -627,12 +627,18 @@ pub fn http(address: &str, method: &str, path: &str) -> (u16, String) {
 /// Starts `demo` with the FAST timings on a data directory of its own; returns the folder
 /// (removed on drop), the process and its `host:port`.
 pub fn start_demo(label: &str) -> (TempDir, Running, String) {
+    start_demo_with(label, &[])
+}
+
+/// `start_demo` with more arguments (`--hosts`, `--nodes` …).
+pub fn start_demo_with(label: &str, extra: &[&str]) -> (TempDir, Running, String) {
     let dir = TempDir::new(label);
     let mut command = ringmaster();
     command
         .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path.join("pg"))
         .args(FAST)
+        .args(extra)
         .env("RUST_LOG", "warn");
     let mut demo = Running::spawn(command);
     let address =

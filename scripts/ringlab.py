@@ -191,6 +191,34 @@ def http(address, method, path, body=None, timeout=10):
         return None, str(error)
 
 
+def host_counts(address):
+    status, hosts = http(address, "GET", "/api/v1/hosts", timeout=30)
+    if status != 200:
+        return None
+    return {host["host"]: host["nodes"] for host in hosts}
+
+
+def wait_all_owned(address, nodes, started):
+    while True:
+        counts = host_counts(address)
+        if counts is not None and sum(counts.values()) >= nodes:
+            return time.time() - started
+        if time.time() - started > 900:
+            sys.exit("the nodes were not all owned within 15 minutes")
+        time.sleep(0.2)
+
+
+def wait_reported(postgres, nodes):
+    """Waits until every node's inventory has been reported once."""
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        reported = int(postgres.psql("SELECT count(*) FROM inventories")[0][0])
+        if reported >= nodes:
+            return
+        time.sleep(1)
+    sys.exit("the inventories were not all reported within 10 minutes")
+
+
 def cpu_seconds(pids):
     """User + system CPU seconds the processes `pids` have used so far."""
     ticks = os.sysconf("SC_CLK_TCK")

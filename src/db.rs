@@ -242,3 +242,21 @@ pub fn like_prefix(text: &str) -> String {
     pattern.push('%');
     pattern
 }
+
+/// A statement that changed at least this many rows of a table refreshes its statistics.
+pub const ANALYZE_AFTER_ROWS: usize = 1_000;
+
+/// Refreshes the planner statistics of `tables` after a bulk change of `rows` rows (nothing
+/// below `ANALYZE_AFTER_ROWS`): a table that grew from nothing to 100,000 rows is otherwise
+/// planned as nearly empty until autovacuum comes by, and a page of it takes seconds. A
+/// failure is logged, not returned: the change itself is committed already.
+pub fn analyze_after_bulk(conn: &mut PgConnection, tables: &[&str], rows: usize) {
+    if rows < ANALYZE_AFTER_ROWS {
+        return;
+    }
+    for table in tables {
+        if let Err(error) = diesel::sql_query(format!("ANALYZE {table}")).execute(conn) {
+            log::warn!("statistics of {table} not refreshed after {rows} rows changed: {error}");
+        }
+    }
+}

@@ -5,9 +5,9 @@
 // view (table.js) and the picture is drawn from counts (ring.js), so 100,000 nodes cost what
 // 100 do. Rows are keyed, so a refresh rewrites only the rows whose data changed.
 
-import { del, get, needsToken, post, setToken, stats, timed, token } from "./api.js";
+import { applying, del, get, needsToken, post, setToken, stats, timed, token } from "./api.js";
 import { Ownership, hostColour } from "./ring.js";
-import { VirtualTable } from "./table.js";
+import { VirtualTable, keyedRow } from "./table.js";
 
 const $ = (selector) => document.querySelector(selector);
 const ownership = new Ownership($("#ring"), $("#legend"));
@@ -52,24 +52,7 @@ function short(uuid) {
 // Replaces the rows of `tbody` by `items`, touching only rows whose data changed.
 function renderRows(tbody, items, key, cells) {
   const existing = new Map([...tbody.rows].map((row) => [row.dataset.key, row]));
-  const rows = items.map((item) => {
-    const id = key(item);
-    const signature = JSON.stringify(item);
-    let row = existing.get(id);
-    if (!row || row.dataset.signature !== signature) {
-      row = document.createElement("tr");
-      row.dataset.key = id;
-      row.dataset.signature = signature;
-      for (const content of cells(item)) {
-        const cell = document.createElement("td");
-        if (content instanceof Node) cell.append(content);
-        else if (Array.isArray(content)) cell.append(...content);
-        else cell.textContent = content ?? "";
-        row.append(cell);
-      }
-    }
-    return row;
-  });
+  const rows = items.map((item) => keyedRow(existing, item, key, cells));
   const same = rows.length === tbody.rows.length && rows.every((row, index) => tbody.rows[index] === row);
   if (!same) tbody.replaceChildren(...rows);
 }
@@ -87,7 +70,21 @@ function swatch(host) {
   return element;
 }
 
+let lastHosts = [];
+
+// A `host` event that says a known host's new state is applied as it is; any other (a host
+// added, drained …) reads the hosts again.
+function applyHostEvent(data) {
+  const known = lastHosts.find((host) => host.host === data.host);
+  if (!known || !data.state) return false;
+  known.state = data.state;
+  if (data.last_seen_up) known.last_seen_up = data.last_seen_up;
+  renderHosts(lastHosts);
+  return true;
+}
+
 function renderHosts(hosts) {
+  lastHosts = hosts;
   hostNames = hosts.map((host) => host.host);
   renderRows($("#hosts tbody"), hosts.map((host) => ({ ...host, age: age(host.last_seen_up) })), (host) => host.host, (host) => {
     const badge = document.createElement("span");
@@ -237,7 +234,7 @@ function scheduleRefresh(parts = EVERYTHING) {
   if (refreshing) return;
   const now = new Set(dirty);
   dirty.clear();
-  refreshing = refresh(now)
+  refreshing = applying(() => refresh(now))
     .catch((error) => showError(`cannot refresh: ${error.message}`))
     .finally(() => {
       refreshing = null;
@@ -262,6 +259,7 @@ function connect() {
   for (const [type, parts] of Object.entries(EVENT_PARTS)) {
     events.addEventListener(type, (event) => {
       countEvent(event);
+      if (type === "host" && timed(() => applyHostEvent(JSON.parse(event.data)))) return;
       scheduleRefresh(parts);
     });
   }

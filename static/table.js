@@ -8,6 +8,26 @@ const ROW = 30; // px; .scroller tbody tr has this height
 const OVERSCAN = 10;
 const PAGE = 100;
 
+// The row of `item`: the one of `existing` with its key when its data did not change, else a
+// new one with its cells (text, a node, or a list of them).
+export function keyedRow(existing, item, key, cells) {
+  const id = key(item);
+  const signature = JSON.stringify(item);
+  const kept = existing.get(id);
+  if (kept && kept.dataset.signature === signature) return kept;
+  const row = document.createElement("tr");
+  row.dataset.key = id;
+  row.dataset.signature = signature;
+  for (const content of cells(item)) {
+    const cell = document.createElement("td");
+    if (content instanceof Node) cell.append(content);
+    else if (Array.isArray(content)) cell.append(...content);
+    else cell.textContent = content ?? "";
+    row.append(cell);
+  }
+  return row;
+}
+
 export class VirtualTable {
   // `scroller`: the element that scrolls; `tbody`: the rows; `path`: the listing;
   // `key(item)`, `cells(item)`: a row's identity and cells; `onTotal(shown)`: told the total.
@@ -101,22 +121,7 @@ export class VirtualTable {
         rows.push(placeholder);
         continue;
       }
-      const id = this.key(item);
-      const signature = JSON.stringify(item);
-      let row = existing.get(id);
-      if (!row || row.dataset.signature !== signature) {
-        row = document.createElement("tr");
-        row.dataset.key = id;
-        row.dataset.signature = signature;
-        for (const content of this.cells(item)) {
-          const cell = document.createElement("td");
-          if (content instanceof Node) cell.append(content);
-          else if (Array.isArray(content)) cell.append(...content);
-          else cell.textContent = content ?? "";
-          row.append(cell);
-        }
-      }
-      rows.push(row);
+      rows.push(keyedRow(existing, item, this.key, this.cells));
     }
     this.top.firstChild.style.height = `${first * ROW}px`;
     this.bottom.firstChild.style.height = `${Math.max(0, this.total - last) * ROW}px`;

@@ -50,7 +50,11 @@ impl Handler<EnrollNodes> for Ironic {
     type Result = Result<usize, DbError>;
 
     fn handle(&mut self, message: EnrollNodes, _: &mut Self::Context) -> Self::Result {
-        self.run(|conn| ironic::enroll_nodes(conn, &message.nodes))
+        let enrolled = self.run(|conn| ironic::enroll_nodes(conn, &message.nodes))?;
+        if let Ok(mut conn) = self.pool.get() {
+            crate::db::analyze_after_bulk(&mut conn, &["ironic_nodes"], enrolled);
+        }
+        Ok(enrolled)
     }
 }
 

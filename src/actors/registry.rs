@@ -96,6 +96,15 @@ impl Handler<ClaimNodes> for Registry {
             }
             Ok(claimed)
         })
+        .inspect(|claimed| {
+            if let Ok(mut conn) = self.pool.get() {
+                crate::db::analyze_after_bulk(
+                    &mut conn,
+                    &["compute_nodes", "resource_providers"],
+                    claimed.len(),
+                );
+            }
+        })
     }
 }
 

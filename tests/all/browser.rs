@@ -206,6 +206,7 @@ const STATE: &str = r#"
         cmp5State: cmp5 ? cmp5.cells[1].textContent : null,
         timeline: [...document.querySelectorAll('#moves li')].map((item) => item.textContent),
         bytes: window.ringmaster ? window.ringmaster.bytes : null,
+        events: window.ringmaster ? window.ringmaster.events : null,
         firstPaintMs: window.ringmaster ? window.ringmaster.firstPaintMs : null,
         applyMaxMs: window.ringmaster ? window.ringmaster.applyMaxMs : null,
         audit: document.querySelector('#audit').className,
@@ -323,12 +324,16 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
     assert!(middle["nodesRendered"].as_u64().unwrap() <= 100, "{middle}");
 
     // Idle: nothing happens, and the page receives little (heartbeat ages are read now and then).
-    let idle_from = driver.script(STATE).await["bytes"].as_f64().unwrap();
+    let idle_from = driver.script(STATE).await;
     let idle_seconds = 15;
     actix_rt::time::sleep(Duration::from_secs(idle_seconds)).await;
-    let idle_to = driver.script(STATE).await["bytes"].as_f64().unwrap();
-    let per_second = (idle_to - idle_from) / idle_seconds as f64;
-    eprintln!("idle page: {per_second:.0} bytes per second");
+    let idle_to = driver.script(STATE).await;
+    let per_second = (idle_to["bytes"].as_f64().unwrap() - idle_from["bytes"].as_f64().unwrap())
+        / idle_seconds as f64;
+    eprintln!(
+        "idle page: {per_second:.0} bytes per second, {} events",
+        idle_to["events"].as_u64().unwrap() - idle_from["events"].as_u64().unwrap()
+    );
     assert!(
         per_second <= 10_240.0,
         "an idle page receives at most 10 KB a second, not {per_second:.0} B"

@@ -380,7 +380,7 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
                 OrphanOutcome::Deleted => report.orphans_deleted.push(compute_node.node.clone()),
                 OrphanOutcome::KeptWithAllocations => {
                     log::warn!(
-                        "node {} is gone from ironic but its provider holds allocations: compute node {} kept",
+                        "node {} is gone from ironic but its provider holds allocations or its PCI devices are in use: compute node {} kept",
                         compute_node.node,
                         compute_node.uuid
                     );

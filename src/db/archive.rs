@@ -123,10 +123,14 @@ fn lock_archivable(
             )
         })
         .collect();
+    let in_use = table
+        .in_use
+        .map(|condition| format!(" AND NOT ({condition})"))
+        .unwrap_or_default();
     let last = cursor.last_id.get(table.name).copied().unwrap_or(0);
     let ids: Vec<i64> = diesel::sql_query(format!(
         "SELECT t.id FROM {} t
-          WHERE t.deleted <> 0 AND t.id > $1 AND ($2::timestamptz IS NULL OR t.deleted_at < $2){blockers}
+          WHERE t.deleted <> 0 AND t.id > $1 AND ($2::timestamptz IS NULL OR t.deleted_at < $2){blockers}{in_use}
           ORDER BY t.id LIMIT $3 FOR UPDATE OF t SKIP LOCKED",
         table.name
     ))

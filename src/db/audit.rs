@@ -134,6 +134,13 @@ const CHECKS: &[(u8, &str)] = &[
            FROM pci_devices p
           WHERE p.deleted <> 0 AND p.status IN ('allocated', 'claimed')",
     ),
+    (
+        8,
+        "SELECT format('pci device %s (%s) is allocated to instance %s but was archived',
+                       s.id, s.address, s.instance_uuid) AS message
+           FROM shadow_pci_devices s
+          WHERE s.status IN ('allocated', 'claimed')",
+    ),
 ];
 
 /// What the time-bound checks judge by.

@@ -337,7 +337,8 @@ pub fn move_nodes(
 pub enum OrphanOutcome {
     /// The compute node is soft-deleted and its provider deleted.
     Deleted,
-    /// Its provider holds allocations: the compute node and provider are kept.
+    /// Its provider holds allocations, or its PCI devices are allocated or claimed: the compute
+    /// node and provider are kept (and reported) until they are freed.
     KeptWithAllocations,
     /// The caller is not the node's current owner at that epoch: refused.
     NotOwner,
@@ -372,19 +373,27 @@ pub fn delete_orphan(
         in_ironic: i64,
         #[diesel(sql_type = BigInt)]
         allocations: i64,
+        #[diesel(sql_type = BigInt)]
+        devices_in_use: i64,
     }
+    // Its devices allocated or claimed are locked: a late free waits for this transaction and
+    // then finds the device as it was (invariant 8).
     let facts: Facts = diesel::sql_query(
         "SELECT (SELECT count(*) FROM ironic_nodes WHERE uuid::text = $1) AS in_ironic,
                 (SELECT count(*) FROM allocations a JOIN resource_providers rp
-                    ON rp.id = a.resource_provider_id WHERE rp.uuid = $2) AS allocations",
+                    ON rp.id = a.resource_provider_id WHERE rp.uuid = $2) AS allocations,
+                (SELECT count(*) FROM (SELECT id FROM pci_devices
+                    WHERE compute_node_id = $3 AND deleted = 0
+                      AND status IN ('allocated', 'claimed') FOR UPDATE) d) AS devices_in_use",
     )
     .bind::<Text, _>(node)
     .bind::<SqlUuid, _>(compute_node.uuid)
+    .bind::<BigInt, _>(compute_node.id)
     .get_result(conn)?;
     if facts.in_ironic > 0 {
         return Ok(OrphanOutcome::StillInIronic);
     }
-    if facts.allocations > 0 {
+    if facts.allocations > 0 || facts.devices_in_use > 0 {
         return Ok(OrphanOutcome::KeptWithAllocations);
     }
     diesel::sql_query(

@@ -36,6 +36,9 @@ pub struct ArchiveTable {
     pub name: &'static str,
     pub children: &'static [LifecycleChild],
     pub blockers: &'static [Blocker],
+    /// A soft-deleted row this condition (SQL over the row as `t`) holds for is still in use
+    /// and never moves: a PCI device allocated or claimed (invariant 8).
+    pub in_use: Option<&'static str>,
 }
 
 const ACTION_EVENTS: LifecycleChild = LifecycleChild {
@@ -71,41 +74,49 @@ pub const ARCHIVE_ORDER: &[ArchiveTable] = &[
             instance_child("block_device_mapping", &[]),
         ],
         blockers: &[],
+        in_use: None,
     },
     ArchiveTable {
         name: "instance_actions",
         children: &[ACTION_EVENTS],
         blockers: &[],
+        in_use: None,
     },
     ArchiveTable {
         name: "instance_actions_events",
         children: &[],
         blockers: &[],
+        in_use: None,
     },
     ArchiveTable {
         name: "instance_extra",
         children: &[],
         blockers: &[],
+        in_use: None,
     },
     ArchiveTable {
         name: "instance_system_metadata",
         children: &[],
         blockers: &[],
+        in_use: None,
     },
     ArchiveTable {
         name: "instance_faults",
         children: &[],
         blockers: &[],
+        in_use: None,
     },
     ArchiveTable {
         name: "block_device_mapping",
         children: &[],
         blockers: &[],
+        in_use: None,
     },
     ArchiveTable {
         name: "pci_devices",
         children: &[],
         blockers: &[],
+        in_use: Some("t.status IN ('allocated', 'claimed')"),
     },
     ArchiveTable {
         name: "compute_nodes",
@@ -115,6 +126,7 @@ pub const ARCHIVE_ORDER: &[ArchiveTable] = &[
             column: "compute_node_id",
             parent_column: "id",
         }],
+        in_use: None,
     },
     ArchiveTable {
         name: "services",
@@ -124,6 +136,7 @@ pub const ARCHIVE_ORDER: &[ArchiveTable] = &[
             column: "service_id",
             parent_column: "id",
         }],
+        in_use: None,
     },
 ];
 

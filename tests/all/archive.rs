@@ -450,3 +450,103 @@ async fn bug_1899541_the_hosts_late_free_succeeds_after_an_archive() {
     );
     d.audit();
 }
+
+/// Issue 14, item 1: a node deleted from Ironic while its PCI device is still allocated to a
+/// destroyed instance (the free deferred: the host was busy) keeps its compute node — kept and
+/// reported — until the late free by key has freed the device; only then is it deleted. No
+/// device is deleted or archived while allocated, and the audit says so when one is.
+#[actix_web::test]
+async fn an_orphan_node_waits_for_its_allocated_pci_devices() {
+    use ringmaster::actors::compute_host::DestroyInstance;
+    use ringmaster::actors::ironic::DeleteNode;
+    let d = crate::helpers::TestDeployment::start(&["cmp-1"], 1).await;
+    let instance = d.boot_with_devices("vm-pci", 1).await.unwrap();
+    let node: Uuid = instance.node.as_deref().unwrap().parse().unwrap();
+    let host = d.actors.hosts.get("cmp-1").unwrap();
+    host.send(DestroyInstance {
+        instance: instance.uuid,
+        defer_pci_free: true,
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    d.actors
+        .ironic
+        .send(DeleteNode { node })
+        .await
+        .unwrap()
+        .unwrap();
+    let mut conn = d.db.conn();
+    let allocated = "SELECT count(*) AS n FROM pci_devices WHERE status = 'allocated'";
+    assert_eq!(count(&mut conn, allocated), 1, "the free is deferred");
+
+    let pass = d.track(&["cmp-1"]).await.remove(0);
+    assert_eq!(
+        pass.orphans_kept,
+        vec![node.to_string()],
+        "kept while its device is allocated"
+    );
+    assert!(pass.orphans_deleted.is_empty());
+    assert_eq!(
+        pass.devices_freed, 1,
+        "the late free finds the device by key"
+    );
+    assert_eq!(count(&mut conn, allocated), 0);
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS n FROM pci_devices WHERE deleted <> 0"
+        ),
+        0,
+        "nothing deleted while allocated"
+    );
+    d.audit();
+
+    let pass = d.track(&["cmp-1"]).await.remove(0);
+    assert_eq!(
+        pass.orphans_deleted,
+        vec![node.to_string()],
+        "freed, then deleted"
+    );
+    d.audit();
+    archive(&d.db, &options(1000));
+    d.audit();
+    assert_eq!(
+        count(
+            &mut conn,
+            "SELECT count(*) AS n FROM shadow_pci_devices WHERE status IN ('allocated', 'claimed')"
+        ),
+        0
+    );
+}
+
+/// Issue 14, item 1: a device soft-deleted while allocated (by any road) is reported by the
+/// audit and never archived.
+#[actix_web::test]
+async fn a_deleted_but_allocated_device_is_reported_and_never_archived() {
+    let d = crate::helpers::TestDeployment::start(&["cmp-1"], 1).await;
+    d.boot_with_devices("vm-pci", 1).await.unwrap();
+    let mut conn = d.db.conn();
+    exec(
+        &mut conn,
+        "UPDATE pci_devices SET deleted = id, deleted_at = now() - interval '1 day'
+          WHERE status = 'allocated'",
+    );
+    let violations = check_invariants(&mut conn).unwrap();
+    assert!(
+        violations
+            .iter()
+            .any(|v| v.invariant == 8 && v.message.contains("is allocated to instance")),
+        "{violations:#?}"
+    );
+    let moved = archive(&d.db, &options(1000));
+    assert_eq!(
+        moved.get("pci_devices"),
+        None,
+        "an allocated device never moves: {moved:?}"
+    );
+    assert_eq!(
+        count(&mut conn, "SELECT count(*) AS n FROM shadow_pci_devices"),
+        0
+    );
+}

@@ -50,8 +50,10 @@ struct Count {
     count: i64,
 }
 
-/// Moves one batch: up to `options.max_rows` parent rows across the tables (their lifecycle
-/// children riding along), in the caller's transaction. Returns rows moved per table.
+/// Moves one batch of about `options.max_rows` rows across the tables, in the caller's
+/// transaction, counted as Nova counts them: a parent and its lifecycle children (riding along)
+/// are one tree, trees are added while the count is below `max_rows` (at least one), never half
+/// a tree. Returns rows moved per table.
 pub fn archive_batch(
     conn: &mut PgConnection,
     options: &ArchiveOptions,
@@ -63,9 +65,28 @@ pub fn archive_batch(
         if budget <= 0 {
             break;
         }
-        let ids = lock_archivable(conn, table, options.before, budget, cursor)?;
+        let mut ids = lock_archivable(conn, table, options.before, budget, cursor)?;
         if ids.is_empty() {
             continue;
+        }
+        if !table.children.is_empty() {
+            // Nova's accounting: a tree counts its parent and each child row; trees are added
+            // while the count is below the budget (so at least one), never half a tree. The
+            // parents left out stay for the next batch.
+            let sizes = tree_sizes(conn, table, &ids)?;
+            let mut counted = 0;
+            let kept = ids
+                .iter()
+                .take_while(|id| {
+                    let take = counted < budget;
+                    counted += sizes.get(id).copied().unwrap_or(1);
+                    take
+                })
+                .count();
+            ids.truncate(kept);
+            if let Some(last) = ids.last() {
+                cursor.last_id.insert(table.name, *last);
+            }
         }
         let condition = "id = ANY($1)";
         let mut rows = 0;
@@ -145,6 +166,50 @@ fn lock_archivable(
         cursor.last_id.insert(table.name, *max);
     }
     Ok(ids)
+}
+
+/// Counts the rows of each parent's tree (itself and its lifecycle children, theirs too), by
+/// parent id; `ids` sorted ascending.
+fn tree_sizes(
+    conn: &mut PgConnection,
+    table: &ArchiveTable,
+    ids: &[i64],
+) -> Result<HashMap<i64, i64>, DbError> {
+    #[derive(QueryableByName)]
+    struct Size {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+        #[diesel(sql_type = BigInt)]
+        count: i64,
+    }
+    let mut sizes: HashMap<i64, i64> = ids.iter().map(|id| (*id, 1)).collect();
+    // Every path from the parent down to one child table, as its JOIN clauses.
+    let mut paths: Vec<String> = Vec::new();
+    fn walk(children: &[LifecycleChild], from: usize, joins: &str, paths: &mut Vec<String>) {
+        for child in children {
+            let here = from + 1;
+            let joins = format!(
+                "{joins} JOIN {} p{here} ON p{here}.{} = p{from}.{}",
+                child.table, child.column, child.parent_column
+            );
+            paths.push(joins.clone());
+            walk(child.children, here, &joins, paths);
+        }
+    }
+    walk(table.children, 0, "", &mut paths);
+    for joins in paths {
+        let counted: Vec<Size> = diesel::sql_query(format!(
+            "SELECT p0.id AS id, count(*) AS count FROM {} p0{joins}
+              WHERE p0.id = ANY($1) GROUP BY p0.id",
+            table.name
+        ))
+        .bind::<Array<BigInt>, _>(ids)
+        .load(conn)?;
+        for size in counted {
+            *sizes.entry(size.id).or_default() += size.count;
+        }
+    }
+    Ok(sizes)
 }
 
 /// Moves `child`'s rows referencing the parent rows selected by `parent_condition` (and their

@@ -550,3 +550,41 @@ async fn a_deleted_but_allocated_device_is_reported_and_never_archived() {
         0
     );
 }
+
+/// Issue 14, item 2: `max_rows` counts as Nova counts (its functional test
+/// `test_archive_deleted_rows_parent_child_trees_one_at_time`): a tree is its parent and each
+/// child row; trees are added while the count is below `max_rows`, at least one, never half.
+#[test]
+fn max_rows_counts_whole_trees_as_nova_does() {
+    let db = TestDb::new();
+    let mut conn = db.conn();
+    for _ in 0..2 {
+        let uuid = instance_family(&mut conn);
+        delete_instance(&mut conn, uuid);
+    }
+    // Each tree: the instance and 6 lifecycle rows = 7 rows.
+    for expected in [1, 1, 0] {
+        let moved = archive(&db, &options(5));
+        assert_eq!(
+            moved.get("instances").copied().unwrap_or(0),
+            expected,
+            "{moved:?}"
+        );
+        let total: i64 = moved.values().sum();
+        assert_eq!(total, 7 * expected, "whole trees only: {moved:?}");
+        audit_clean(&mut conn);
+    }
+
+    // Under the budget after the first tree, a second is added (and the count may pass it).
+    let db = TestDb::new();
+    let mut conn = db.conn();
+    for _ in 0..3 {
+        let uuid = instance_family(&mut conn);
+        delete_instance(&mut conn, uuid);
+    }
+    let moved = archive(&db, &options(8));
+    assert_eq!(moved.get("instances"), Some(&2), "{moved:?}");
+    let moved = archive(&db, &options(8));
+    assert_eq!(moved.get("instances"), Some(&1), "{moved:?}");
+    audit_clean(&mut conn);
+}

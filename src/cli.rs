@@ -158,9 +158,15 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Subcommand)]
 pub enum DbCommand {
-    /// Applies pending migrations.
+    /// Applies pending migrations (also `db sync`, as nova-manage spells it).
+    #[command(visible_alias = "sync")]
     Migrate,
-    /// Moves soft-deleted rows to the shadow tables (Nova's archive_deleted_rows).
+    /// Prints the version of the newest migration applied (after applying pending ones, as
+    /// every command does).
+    Version,
+    /// Moves soft-deleted rows to the shadow tables (Nova's archive_deleted_rows; also
+    /// `db archive_deleted_rows`).
+    #[command(visible_alias = "archive_deleted_rows")]
     ArchiveDeletedRows(archive::ArchiveArgs),
     /// Deletes rows from the shadow tables (--all or --before DATE).
     Purge(archive::PurgeArgs),
@@ -233,6 +239,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         }
         Command::Serve(args) => serve(config(database, &cli.database, args)?, "serve"),
         Command::Db(DbCommand::Migrate) => migrate(&database),
+        Command::Db(DbCommand::Version) => schema_version(&database),
         Command::Db(DbCommand::ArchiveDeletedRows(args)) => {
             archive::archive_deleted_rows(&database, args)
         }
@@ -376,6 +383,13 @@ fn migrate(source: &DatabaseSource) -> Result<ExitCode, CliError> {
             database.migrations_applied.join(", ")
         ),
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn schema_version(source: &DatabaseSource) -> Result<ExitCode, CliError> {
+    let database = open(source, 1)?;
+    let version = database.schema_version().map_err(CliError::Startup)?;
+    println!("{}", version.unwrap_or_else(|| "0".to_owned()));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -2,7 +2,7 @@
 //! exit codes (nova-manage db archive_deleted_rows / purge).
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -48,6 +48,10 @@ pub struct ArchiveArgs {
     /// Seconds to sleep between batches with --until-complete.
     #[arg(long, default_value_t = 0)]
     pub sleep: u64,
+    /// Archive every cell: ringmaster is one cell, so the same as without (nova-manage's
+    /// spelling, accepted so its scripts run unchanged).
+    #[arg(long = "all-cells", visible_alias = "all_cells")]
+    pub all_cells: bool,
 }
 
 /// Options of `db purge`.
@@ -91,7 +95,9 @@ pub fn archive_deleted_rows(
     };
     let database = super::open(source, 2)?;
     let progress = args.until_complete && args.verbose;
-    if progress {
+    // On a terminal, a line that says how far it got; elsewhere Nova's dots.
+    let mut meter = (progress && std::io::stdout().is_terminal()).then(Progress::new);
+    if progress && meter.is_none() {
         print!("Archiving..");
         flush();
     }
@@ -106,10 +112,14 @@ pub fn archive_deleted_rows(
             }
         });
         actix_rt::task::spawn_blocking(move || {
-            run_archive(&pool, &clock, &request, &stop, |_| {
-                if progress {
-                    print!(".");
-                    flush();
+            run_archive(&pool, &clock, &request, &stop, |batch| {
+                match meter.as_mut() {
+                    Some(meter) => meter.batch(batch),
+                    None if progress => {
+                        print!(".");
+                        flush();
+                    }
+                    None => {}
                 }
             })
         })
@@ -121,7 +131,12 @@ pub fn archive_deleted_rows(
         .map_err(CliError::Startup)?;
     if progress {
         println!(
-            ".{}",
+            "{}{}",
+            if std::io::stdout().is_terminal() {
+                "\n"
+            } else {
+                "."
+            },
             if report.summary.stopped {
                 "stopped"
             } else {
@@ -212,6 +227,44 @@ pub fn table(key_header: &str, value_header: &str, rows: &BTreeMap<String, i64>)
     }
     out.push_str(&rule);
     out
+}
+
+/// The progress line of a long archive on a terminal: rows moved, rows per second, and the
+/// tables done (moved rows before, none in the latest batch).
+struct Progress {
+    started: std::time::Instant,
+    rows: i64,
+    tables: BTreeMap<String, i64>,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        Progress {
+            started: std::time::Instant::now(),
+            rows: 0,
+            tables: BTreeMap::new(),
+        }
+    }
+
+    fn batch(&mut self, batch: &BTreeMap<String, i64>) {
+        for (table, count) in batch {
+            *self.tables.entry(table.clone()).or_default() += count;
+        }
+        self.rows += batch.values().sum::<i64>();
+        let done = self
+            .tables
+            .keys()
+            .filter(|table| !batch.contains_key(*table))
+            .count();
+        let seconds = self.started.elapsed().as_secs_f64().max(0.001);
+        print!(
+            "\rArchiving: {} rows, {} rows/s, {done} of {} tables done   ",
+            crate::domain::timeline::thousands(self.rows),
+            crate::domain::timeline::thousands((self.rows as f64 / seconds) as i64),
+            self.tables.len()
+        );
+        flush();
+    }
 }
 
 #[cfg(test)]

@@ -36,6 +36,8 @@ pub struct ArchiveOptions {
 #[derive(Debug, Default)]
 pub struct ArchiveCursor {
     last_id: HashMap<&'static str, i64>,
+    /// Rows per tree of each parent table, as last seen: how many parents a budget needs.
+    tree_rows: HashMap<&'static str, i64>,
 }
 
 #[derive(QueryableByName)]
@@ -65,28 +67,13 @@ pub fn archive_batch(
         if budget <= 0 {
             break;
         }
-        let mut ids = lock_archivable(conn, table, options.before, budget, cursor)?;
+        let ids = if table.children.is_empty() {
+            lock_archivable(conn, table, options.before, budget, cursor)?
+        } else {
+            lock_trees(conn, table, options.before, budget, cursor)?
+        };
         if ids.is_empty() {
             continue;
-        }
-        if !table.children.is_empty() {
-            // Nova's accounting: a tree counts its parent and each child row; trees are added
-            // while the count is below the budget (so at least one), never half a tree. The
-            // parents left out stay for the next batch.
-            let sizes = tree_sizes(conn, table, &ids)?;
-            let mut counted = 0;
-            let kept = ids
-                .iter()
-                .take_while(|id| {
-                    let take = counted < budget;
-                    counted += sizes.get(id).copied().unwrap_or(1);
-                    take
-                })
-                .count();
-            ids.truncate(kept);
-            if let Some(last) = ids.last() {
-                cursor.last_id.insert(table.name, *last);
-            }
         }
         let condition = "id = ANY($1)";
         let mut rows = 0;
@@ -166,6 +153,54 @@ fn lock_archivable(
         cursor.last_id.insert(table.name, *max);
     }
     Ok(ids)
+}
+
+/// Locks the parents of `table` whose trees fit `budget` as Nova counts them: a tree is its
+/// parent and each child row; trees are added while the count is below the budget (so at least
+/// one), never half a tree. Parents are locked about as many at a time as the budget needs by
+/// the last trees' size; those locked beyond it stay for the next batch (the cursor goes back).
+fn lock_trees(
+    conn: &mut PgConnection,
+    table: &ArchiveTable,
+    before: Option<DateTime<Utc>>,
+    budget: i64,
+    cursor: &mut ArchiveCursor,
+) -> Result<Vec<i64>, DbError> {
+    let mut kept: Vec<i64> = Vec::new();
+    let mut counted = 0;
+    while counted < budget {
+        let per_tree = cursor
+            .tree_rows
+            .get(table.name)
+            .copied()
+            .unwrap_or(1)
+            .max(1);
+        let wanted = ((budget - counted) / per_tree).max(1);
+        let ids = lock_archivable(conn, table, before, wanted, cursor)?;
+        if ids.is_empty() {
+            break;
+        }
+        let sizes = tree_sizes(conn, table, &ids)?;
+        let seen: i64 = ids
+            .iter()
+            .map(|id| sizes.get(id).copied().unwrap_or(1))
+            .sum();
+        let seen_trees = i64::try_from(ids.len()).unwrap_or(i64::MAX).max(1);
+        cursor
+            .tree_rows
+            .insert(table.name, (seen + seen_trees - 1) / seen_trees);
+        for id in ids {
+            if counted >= budget {
+                break;
+            }
+            counted += sizes.get(&id).copied().unwrap_or(1);
+            kept.push(id);
+        }
+    }
+    if let Some(last) = kept.last() {
+        cursor.last_id.insert(table.name, *last);
+    }
+    Ok(kept)
 }
 
 /// Counts the rows of each parent's tree (itself and its lifecycle children, theirs too), by

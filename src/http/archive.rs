@@ -51,12 +51,61 @@ pub struct RunsQuery {
     pub limit: Option<i64>,
 }
 
-/// Archives soft-deleted rows now; 400 names a bad `max_rows` or `before`.
+/// The largest body `POST /api/v1/archive` reads.
+const MAX_BODY: usize = 64 * 1024;
+
+/// Reads the options of `POST /api/v1/archive`: an empty body means the defaults; anything
+/// else must be a JSON object of the known fields with their types (400 naming the field, or
+/// saying what the body is not, otherwise).
+pub fn archive_options(body: &[u8]) -> Result<ArchiveRequestBody, String> {
+    if body.len() > MAX_BODY {
+        return Err(format!("the body is too large: at most {MAX_BODY} bytes"));
+    }
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(ArchiveRequestBody::default());
+    }
+    let value: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|error| format!("the body is not valid JSON: {error}"))?;
+    let serde_json::Value::Object(fields) = &value else {
+        return Err("the body must be a JSON object of archive options".to_owned());
+    };
+    for (name, field) in fields {
+        let expected = match name.as_str() {
+            "max_rows" => field.is_i64().then_some(()).ok_or("an integer"),
+            "before" => field.is_string().then_some(()).ok_or("a string (a date)"),
+            "until_complete" | "purge" | "task_log" => {
+                field.is_boolean().then_some(()).ok_or("true or false")
+            }
+            _ => {
+                return Err(format!(
+                    "unknown field {name:?}: the options are max_rows, before, until_complete, purge and task_log"
+                ));
+            }
+        };
+        if let Err(wanted) = expected {
+            return Err(format!("{name} must be {wanted}, not {field}"));
+        }
+    }
+    serde_json::from_value(value).map_err(|error| format!("invalid archive options: {error}"))
+}
+
+/// Archives soft-deleted rows now; 400 names a bad field, and nothing is archived then.
 pub async fn run_archive(
     state: web::Data<AppState>,
-    body: Option<web::Json<ArchiveRequestBody>>,
+    mut payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.map(web::Json::into_inner).unwrap_or_default();
+    let mut body = web::BytesMut::new();
+    while let Some(chunk) = futures_util::StreamExt::next(&mut payload).await {
+        let chunk = chunk
+            .map_err(|error| ApiError::BadRequest(format!("cannot read the body: {error}")))?;
+        if body.len() + chunk.len() > MAX_BODY {
+            return Err(ApiError::BadRequest(format!(
+                "the body is too large: at most {MAX_BODY} bytes"
+            )));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    let body = archive_options(&body).map_err(ApiError::BadRequest)?;
     let request = ArchiveRequest::from_nova(NovaArchiveOptions {
         max_rows: body.max_rows.unwrap_or(1000),
         before: body.before.as_deref(),

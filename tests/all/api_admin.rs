@@ -837,3 +837,87 @@ async fn the_dashboard_reads_pages_totals_usage_and_a_timeline() {
         json!([{"host": "cmp-2", "nodes": moved}])
     );
 }
+
+/// Issue 14, item 4: a body that is not a valid options object gets 400 naming the problem and
+/// archives nothing — a number for a date, malformed JSON, an unknown field, a wrong type, an
+/// array, a huge body; an empty body means the defaults.
+#[actix_web::test]
+async fn a_bad_archive_body_is_refused_and_archives_nothing() {
+    use diesel::RunQueryDsl;
+    let app = TestApp::spawn().await;
+    diesel::sql_query(
+        "INSERT INTO services (uuid, host, \"binary\") VALUES (gen_random_uuid(), 'old', 'b')",
+    )
+    .execute(&mut app.db.conn())
+    .unwrap();
+    diesel::sql_query("UPDATE services SET deleted = id, deleted_at = now()")
+        .execute(&mut app.db.conn())
+        .unwrap();
+    let huge = "x".repeat(50 * 1024 * 1024);
+    for (body, says) in [
+        (
+            r#"{"before": 20000101}"#.to_owned(),
+            "before must be a string",
+        ),
+        (
+            r#"{"max_rows": "5"}"#.to_owned(),
+            "max_rows must be an integer",
+        ),
+        (
+            r#"{"purge": "yes"}"#.to_owned(),
+            "purge must be true or false",
+        ),
+        (
+            r#"{"colour": "red"}"#.to_owned(),
+            "unknown field \"colour\"",
+        ),
+        (r#"{"max_rows": 5"#.to_owned(), "not valid JSON"),
+        ("[1, 2]".to_owned(), "must be a JSON object"),
+        ("null".to_owned(), "must be a JSON object"),
+        (huge, "too large"),
+    ] {
+        let response = app
+            .client
+            .post(app.url("/api/v1/archive"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let answer: Value = response.json().await.unwrap_or(Value::Null);
+        let shown: String = body.chars().take(40).collect();
+        assert_eq!(status, 400, "{shown}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(says), "{shown}: {message}");
+    }
+    assert!(
+        get(&app, "/api/v1/archive/runs")
+            .await
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "nothing ran"
+    );
+    use diesel::QueryDsl;
+    use ringmaster::db::schema::shadow_services::dsl::shadow_services;
+    let archived: i64 = shadow_services
+        .count()
+        .get_result(&mut app.db.conn())
+        .unwrap();
+    assert_eq!(archived, 0, "nothing archived");
+
+    let response = app
+        .client
+        .post(app.url("/api/v1/archive"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status().as_u16(),
+        200,
+        "an empty body means the defaults"
+    );
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["tables"], json!({"services": 1}));
+}

@@ -180,3 +180,97 @@ fn ctrl_c_stops_an_until_complete_run_between_batches() {
         "stopped part way: {archived} of 6"
     );
 }
+
+/// Issue 14, item 3: `--before` takes what Nova's dateutil parser takes for the dates people
+/// write; Nova's own functional test purges with "oct 21 2015" and finds nothing (exit 3).
+#[test]
+fn before_takes_the_dates_people_write() {
+    let db = TestDb::new();
+    deleted_services(&db, 1);
+    let (code, stdout) = run(&db, &["db", "purge", "--before", "oct 21 2015"]);
+    assert_eq!(code, Some(3), "nothing deleted: {stdout}");
+    for before in [
+        "2015-10-21",
+        "Oct 21 2015",
+        "21 Oct 2015 12:00:00",
+        "2015-10-21T12:00:00Z",
+    ] {
+        let (code, stdout) = run(
+            &db,
+            &[
+                "db",
+                "archive-deleted-rows",
+                "--before",
+                before,
+                "--verbose",
+            ],
+        );
+        assert_eq!(
+            code,
+            Some(0),
+            "{before}: nothing deleted that long ago: {stdout}"
+        );
+    }
+    let (code, stdout) = run(&db, &["db", "archive-deleted-rows", "--before", "soonish"]);
+    assert_eq!(code, Some(4), "{stdout}");
+    assert_eq!(stdout.trim(), "Invalid value for --before: soonish");
+    let (code, _) = run(&db, &["db", "purge", "--before", "soonish"]);
+    assert_eq!(code, Some(2));
+}
+
+/// Issue 14, item 5: nova-manage's spellings run unchanged: `db archive_deleted_rows`,
+/// `--all-cells`, `db sync`, and `db version`.
+#[test]
+fn nova_manage_spellings_run_unchanged() {
+    let db = TestDb::new();
+    deleted_services(&db, 2);
+    let (code, stdout) = run(
+        &db,
+        &[
+            "db",
+            "archive_deleted_rows",
+            "--all-cells",
+            "--max_rows",
+            "1",
+            "--verbose",
+        ],
+    );
+    assert_eq!(code, Some(1), "rows archived: {stdout}");
+    assert!(stdout.contains("| services | 1"), "{stdout}");
+    let (code, stdout) = run(&db, &["db", "sync"]);
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("up to date"), "{stdout}");
+    let (code, stdout) = run(&db, &["db", "version"]);
+    assert_eq!(code, Some(0));
+    let version = stdout.trim();
+    assert_eq!(version.len(), 14, "a migration version: {version}");
+    assert!(version.chars().all(|c| c.is_ascii_digit()), "{version}");
+}
+
+/// Issue 14, item 6: a long archive on a terminal shows how far it got (rows moved, rows/s,
+/// tables done); off a terminal it prints Nova's dots (the tests above).
+#[test]
+fn a_long_archive_on_a_terminal_shows_progress() {
+    let db = TestDb::new();
+    deleted_services(&db, 5);
+    let binary = env!("CARGO_BIN_EXE_ringmaster");
+    // `script` gives the command a terminal.
+    let (code, stdout, stderr) = run_to_end(
+        std::process::Command::new("script")
+            .args(["-qec"])
+            .arg(format!(
+                "{binary} db archive-deleted-rows --until-complete --verbose --max_rows 2"
+            ))
+            .arg("/dev/null")
+            .env("DATABASE_URL", db.url())
+            .env("RUST_LOG", "warn"),
+    );
+    assert_eq!(code, Some(1), "rows archived: {stdout} {stderr}");
+    assert!(stdout.contains("Archiving: 5 rows"), "{stdout}");
+    assert!(stdout.contains("rows/s"), "{stdout}");
+    assert!(stdout.contains("of 1 tables done"), "{stdout}");
+    assert!(
+        !stdout.contains("Archiving.."),
+        "no dots on a terminal: {stdout}"
+    );
+}

@@ -168,6 +168,97 @@ pub fn count_rows(conn: &mut PgConnection, sql: &str) -> Result<i64, DbError> {
     Ok(diesel::sql_query(sql).get_result::<Count>(conn)?.count)
 }
 
+/// What a column of a row must be, for `count_matching` and `first_matching`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ColumnIs {
+    /// The soft-delete flag is 0.
+    Live,
+    /// The soft-delete flag is not 0.
+    SoftDeleted,
+    Null,
+    /// Equal to the column as JSON writes it, unquoted (`5`, `allocated`,
+    /// `2027-01-15T08:00:00+00:00`).
+    Text(String),
+}
+
+/// `table` (one the caller checked) with `conditions` (checked names) as a WHERE clause and
+/// its binds.
+fn matching(
+    select: &str,
+    table: &str,
+    conditions: &[(String, ColumnIs)],
+) -> Result<
+    diesel::query_builder::BoxedSqlQuery<'static, diesel::pg::Pg, diesel::query_builder::SqlQuery>,
+    DbError,
+> {
+    let mut clauses = Vec::new();
+    let mut texts = Vec::new();
+    for (column, is) in conditions {
+        if column.is_empty()
+            || !column
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        {
+            return Err(DbError::Other(format!("not a column name: {column:?}")));
+        }
+        clauses.push(match is {
+            ColumnIs::Live => format!("t.{column} = 0"),
+            ColumnIs::SoftDeleted => format!("t.{column} <> 0"),
+            ColumnIs::Null => format!("t.{column} IS NULL"),
+            ColumnIs::Text(text) => {
+                texts.push(text.clone());
+                // As JSON writes it: what a `first_matching` row says compares equal.
+                format!("to_jsonb(t.{column}) #>> '{{}}' = ${}", texts.len())
+            }
+        });
+    }
+    let filter = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", clauses.join(" AND "))
+    };
+    let mut query = diesel::sql_query(format!("{select} FROM {table} t{filter}")).into_boxed();
+    for text in texts {
+        query = query.bind::<diesel::sql_types::Text, _>(text);
+    }
+    Ok(query)
+}
+
+/// Counts the rows of `table` (a name the caller checked) whose columns are as `conditions`
+/// say.
+pub fn count_matching(
+    conn: &mut PgConnection,
+    table: &str,
+    conditions: &[(String, ColumnIs)],
+) -> Result<i64, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    Ok(matching("SELECT count(*) AS count", table, conditions)?
+        .get_result::<Count>(conn)?
+        .count)
+}
+
+/// Returns the first row (by its first column) of `table` whose columns are as `conditions`
+/// say, as JSON, soft-deleted or not.
+pub fn first_matching(
+    conn: &mut PgConnection,
+    table: &str,
+    conditions: &[(String, ColumnIs)],
+) -> Result<Option<serde_json::Value>, DbError> {
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::Jsonb)]
+        row: serde_json::Value,
+    }
+    let found: Vec<Row> = matching("SELECT to_jsonb(t) AS row", table, conditions)?
+        .sql(" ORDER BY 1 LIMIT 1")
+        .load(conn)?;
+    Ok(found.into_iter().next().map(|found| found.row))
+}
+
 /// Checks that the database answers a trivial query.
 pub fn ping(conn: &mut PgConnection) -> Result<(), DbError> {
     diesel::sql_query("SELECT 1").execute(conn)?;

@@ -204,7 +204,8 @@ fn lock_trees(
 }
 
 /// Counts the rows of each parent's tree (itself and its lifecycle children, theirs too), by
-/// parent id; `ids` sorted ascending.
+/// parent id, in one statement: a correlated count per child table, each an index lookup by
+/// the child's foreign key (a join would be planned as a scan of the child tables).
 fn tree_sizes(
     conn: &mut PgConnection,
     table: &ArchiveTable,
@@ -217,34 +218,61 @@ fn tree_sizes(
         #[diesel(sql_type = BigInt)]
         count: i64,
     }
-    let mut sizes: HashMap<i64, i64> = ids.iter().map(|id| (*id, 1)).collect();
-    // Every path from the parent down to one child table, as its JOIN clauses.
-    let mut paths: Vec<String> = Vec::new();
-    fn walk(children: &[LifecycleChild], from: usize, joins: &str, paths: &mut Vec<String>) {
+    // Every path from the parent down to one child table: its first table and the JOIN
+    // clauses below it, and the first table's condition on the parent `p0`.
+    let mut counts: Vec<String> = Vec::new();
+    fn walk(
+        children: &[LifecycleChild],
+        depth: usize,
+        head: Option<(&str, String)>,
+        joins: &str,
+        counts: &mut Vec<String>,
+    ) {
         for child in children {
-            let here = from + 1;
-            let joins = format!(
-                "{joins} JOIN {} p{here} ON p{here}.{} = p{from}.{}",
-                child.table, child.column, child.parent_column
+            let here = depth + 1;
+            let (from, condition, joins) = match &head {
+                None => (
+                    format!("{} p{here}", child.table),
+                    format!("p{here}.{} = p0.{}", child.column, child.parent_column),
+                    String::new(),
+                ),
+                Some((from, condition)) => (
+                    (*from).to_owned(),
+                    condition.clone(),
+                    format!(
+                        "{joins} JOIN {} p{here} ON p{here}.{} = p{depth}.{}",
+                        child.table, child.column, child.parent_column
+                    ),
+                ),
+            };
+            counts.push(format!(
+                "(SELECT count(*) FROM {from}{joins} WHERE {condition})"
+            ));
+            walk(
+                child.children,
+                here,
+                Some((from.as_str(), condition.clone())),
+                &joins,
+                counts,
             );
-            paths.push(joins.clone());
-            walk(child.children, here, &joins, paths);
         }
     }
-    walk(table.children, 0, "", &mut paths);
-    for joins in paths {
-        let counted: Vec<Size> = diesel::sql_query(format!(
-            "SELECT p0.id AS id, count(*) AS count FROM {} p0{joins}
-              WHERE p0.id = ANY($1) GROUP BY p0.id",
-            table.name
-        ))
-        .bind::<Array<BigInt>, _>(ids)
-        .load(conn)?;
-        for size in counted {
-            *sizes.entry(size.id).or_default() += size.count;
-        }
-    }
-    Ok(sizes)
+    walk(table.children, 0, None, "", &mut counts);
+    let total = if counts.is_empty() {
+        "1".to_owned()
+    } else {
+        format!("1 + {}", counts.join(" + "))
+    };
+    let sizes: Vec<Size> = diesel::sql_query(format!(
+        "SELECT p0.id AS id, ({total})::bigint AS count FROM {} p0 WHERE p0.id = ANY($1)",
+        table.name
+    ))
+    .bind::<Array<BigInt>, _>(ids)
+    .load(conn)?;
+    Ok(sizes
+        .into_iter()
+        .map(|size| (size.id, size.count))
+        .collect())
 }
 
 /// Moves `child`'s rows referencing the parent rows selected by `parent_condition` (and their
@@ -430,4 +458,27 @@ pub fn list_runs(conn: &mut PgConnection, limit: i64) -> Result<Vec<ArchiveRunRo
     )
     .bind::<BigInt, _>(limit)
     .load(conn)?)
+}
+
+/// Records an instance usage audit period of `host` as Nova's compute hosts do (a `task_log`
+/// row, state DONE), created at `now`; a period recorded already is left as it is.
+pub fn record_audit_period(
+    conn: &mut PgConnection,
+    host: &str,
+    begin: DateTime<Utc>,
+    end: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    diesel::sql_query(
+        "INSERT INTO task_log (task_name, state, host, period_beginning, period_ending, message,
+                               created_at, updated_at)
+         VALUES ('instance_usage_audit', 'DONE', $1, $2, $3, 'Instance usage audit ran', $4, $4)
+         ON CONFLICT (task_name, host, period_beginning, period_ending) DO NOTHING",
+    )
+    .bind::<Text, _>(host)
+    .bind::<Timestamptz, _>(begin)
+    .bind::<Timestamptz, _>(end)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    Ok(())
 }

@@ -94,6 +94,10 @@ pub enum Message {
         epoch: IntOrRef,
     },
     ArchiveOnce(ArchiveArgs),
+    /// Purges the shadow tables: every row (`all: true`) or those older than `before`.
+    Purge(PurgeArgs),
+    /// Records an instance usage audit period as Nova's compute hosts do: a `task_log` row.
+    AuditPeriod(AuditPeriodArgs),
     EnrollNodes(EnrollArgs),
     DeleteNode {
         node: String,
@@ -114,6 +118,24 @@ pub enum Message {
         defer_pci_free: bool,
     },
     IsFenced,
+}
+
+/// Arguments of `Purge`: one of them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PurgeArgs {
+    #[serde(default)]
+    pub all: bool,
+    pub before: Option<String>,
+}
+
+/// Arguments of `AuditPeriod`: the host and the period (dates as `--before` takes them).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuditPeriodArgs {
+    pub host: String,
+    pub begin: String,
+    pub end: String,
 }
 
 /// Arguments of `ArchiveOnce`.
@@ -217,16 +239,80 @@ pub struct Facts {
     pub unchanged: Option<Vec<String>>,
     /// Fields of an instance (by `uuid`).
     pub instance: Option<BTreeMap<String, String>>,
-    /// The owner of a node: {node: uuid, host: name}.
-    pub owner: Option<BTreeMap<String, String>>,
+    /// The owner of a node: {node: uuid, host: name, epoch?: its owner epoch}.
+    pub owner: Option<BTreeMap<String, serde_json::Value>>,
     /// The state of hosts as the admin API shows it (up, down, fenced, disabled).
     pub host_state: Option<BTreeMap<String, String>>,
-    /// Row counts of tables (archivable tables, their shadows, allocations, pci_devices …).
-    pub rows: Option<BTreeMap<String, i64>>,
+    /// Row counts of tables (archivable tables, their shadows, allocations, pci_devices …):
+    /// `{table: count, …}`, or rows that match columns: `{table, where: {column: value}, count}`
+    /// (one, or a list of them).
+    pub rows: Option<RowsFact>,
     /// A log line containing this text was emitted.
     pub log: Option<String>,
+    /// No log line containing this text was emitted.
+    pub log_absent: Option<String>,
+    /// Which log lines `log` and `log_absent` look at: `script` (since it started, the
+    /// default) or `step` (since the previous step started).
+    pub log_since: Option<LogSince>,
     /// How many `baremetal` nodes the scheduler could place an instance on now.
     pub free_nodes: Option<usize>,
+}
+
+/// The `rows` fact: plain counts per table, or counts of the rows that match columns.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum RowsFact {
+    Counts(BTreeMap<String, i64>),
+    One(RowFilter),
+    Many(Vec<RowFilter>),
+}
+
+impl RowsFact {
+    /// Every count this fact asks for, as filters (plain counts have no `where`).
+    pub fn filters(&self) -> Vec<RowFilter> {
+        match self {
+            RowsFact::Counts(counts) => counts
+                .iter()
+                .map(|(table, count)| RowFilter {
+                    table: table.clone(),
+                    filter: BTreeMap::new(),
+                    count: *count,
+                })
+                .collect(),
+            RowsFact::One(filter) => vec![filter.clone()],
+            RowsFact::Many(filters) => filters.clone(),
+        }
+    }
+}
+
+/// Rows of `table` whose columns have these values (`deleted: live` or `deleted: deleted` for
+/// the soft-delete flag; `null` for NULL; anything else compared as text).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowFilter {
+    pub table: String,
+    #[serde(rename = "where", default)]
+    pub filter: BTreeMap<String, serde_json::Value>,
+    #[serde(default)]
+    pub count: i64,
+}
+
+/// Where the log facts start looking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogSince {
+    Script,
+    Step,
+}
+
+/// A `read` step: the first row (by id) of `table` matching `where`, saved as `save`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReadRow {
+    pub table: String,
+    #[serde(rename = "where", default)]
+    pub filter: BTreeMap<String, serde_json::Value>,
+    pub save: String,
 }
 
 /// Which periodic work a `tick` runs.
@@ -257,6 +343,8 @@ pub enum Step {
     Http(HttpStep),
     Save(BTreeMap<String, Snapshot>),
     Expect(Facts),
+    /// Reads a row (soft-deleted ones too) and saves its columns.
+    Read(ReadRow),
 }
 
 impl Step {
@@ -271,6 +359,7 @@ impl Step {
             Step::Http(_) => "http",
             Step::Save(_) => "save",
             Step::Expect(_) => "expect",
+            Step::Read(_) => "read",
         }
     }
 }
@@ -293,6 +382,9 @@ pub const COUNTABLE_TABLES: &[&str] = &[
     "shadow_instance_actions",
     "shadow_pci_devices",
     "shadow_services",
+    "task_log",
+    "shadow_task_log",
+    "move_batches",
 ];
 
 #[derive(Deserialize)]
@@ -439,6 +531,13 @@ fn parse_step(raw: BTreeMap<String, Value>) -> Result<Step, String> {
             value,
         )?)),
         "expect" => Ok(Step::Expect(typed("expect", value)?)),
+        "read" => {
+            let read: ReadRow = typed("read", value)?;
+            if !COUNTABLE_TABLES.contains(&read.table.as_str()) {
+                return Err(format!("cannot read rows of {}", read.table));
+            }
+            Ok(Step::Read(read))
+        }
         "send" => {
             let send: RawSend = typed("send", value)?;
             let to = parse_target(&send.to)?;
@@ -457,7 +556,7 @@ fn parse_step(raw: BTreeMap<String, Value>) -> Result<Step, String> {
             })
         }
         other => Err(format!(
-            "unknown step kind {other:?}: expected start_hosts, enroll, send, advance, tick, http, save or expect"
+            "unknown step kind {other:?}: expected start_hosts, enroll, send, advance, tick, http, save, read or expect"
         )),
     }
 }
@@ -483,7 +582,7 @@ fn accepted(to: &Target) -> &'static [&'static str] {
     match to {
         Target::Rebalancer => &["RebalanceNow", "Resign"],
         Target::Registry => &["CreateProvider", "DeleteOrphan"],
-        Target::Archiver => &["ArchiveOnce"],
+        Target::Archiver => &["ArchiveOnce", "Purge", "AuditPeriod"],
         Target::Ironic => &["EnrollNodes", "DeleteNode", "LockNode", "UnlockNode"],
         Target::Scheduler => &["Boot"],
         Target::Host(_) => &[
@@ -571,6 +670,14 @@ fn parse_message(to: &Target, name: &str, args: Option<Value>) -> Result<Message
             }
         }
         "ArchiveOnce" => Message::ArchiveOnce(typed(&what, args)?),
+        "Purge" => {
+            let purge: PurgeArgs = typed(&what, args)?;
+            if purge.all == purge.before.is_some() {
+                return Err(format!("{what}: give all: true or before, one of them"));
+            }
+            Message::Purge(purge)
+        }
+        "AuditPeriod" => Message::AuditPeriod(typed(&what, args)?),
         "EnrollNodes" => Message::EnrollNodes(typed(&what, args)?),
         "DeleteNode" => Message::DeleteNode {
             node: typed::<NodeArg>(&what, args)?.node,

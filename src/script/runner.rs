@@ -11,7 +11,9 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::capture;
-use super::format::{EnrollArgs, IntOrRef, Message, Script, Snapshot, Step, Target, Tick};
+use super::format::{
+    EnrollArgs, IntOrRef, LogSince, Message, Script, Snapshot, Step, Target, Tick,
+};
 use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
 use crate::actors::compute_host::{DestroyInstance, Heartbeat, IsFenced, UpdateAvailableResource};
 use crate::actors::ironic::{DeleteNode, EnrollNodes};
@@ -41,6 +43,8 @@ struct Run {
     seed: u64,
     enrolled: u64,
     log_mark: Option<usize>,
+    /// Where the log stood when the previous step started, and when this one did.
+    step_marks: (Option<usize>, Option<usize>),
 }
 
 /// Runs `script` against the database at `url` (fresh and migrated). Returns the number of
@@ -67,6 +71,7 @@ pub async fn run(script: &Script, url: &str) -> Result<usize, String> {
         seed: script.config.seed,
         enrolled: 0,
         log_mark: capture::mark(),
+        step_marks: (capture::mark(), capture::mark()),
     };
     for (index, (line, step)) in script.steps.iter().enumerate() {
         let place = format!(
@@ -75,6 +80,7 @@ pub async fn run(script: &Script, url: &str) -> Result<usize, String> {
             index + 1,
             step.kind()
         );
+        run.step_marks = (run.step_marks.1, capture::mark());
         run.step(step)
             .await
             .map_err(|message| format!("{place}: {message}"))?;
@@ -127,6 +133,18 @@ impl Run {
                 Ok(())
             }
             Step::Expect(facts) => self.expect(facts).await,
+            Step::Read(read) => {
+                let conditions = self.conditions(&read.filter)?;
+                let table = read.table.clone();
+                let found = db::run(&self.pool, move |conn| {
+                    db::first_matching(conn, &table, &conditions)
+                })
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or_else(|| format!("no row of {} matches {:?}", read.table, read.filter))?;
+                self.vars.insert(read.save.clone(), found);
+                Ok(())
+            }
         }
     }
 
@@ -303,6 +321,37 @@ impl Run {
                 Ok(
                     json!({"run_id": report.run_id, "tables": report.summary.tables, "total": report.summary.total(), "purged": purged}),
                 )
+            }
+            (Target::Archiver, Message::Purge(args)) => {
+                let before = args
+                    .before
+                    .as_deref()
+                    .map(|text| self.interpolate(text))
+                    .transpose()?
+                    .map(|text| crate::domain::archive::parse_before(&text))
+                    .transpose()?;
+                let purged = db::run(&self.pool, move |conn| db::archive::purge(conn, before))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let total: i64 = purged.iter().map(|(_, _, count)| count).sum();
+                let purged: BTreeMap<String, i64> = purged
+                    .into_iter()
+                    .filter(|(_, _, count)| *count > 0)
+                    .map(|(table, _, count)| (table, count))
+                    .collect();
+                Ok(json!({"purged": purged, "total": total}))
+            }
+            (Target::Archiver, Message::AuditPeriod(args)) => {
+                let host = self.interpolate(&args.host)?;
+                let begin = crate::domain::archive::parse_before(&self.interpolate(&args.begin)?)?;
+                let end = crate::domain::archive::parse_before(&self.interpolate(&args.end)?)?;
+                let now = self.clock.now();
+                db::run(&self.pool, move |conn| {
+                    db::archive::record_audit_period(conn, &host, begin, end, now)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                Ok(json!({"recorded": true}))
             }
             (Target::Ironic, Message::EnrollNodes(args)) => {
                 let nodes = self.enroll(args).await?;
@@ -586,16 +635,31 @@ impl Run {
             }
         }
         if let Some(owner) = &facts.owner {
-            let node = self.interpolate(owner.get("node").ok_or("owner needs a node")?)?;
-            let host = self.interpolate(owner.get("host").ok_or("owner needs a host")?)?;
-            let actual = nodes
-                .iter()
-                .find(|view| view.uuid.to_string() == node)
-                .and_then(|view| view.host.clone());
+            let field = |name: &str| -> StepResult<Option<String>> {
+                owner
+                    .get(name)
+                    .map(|value| match value {
+                        Value::String(text) => self.interpolate(text),
+                        other => Ok(other.to_string()),
+                    })
+                    .transpose()
+            };
+            let node = field("node")?.ok_or("owner needs a node")?;
+            let host = field("host")?.ok_or("owner needs a host")?;
+            let view = nodes.iter().find(|view| view.uuid.to_string() == node);
+            let actual = view.and_then(|view| view.host.clone());
             if actual.as_deref() != Some(host.as_str()) {
                 return Err(format!(
                     "owner of node {node}: expected {host}, got {actual:?}"
                 ));
+            }
+            if let Some(epoch) = field("epoch")? {
+                let actual = view.and_then(|view| view.owner_epoch);
+                if actual.map(|epoch| epoch.to_string()).as_deref() != Some(epoch.as_str()) {
+                    return Err(format!(
+                        "owner epoch of node {node}: expected {epoch}, got {actual:?}"
+                    ));
+                }
             }
         }
         if let Some(states) = &facts.host_state {
@@ -619,17 +683,29 @@ impl Run {
             }
         }
         if let Some(rows) = &facts.rows {
-            for (table, expected) in rows {
-                if !super::format::COUNTABLE_TABLES.contains(&table.as_str()) {
-                    return Err(format!("cannot count rows of {table}"));
+            for filter in rows.filters() {
+                if !super::format::COUNTABLE_TABLES.contains(&filter.table.as_str()) {
+                    return Err(format!("cannot count rows of {}", filter.table));
                 }
-                let sql = format!("SELECT count(*) AS count FROM {table}");
-                let actual = db::run(&self.pool, move |conn| db::count_rows(conn, &sql))
-                    .await
-                    .map_err(|e| e.to_string())?;
-                if actual != *expected {
+                let conditions = self.conditions(&filter.filter)?;
+                let table = filter.table.clone();
+                let actual = db::run(&self.pool, move |conn| {
+                    db::count_matching(conn, &table, &conditions)
+                })
+                .await
+                .map_err(|e| e.to_string())?;
+                if actual != filter.count {
+                    let which = if filter.filter.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " where {}",
+                            Value::from(serde_json::Map::from_iter(filter.filter.clone()))
+                        )
+                    };
                     return Err(format!(
-                        "rows of {table}: expected {expected}, got {actual}"
+                        "rows of {}{which}: expected {}, got {actual}",
+                        filter.table, filter.count
                     ));
                 }
             }
@@ -656,20 +732,57 @@ impl Run {
                 ));
             }
         }
-        if let Some(text) = &facts.log {
-            let Some(mark) = self.log_mark else {
+        if facts.log.is_some() || facts.log_absent.is_some() {
+            let since = match facts.log_since.unwrap_or(LogSince::Script) {
+                LogSince::Script => self.log_mark,
+                LogSince::Step => self.step_marks.0,
+            };
+            let Some(mark) = since else {
                 return Err("log lines are not captured in this process".to_owned());
             };
-            if !capture::lines_since(mark)
-                .iter()
-                .any(|line| line.contains(text.as_str()))
-            {
-                return Err(format!(
-                    "no log line containing {text:?} since the script started"
-                ));
+            let lines = capture::lines_since(mark);
+            let scope = match facts.log_since {
+                Some(LogSince::Step) => "the previous step started",
+                _ => "the script started",
+            };
+            if let Some(text) = &facts.log {
+                let text = self.interpolate(text)?;
+                if !lines.iter().any(|line| line.contains(text.as_str())) {
+                    return Err(format!("no log line containing {text:?} since {scope}"));
+                }
+            }
+            if let Some(text) = &facts.log_absent {
+                let text = self.interpolate(text)?;
+                if let Some(line) = lines.iter().find(|line| line.contains(text.as_str())) {
+                    return Err(format!(
+                        "a log line contains {text:?} since {scope}: {line}"
+                    ));
+                }
             }
         }
         Ok(())
+    }
+
+    /// Reads a `where` of a script: column names to `ColumnIs`, values interpolated.
+    fn conditions(
+        &self,
+        filter: &BTreeMap<String, Value>,
+    ) -> StepResult<Vec<(String, db::ColumnIs)>> {
+        filter
+            .iter()
+            .map(|(column, value)| {
+                let is = match (column.as_str(), value) {
+                    ("deleted", Value::String(word)) if word == "live" => db::ColumnIs::Live,
+                    ("deleted", Value::String(word)) if word == "deleted" => {
+                        db::ColumnIs::SoftDeleted
+                    }
+                    (_, Value::Null) => db::ColumnIs::Null,
+                    (_, Value::String(text)) => db::ColumnIs::Text(self.interpolate(text)?),
+                    (_, other) => db::ColumnIs::Text(other.to_string()),
+                };
+                Ok((column.clone(), is))
+            })
+            .collect()
     }
 
     /// Replaces every `${name.path}` in `text` with the saved value.
@@ -730,15 +843,18 @@ fn check_outcome(
     expect: Option<&Value>,
     run: &Run,
 ) -> StepResult<Value> {
+    let any_error = expect.and_then(|expect| expect.get("error_any")) == Some(&Value::Bool(true));
     let expected_error = expect
         .and_then(|expect| expect.get("error"))
-        .and_then(Value::as_str);
+        .and_then(Value::as_str)
+        .or(any_error.then_some(""));
     match (outcome, expected_error) {
         (Err(error), Some(wanted)) if error.contains(wanted) => Ok(json!({"error": error})),
         (Err(error), Some(wanted)) => Err(format!(
             "expected an error containing {wanted:?}, got {error:?}"
         )),
         (Err(error), None) => Err(error),
+        (Ok(value), Some(_)) if any_error => Err(format!("expected an error, got {value}")),
         (Ok(value), Some(wanted)) => Err(format!(
             "expected an error containing {wanted:?}, got {value}"
         )),

@@ -392,9 +392,8 @@ async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
     assert_eq!(get(&app, "/api/v1/audit").await["ok"], true);
 }
 
-#[actix_web::test]
-async fn archive_runs_from_the_api_and_is_recorded() {
-    let app = TestApp::spawn().await;
+/// Adds a service and soft-deletes it: one row to archive.
+fn one_deleted_service(app: &TestApp) {
     use diesel::RunQueryDsl;
     diesel::sql_query(
         "INSERT INTO services (uuid, host, \"binary\") VALUES (gen_random_uuid(), 'old', 'b')",
@@ -404,6 +403,12 @@ async fn archive_runs_from_the_api_and_is_recorded() {
     diesel::sql_query("UPDATE services SET deleted = id, deleted_at = now()")
         .execute(&mut app.db.conn())
         .unwrap();
+}
+
+#[actix_web::test]
+async fn archive_runs_from_the_api_and_is_recorded() {
+    let app = TestApp::spawn().await;
+    one_deleted_service(&app);
 
     let (status, body) = send(
         &app,
@@ -843,16 +848,8 @@ async fn the_dashboard_reads_pages_totals_usage_and_a_timeline() {
 /// array, a huge body; an empty body means the defaults.
 #[actix_web::test]
 async fn a_bad_archive_body_is_refused_and_archives_nothing() {
-    use diesel::RunQueryDsl;
     let app = TestApp::spawn().await;
-    diesel::sql_query(
-        "INSERT INTO services (uuid, host, \"binary\") VALUES (gen_random_uuid(), 'old', 'b')",
-    )
-    .execute(&mut app.db.conn())
-    .unwrap();
-    diesel::sql_query("UPDATE services SET deleted = id, deleted_at = now()")
-        .execute(&mut app.db.conn())
-        .unwrap();
+    one_deleted_service(&app);
     let huge = "x".repeat(50 * 1024 * 1024);
     for (body, says) in [
         (
@@ -899,7 +896,7 @@ async fn a_bad_archive_body_is_refused_and_archives_nothing() {
             .is_empty(),
         "nothing ran"
     );
-    use diesel::QueryDsl;
+    use diesel::{QueryDsl, RunQueryDsl};
     use ringmaster::db::schema::shadow_services::dsl::shadow_services;
     let archived: i64 = shadow_services
         .count()

@@ -126,7 +126,10 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
     };
     let ironic = {
         let (pool, clock) = (pool.clone(), clock.clone());
-        SyncArbiter::start(2, move || Ironic::new(pool.clone(), clock.clone()))
+        let listing_fails = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        SyncArbiter::start(2, move || {
+            Ironic::new(pool.clone(), clock.clone(), listing_fails.clone())
+        })
     };
     let archiver = {
         let (pool, clock) = (pool.clone(), clock.clone());

@@ -287,6 +287,7 @@ impl ComputeHost {
             host: self.name.clone(),
             clock: self.clock.clone(),
             registry: self.registry.clone(),
+            ironic: self.ironic.clone(),
             settings: self.settings,
             last_ok: self.last_heartbeat_ok,
             started_at: self.started_at,
@@ -323,6 +324,7 @@ struct TrackerPass {
     host: String,
     clock: SharedClock,
     registry: Addr<Registry>,
+    ironic: Addr<Ironic>,
     settings: HostSettings,
     last_ok: Option<DateTime<Utc>>,
     started_at: DateTime<Utc>,
@@ -336,12 +338,19 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
         host,
         clock,
         registry,
+        ironic,
         settings,
         last_ok,
         started_at,
         seen_changes,
         only,
     } = pass;
+    // Ironic's listing first: a pass that cannot list its nodes writes nothing, and takes no
+    // node for gone.
+    ironic
+        .send(super::ironic::CheckListing)
+        .await?
+        .map_err(HostError::Ironic)?;
     let liveness = settings.liveness;
     // The counter first: a change after it is seen by the next pass.
     let skip_when = if only.is_none() { seen_changes } else { None };

@@ -2,6 +2,9 @@
 //! the conductor lock (fault injection), deploy and destroy. A `SyncArbiter` actor: its
 //! blocking database calls run on its own thread.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use actix::prelude::*;
 use diesel::Connection;
 use uuid::Uuid;
@@ -17,12 +20,18 @@ pub const FAULT_CONDUCTOR: &str = "fault-injection";
 pub struct Ironic {
     pool: Pool,
     clock: SharedClock,
+    /// Fault injection: its node listing fails while set (shared by its threads).
+    listing_fails: Arc<AtomicBool>,
 }
 
 impl Ironic {
-    /// Returns an Ironic over `pool`.
-    pub fn new(pool: Pool, clock: SharedClock) -> Ironic {
-        Ironic { pool, clock }
+    /// Returns an Ironic over `pool`; `listing_fails` is the listing fault its threads share.
+    pub fn new(pool: Pool, clock: SharedClock, listing_fails: Arc<AtomicBool>) -> Ironic {
+        Ironic {
+            pool,
+            clock,
+            listing_fails,
+        }
     }
 
     fn run<T>(
@@ -88,6 +97,56 @@ impl Handler<LockNode> for Ironic {
         let now = self.clock.now();
         let conductor = message.locked.then_some(FAULT_CONDUCTOR);
         self.run(|conn| ironic::set_reservation(conn, message.node, conductor, now))
+    }
+}
+
+/// Puts a node in maintenance or takes it out.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), DbError>")]
+pub struct SetMaintenance {
+    pub node: Uuid,
+    pub on: bool,
+}
+
+impl Handler<SetMaintenance> for Ironic {
+    type Result = Result<(), DbError>;
+
+    fn handle(&mut self, message: SetMaintenance, _: &mut Self::Context) -> Self::Result {
+        let now = self.clock.now();
+        self.run(|conn| ironic::set_maintenance(conn, message.node, message.on, now))
+    }
+}
+
+/// Fault injection: from now on Ironic's node listing fails (`fail`) or works again.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct FailNodeListing {
+    pub fail: bool,
+}
+
+impl Handler<FailNodeListing> for Ironic {
+    type Result = ();
+
+    fn handle(&mut self, message: FailNodeListing, _: &mut Self::Context) -> Self::Result {
+        self.listing_fails.store(message.fail, Ordering::SeqCst);
+    }
+}
+
+/// Asks whether the node listing works: a tracker pass lists its nodes only then, and a pass
+/// whose listing fails writes nothing (no node is taken for gone).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), String>")]
+pub struct CheckListing;
+
+impl Handler<CheckListing> for Ironic {
+    type Result = Result<(), String>;
+
+    fn handle(&mut self, _: CheckListing, _: &mut Self::Context) -> Self::Result {
+        if self.listing_fails.load(Ordering::SeqCst) {
+            Err("the node listing failed (fault injection)".to_owned())
+        } else {
+            Ok(())
+        }
     }
 }
 

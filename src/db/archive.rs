@@ -204,75 +204,78 @@ fn lock_trees(
 }
 
 /// Counts the rows of each parent's tree (itself and its lifecycle children, theirs too), by
-/// parent id, in one statement: a correlated count per child table, each an index lookup by
-/// the child's foreign key (a join would be planned as a scan of the child tables).
+/// parent id: one grouped count per child table, selecting the children by their foreign key
+/// `IN` the parents' keys — the shape of the statements that move them, planned as index
+/// lookups (a join, or a correlated count per parent, costs more than the move itself).
 fn tree_sizes(
     conn: &mut PgConnection,
     table: &ArchiveTable,
     ids: &[i64],
 ) -> Result<HashMap<i64, i64>, DbError> {
     #[derive(QueryableByName)]
-    struct Size {
-        #[diesel(sql_type = BigInt)]
-        id: i64,
+    struct Keyed {
+        #[diesel(sql_type = Text)]
+        key: String,
         #[diesel(sql_type = BigInt)]
         count: i64,
     }
-    // Every path from the parent down to one child table: its first table and the JOIN
-    // clauses below it, and the first table's condition on the parent `p0`.
-    let mut counts: Vec<String> = Vec::new();
-    fn walk(
-        children: &[LifecycleChild],
-        depth: usize,
-        head: Option<(&str, String)>,
-        joins: &str,
-        counts: &mut Vec<String>,
-    ) {
-        for child in children {
-            let here = depth + 1;
-            let (from, condition, joins) = match &head {
-                None => (
-                    format!("{} p{here}", child.table),
-                    format!("p{here}.{} = p0.{}", child.column, child.parent_column),
-                    String::new(),
-                ),
-                Some((from, condition)) => (
-                    (*from).to_owned(),
-                    condition.clone(),
-                    format!(
-                        "{joins} JOIN {} p{here} ON p{here}.{} = p{depth}.{}",
-                        child.table, child.column, child.parent_column
-                    ),
-                ),
-            };
-            counts.push(format!(
-                "(SELECT count(*) FROM {from}{joins} WHERE {condition})"
-            ));
-            walk(
-                child.children,
-                here,
-                Some((from.as_str(), condition.clone())),
-                &joins,
-                counts,
-            );
+    #[derive(QueryableByName)]
+    struct Parent {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+        #[diesel(sql_type = Text)]
+        key: String,
+    }
+    let mut sizes: HashMap<i64, i64> = ids.iter().map(|id| (*id, 1)).collect();
+    let mut keys: HashMap<&str, Vec<Parent>> = HashMap::new();
+    for first in table.children {
+        // The parents' keys this child refers to, and the child rows (and theirs) per key.
+        if !keys.contains_key(first.parent_column) {
+            let read: Vec<Parent> = diesel::sql_query(format!(
+                "SELECT id, {}::text AS key FROM {} WHERE id = ANY($1)",
+                first.parent_column, table.name
+            ))
+            .bind::<Array<BigInt>, _>(ids)
+            .load(conn)?;
+            keys.insert(first.parent_column, read);
+        }
+        let mut per_key: HashMap<String, i64> = HashMap::new();
+        let mut paths: Vec<String> = vec![String::new()];
+        fn deeper(children: &[LifecycleChild], depth: usize, joins: &str, paths: &mut Vec<String>) {
+            for child in children {
+                let here = depth + 1;
+                let joins = format!(
+                    "{joins} JOIN {} p{here} ON p{here}.{} = p{depth}.{}",
+                    child.table, child.column, child.parent_column
+                );
+                paths.push(joins.clone());
+                deeper(child.children, here, &joins, paths);
+            }
+        }
+        deeper(first.children, 1, "", &mut paths);
+        for joins in paths {
+            let counted: Vec<Keyed> = diesel::sql_query(format!(
+                "SELECT p1.{column}::text AS key, count(*) AS count FROM {child} p1{joins}
+                  WHERE p1.{column} IN (SELECT {parent_column} FROM {parent} WHERE id = ANY($1))
+                  GROUP BY p1.{column}",
+                column = first.column,
+                child = first.table,
+                parent_column = first.parent_column,
+                parent = table.name,
+            ))
+            .bind::<Array<BigInt>, _>(ids)
+            .load(conn)?;
+            for keyed in counted {
+                *per_key.entry(keyed.key).or_default() += keyed.count;
+            }
+        }
+        for parent in keys.get(first.parent_column).into_iter().flatten() {
+            if let Some(count) = per_key.get(&parent.key) {
+                *sizes.entry(parent.id).or_default() += count;
+            }
         }
     }
-    walk(table.children, 0, None, "", &mut counts);
-    let total = if counts.is_empty() {
-        "1".to_owned()
-    } else {
-        format!("1 + {}", counts.join(" + "))
-    };
-    let sizes: Vec<Size> = diesel::sql_query(format!(
-        "SELECT p0.id AS id, ({total})::bigint AS count FROM {} p0 WHERE p0.id = ANY($1)",
-        table.name
-    ))
-    .bind::<Array<BigInt>, _>(ids)
-    .load(conn)?;
-    Ok(sizes
-        .into_iter()
-        .map(|size| (size.id, size.count))
-        .collect())
+    Ok(sizes)
 }
 
 /// Moves `child`'s rows referencing the parent rows selected by `parent_condition` (and their

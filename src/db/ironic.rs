@@ -126,6 +126,26 @@ pub fn set_reservation(
     Ok(())
 }
 
+/// Puts node `uuid` in maintenance (`on`) or takes it out; a node in maintenance takes no
+/// instance (its owner reports its unit reserved).
+pub fn set_maintenance(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    on: bool,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    let updated = diesel::update(ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid)))
+        .set((
+            ironic_nodes::maintenance.eq(on),
+            ironic_nodes::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+    if updated == 0 {
+        return Err(DbError::NotFound(format!("ironic node {uuid}")));
+    }
+    Ok(())
+}
+
 /// Marks enrolled nodes available once a compute host has claimed them.
 pub fn make_available(
     conn: &mut PgConnection,

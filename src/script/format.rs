@@ -108,6 +108,13 @@ pub enum Message {
     UnlockNode {
         node: String,
     },
+    SetMaintenance {
+        node: String,
+        on: bool,
+    },
+    FailNodeListing {
+        fail: bool,
+    },
     Boot(BootArgs),
     Heartbeat,
     UpdateAvailableResource,
@@ -583,7 +590,14 @@ fn accepted(to: &Target) -> &'static [&'static str] {
         Target::Rebalancer => &["RebalanceNow", "Resign"],
         Target::Registry => &["CreateProvider", "DeleteOrphan"],
         Target::Archiver => &["ArchiveOnce", "Purge", "AuditPeriod"],
-        Target::Ironic => &["EnrollNodes", "DeleteNode", "LockNode", "UnlockNode"],
+        Target::Ironic => &[
+            "EnrollNodes",
+            "DeleteNode",
+            "LockNode",
+            "UnlockNode",
+            "SetMaintenance",
+            "FailNodeListing",
+        ],
         Target::Scheduler => &["Boot"],
         Target::Host(_) => &[
             "Heartbeat",
@@ -600,6 +614,19 @@ fn accepted(to: &Target) -> &'static [&'static str] {
 #[serde(deny_unknown_fields)]
 struct NodeArg {
     node: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MaintenanceArgs {
+    node: String,
+    on: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListingArgs {
+    fail: bool,
 }
 
 #[derive(Deserialize)]
@@ -684,6 +711,16 @@ fn parse_message(to: &Target, name: &str, args: Option<Value>) -> Result<Message
         },
         "LockNode" => Message::LockNode {
             node: typed::<NodeArg>(&what, args)?.node,
+        },
+        "SetMaintenance" => {
+            let parsed: MaintenanceArgs = typed(&what, args)?;
+            Message::SetMaintenance {
+                node: parsed.node,
+                on: parsed.on,
+            }
+        }
+        "FailNodeListing" => Message::FailNodeListing {
+            fail: typed::<ListingArgs>(&what, args)?.fail,
         },
         "UnlockNode" => Message::UnlockNode {
             node: typed::<NodeArg>(&what, args)?.node,

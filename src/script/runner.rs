@@ -376,6 +376,24 @@ impl Run {
                     .map_err(|e| e.to_string())?;
                 Ok(json!({}))
             }
+            (Target::Ironic, Message::SetMaintenance { node, on }) => {
+                let node = parse_uuid(&self.interpolate(node)?)?;
+                actors
+                    .ironic
+                    .send(crate::actors::ironic::SetMaintenance { node, on: *on })
+                    .await
+                    .map_err(mailbox)?
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({}))
+            }
+            (Target::Ironic, Message::FailNodeListing { fail }) => {
+                actors
+                    .ironic
+                    .send(crate::actors::ironic::FailNodeListing { fail: *fail })
+                    .await
+                    .map_err(mailbox)?;
+                Ok(json!({}))
+            }
             (Target::Scheduler, Message::Boot(args)) => {
                 let boot = Boot {
                     name: self.interpolate(&args.name)?,

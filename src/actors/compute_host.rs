@@ -253,7 +253,49 @@ impl Handler<UpdateAvailableResource> for ComputeHost {
     type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
 
     fn handle(&mut self, _: UpdateAvailableResource, _: &mut Self::Context) -> Self::Result {
-        self.pass(None)
+        self.pass(None, None)
+    }
+}
+
+/// Reads what this host owns as a tracker pass reads it, and writes nothing: a read that
+/// `UpdateAvailableResourceFrom` can use later, stale by then (fault injection: the stale node
+/// list of bug 1853009, or a move between a pass's read and its writes).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<db::tracker::OwnedNode>, HostError>")]
+pub struct ReadOwnedNodes;
+
+impl Handler<ReadOwnedNodes> for ComputeHost {
+    type Result = ResponseFuture<Result<Vec<db::tracker::OwnedNode>, HostError>>;
+
+    fn handle(&mut self, _: ReadOwnedNodes, _: &mut Self::Context) -> Self::Result {
+        let (pool, host) = (self.pool.clone(), self.name.clone());
+        Box::pin(async move {
+            Ok(db::run(&pool, move |conn| {
+                db::tracker::owned_nodes(conn, &host, None)
+            })
+            .await?)
+        })
+    }
+}
+
+/// Runs the tracker pass on a read taken earlier (`ReadOwnedNodes`) instead of reading now:
+/// its writes are fenced by the owner and epoch that read saw, so nodes that moved since are
+/// reported lost and nothing of theirs is written.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackerReport, HostError>")]
+pub struct UpdateAvailableResourceFrom {
+    pub read: Vec<db::tracker::OwnedNode>,
+}
+
+impl Handler<UpdateAvailableResourceFrom> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
+
+    fn handle(
+        &mut self,
+        message: UpdateAvailableResourceFrom,
+        _: &mut Self::Context,
+    ) -> Self::Result {
+        self.pass(None, Some(message.read))
     }
 }
 
@@ -269,15 +311,17 @@ impl Handler<RefreshNodes> for ComputeHost {
     type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
 
     fn handle(&mut self, message: RefreshNodes, _: &mut Self::Context) -> Self::Result {
-        self.pass(Some(message.nodes))
+        self.pass(Some(message.nodes), None)
     }
 }
 
 impl ComputeHost {
-    /// Runs a tracker pass over every owned node, or over `only` those.
+    /// Runs a tracker pass over every owned node, or over `only` those, as read now or as
+    /// `read` earlier.
     fn pass(
         &mut self,
         only: Option<Vec<String>>,
+        read: Option<Vec<db::tracker::OwnedNode>>,
     ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
         if let Err(fenced) = self.require_lease() {
             return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
@@ -293,8 +337,9 @@ impl ComputeHost {
             started_at: self.started_at,
             seen_changes: self.seen_changes,
             only,
+            read,
         };
-        let full = pass.only.is_none();
+        let full = pass.only.is_none() && pass.read.is_none();
         AtomicResponse::new(Box::pin(tracker_pass(pass).into_actor(self).map(
             move |report, actor, ctx| {
                 if let Ok(report) = &report {
@@ -330,6 +375,8 @@ struct TrackerPass {
     started_at: DateTime<Utc>,
     seen_changes: Option<i64>,
     only: Option<Vec<String>>,
+    /// A read taken earlier, used instead of reading now.
+    read: Option<Vec<db::tracker::OwnedNode>>,
 }
 
 async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
@@ -344,6 +391,7 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
         started_at,
         seen_changes,
         only,
+        read,
     } = pass;
     // Ironic's listing first: a pass that cannot list its nodes writes nothing, and takes no
     // node for gone.
@@ -353,7 +401,11 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
         .map_err(HostError::Ironic)?;
     let liveness = settings.liveness;
     // The counter first: a change after it is seen by the next pass.
-    let skip_when = if only.is_none() { seen_changes } else { None };
+    let skip_when = if only.is_none() && read.is_none() {
+        seen_changes
+    } else {
+        None
+    };
     let (changes_seen, pending_spawns, owned) = {
         let host = host.clone();
         db::run(&pool, move |conn| {
@@ -362,11 +414,11 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
             if skip_when == Some(counter) {
                 return Ok((counter, pending, None));
             }
-            Ok((
-                counter,
-                pending,
-                Some(db::tracker::owned_nodes(conn, &host, only.as_deref())?),
-            ))
+            let owned = match read {
+                Some(earlier) => earlier,
+                None => db::tracker::owned_nodes(conn, &host, only.as_deref())?,
+            };
+            Ok((counter, pending, Some(owned)))
         })
         .await?
     };

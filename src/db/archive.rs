@@ -205,8 +205,8 @@ fn lock_trees(
 
 /// Counts the rows of each parent's tree (itself and its lifecycle children, theirs too), by
 /// parent id: one grouped count per child table, selecting the children by their foreign key
-/// `IN` the parents' keys — the shape of the statements that move them, planned as index
-/// lookups (a join, or a correlated count per parent, costs more than the move itself).
+/// `= ANY` of the parents' keys (read once, by id, as an array): index lookups, where a join or
+/// a correlated count per parent is planned as a scan or costs a subplan per parent.
 fn tree_sizes(
     conn: &mut PgConnection,
     table: &ArchiveTable,
@@ -229,7 +229,6 @@ fn tree_sizes(
     let mut sizes: HashMap<i64, i64> = ids.iter().map(|id| (*id, 1)).collect();
     let mut keys: HashMap<&str, Vec<Parent>> = HashMap::new();
     for first in table.children {
-        // The parents' keys this child refers to, and the child rows (and theirs) per key.
         if !keys.contains_key(first.parent_column) {
             let read: Vec<Parent> = diesel::sql_query(format!(
                 "SELECT id, {}::text AS key FROM {} WHERE id = ANY($1)",
@@ -239,7 +238,7 @@ fn tree_sizes(
             .load(conn)?;
             keys.insert(first.parent_column, read);
         }
-        let mut per_key: HashMap<String, i64> = HashMap::new();
+        // Every path from this child down: the JOIN clauses below it.
         let mut paths: Vec<String> = vec![String::new()];
         fn deeper(children: &[LifecycleChild], depth: usize, joins: &str, paths: &mut Vec<String>) {
             for child in children {
@@ -253,11 +252,13 @@ fn tree_sizes(
             }
         }
         deeper(first.children, 1, "", &mut paths);
+        let mut per_key: HashMap<String, i64> = HashMap::new();
         for joins in paths {
             let counted: Vec<Keyed> = diesel::sql_query(format!(
                 "SELECT p1.{column}::text AS key, count(*) AS count FROM {child} p1{joins}
-                  WHERE p1.{column} IN (SELECT {parent_column} FROM {parent} WHERE id = ANY($1))
-                  GROUP BY p1.{column}",
+                  WHERE p1.{column} = ANY(ARRAY(SELECT {parent_column} FROM {parent}
+                                                 WHERE id = ANY($1)))
+                  GROUP BY 1",
                 column = first.column,
                 child = first.table,
                 parent_column = first.parent_column,

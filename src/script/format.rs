@@ -117,7 +117,12 @@ pub enum Message {
     },
     Boot(BootArgs),
     Heartbeat,
-    UpdateAvailableResource,
+    /// A tracker pass; on a read taken earlier (`ReadNodes`) when `nodes_from` names one.
+    UpdateAvailableResource {
+        nodes_from: Option<String>,
+    },
+    /// Reads what the host owns as a pass would, writing nothing; kept for `nodes_from`.
+    ReadNodes,
     Crash,
     Start,
     DestroyInstance {
@@ -602,6 +607,7 @@ fn accepted(to: &Target) -> &'static [&'static str] {
         Target::Host(_) => &[
             "Heartbeat",
             "UpdateAvailableResource",
+            "ReadNodes",
             "Crash",
             "Start",
             "DestroyInstance",
@@ -621,6 +627,12 @@ struct NodeArg {
 struct MaintenanceArgs {
     node: String,
     on: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PassArgs {
+    nodes_from: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -677,7 +689,14 @@ fn parse_message(to: &Target, name: &str, args: Option<Value>) -> Result<Message
         "RebalanceNow" => no_args(&args).map(|()| Message::RebalanceNow)?,
         "Resign" => no_args(&args).map(|()| Message::Resign)?,
         "Heartbeat" => no_args(&args).map(|()| Message::Heartbeat)?,
-        "UpdateAvailableResource" => no_args(&args).map(|()| Message::UpdateAvailableResource)?,
+        "UpdateAvailableResource" => Message::UpdateAvailableResource {
+            nodes_from: if args.is_null() {
+                None
+            } else {
+                typed::<PassArgs>(&what, args)?.nodes_from
+            },
+        },
+        "ReadNodes" => no_args(&args).map(|()| Message::ReadNodes)?,
         "Crash" => no_args(&args).map(|()| Message::Crash)?,
         "Start" => no_args(&args).map(|()| Message::Start)?,
         "IsFenced" => no_args(&args).map(|()| Message::IsFenced)?,

@@ -15,7 +15,10 @@ use super::format::{
     EnrollArgs, IntOrRef, LogSince, Message, Script, Snapshot, Step, Target, Tick,
 };
 use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
-use crate::actors::compute_host::{DestroyInstance, Heartbeat, IsFenced, UpdateAvailableResource};
+use crate::actors::compute_host::{
+    DestroyInstance, Heartbeat, IsFenced, ReadOwnedNodes, UpdateAvailableResource,
+    UpdateAvailableResourceFrom,
+};
 use crate::actors::ironic::{DeleteNode, EnrollNodes};
 use crate::actors::rebalancer::{RebalanceNow, Resign};
 use crate::actors::registry::{CreateProvider, DeleteOrphan};
@@ -45,6 +48,8 @@ struct Run {
     log_mark: Option<usize>,
     /// Where the log stood when the previous step started, and when this one did.
     step_marks: (Option<usize>, Option<usize>),
+    /// Reads `ReadNodes` took, for passes that use them later.
+    reads: BTreeMap<String, Vec<db::tracker::OwnedNode>>,
 }
 
 /// Runs `script` against the database at `url` (fresh and migrated). Returns the number of
@@ -72,6 +77,7 @@ pub async fn run(script: &Script, url: &str) -> Result<usize, String> {
         enrolled: 0,
         log_mark: capture::mark(),
         step_marks: (capture::mark(), capture::mark()),
+        reads: BTreeMap::new(),
     };
     for (index, (line, step)) in script.steps.iter().enumerate() {
         let place = format!(
@@ -438,13 +444,32 @@ impl Run {
                             .map_err(mailbox)?;
                         Ok(json!({"fenced": fenced}))
                     }
-                    Message::UpdateAvailableResource => {
-                        let report = self
+                    Message::ReadNodes => {
+                        let read = self
                             .host_address(&host)?
-                            .send(UpdateAvailableResource)
+                            .send(ReadOwnedNodes)
                             .await
                             .map_err(mailbox)?
                             .map_err(|e| e.to_string())?;
+                        let key = format!("read-{}", self.reads.len() + 1);
+                        let nodes = read.len();
+                        self.reads.insert(key.clone(), read);
+                        Ok(json!({"read": key, "nodes": nodes}))
+                    }
+                    Message::UpdateAvailableResource { nodes_from } => {
+                        let address = self.host_address(&host)?;
+                        let report = match nodes_from {
+                            None => address.send(UpdateAvailableResource).await,
+                            Some(name) => {
+                                let name = self.interpolate(name)?;
+                                let read = self.reads.get(&name).cloned().ok_or_else(|| {
+                                    format!("no read {name:?}: save a ReadNodes result and pass its read")
+                                })?;
+                                address.send(UpdateAvailableResourceFrom { read }).await
+                            }
+                        }
+                        .map_err(mailbox)?
+                        .map_err(|e| e.to_string())?;
                         Ok(json!({"reported": report.reported, "lost": report.lost,
                                   "orphans_deleted": report.orphans_deleted, "orphans_kept": report.orphans_kept,
                                   "devices_freed": report.devices_freed,
@@ -492,7 +517,7 @@ impl Run {
             for host in &self.actors.hosts.names() {
                 self.send(
                     &Target::Host(host.clone()),
-                    &Message::UpdateAvailableResource,
+                    &Message::UpdateAvailableResource { nodes_from: None },
                 )
                 .await?;
             }
@@ -501,8 +526,11 @@ impl Run {
             let host = self.interpolate(host)?;
             self.send(&Target::Host(host.clone()), &Message::Heartbeat)
                 .await?;
-            self.send(&Target::Host(host), &Message::UpdateAvailableResource)
-                .await?;
+            self.send(
+                &Target::Host(host),
+                &Message::UpdateAvailableResource { nodes_from: None },
+            )
+            .await?;
         }
         Ok(())
     }

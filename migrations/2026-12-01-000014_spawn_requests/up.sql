@@ -2,10 +2,11 @@
 -- request with its claim, in one transaction, and the owning process takes it (woken by the
 -- `ringmaster_spawns` notification, whose payload is the host; its tracker passes take what a
 -- missed notification left). A taken request is deleted, and so is the request of a build
--- settled before it was taken (a build whose request is never taken is settled like any build
--- that makes no progress); archiving the instance removes whatever is left.
+-- settled or an instance deleted before it was taken (a build whose request is never taken is
+-- settled like any build that makes no progress). No foreign key to instances: deleting a
+-- million archived instances would pay a check per row for a table that is nearly always empty.
 CREATE TABLE spawn_requests (
-    instance_uuid UUID PRIMARY KEY REFERENCES instances (uuid) ON DELETE CASCADE,
+    instance_uuid UUID PRIMARY KEY,
     host          VARCHAR(255) NOT NULL,
     node          VARCHAR(255) NOT NULL,
     pci_devices   INTEGER NOT NULL DEFAULT 0,

@@ -134,6 +134,8 @@ pub fn soft_delete_instance(
     uuid: Uuid,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
+    // A boot still waiting to be taken by another process has nothing left to build.
+    super::spawns::forget_spawn(conn, uuid)?;
     for table in [
         "instance_extra",
         "instance_system_metadata",

@@ -496,6 +496,9 @@ async fn a_node_keeps_its_identity_even_after_its_compute_node_was_archived() {
 #[actix_web::test]
 async fn a_re_enrolled_node_becomes_available_with_its_old_identity() {
     let d = TestDeployment::start(&["cmp-1"], 1).await;
+    // The refresh the first claim queued runs first: no pass runs between the delete and the
+    // enroll below.
+    d.track(&["cmp-1"]).await;
     let before = d.identities();
     let node = d.nodes()[0].uuid;
     d.actors
@@ -514,7 +517,7 @@ async fn a_re_enrolled_node_becomes_available_with_its_old_identity() {
         .unwrap();
     assert_eq!(d.nodes()[0].provision_state, "enroll");
     let report = d.track(&["cmp-1"]).await.remove(0);
-    assert_eq!(report.nodes_made_available, vec![node.to_string()]);
+    assert_eq!(report.nodes_made_available, vec![node.to_string()], "{report:?}");
     assert_eq!(d.nodes()[0].provision_state, "available");
     assert_eq!(d.identities(), before, "its old identity");
     assert_eq!(d.boot("vm-1").await.unwrap().vm_state, "active");

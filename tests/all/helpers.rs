@@ -419,6 +419,9 @@ impl TestDeployment {
                 "every node gets its first owner"
             );
             deployment.track(hosts).await;
+            // The refreshes the claims queued (NodesAssigned) may run after that pass: a second
+            // one comes after them, so no pass is left to run behind a test's back.
+            deployment.track(hosts).await;
         }
         deployment.audit();
         deployment

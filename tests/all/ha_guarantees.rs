@@ -517,7 +517,11 @@ async fn a_re_enrolled_node_becomes_available_with_its_old_identity() {
         .unwrap();
     assert_eq!(d.nodes()[0].provision_state, "enroll");
     let report = d.track(&["cmp-1"]).await.remove(0);
-    assert_eq!(report.nodes_made_available, vec![node.to_string()], "{report:?}");
+    assert_eq!(
+        report.nodes_made_available,
+        vec![node.to_string()],
+        "{report:?}"
+    );
     assert_eq!(d.nodes()[0].provision_state, "available");
     assert_eq!(d.identities(), before, "its old identity");
     assert_eq!(d.boot("vm-1").await.unwrap().vm_state, "active");

@@ -107,6 +107,14 @@ pub fn delete_node(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Says that node `uuid` was not found when an update of it changed no row.
+fn node_found(uuid: Uuid, updated: usize) -> Result<(), DbError> {
+    if updated == 0 {
+        return Err(DbError::NotFound(format!("ironic node {uuid}")));
+    }
+    Ok(())
+}
+
 /// Sets or clears the conductor lock of node `uuid` (fault injection).
 pub fn set_reservation(
     conn: &mut PgConnection,
@@ -120,10 +128,7 @@ pub fn set_reservation(
             ironic_nodes::updated_at.eq(now),
         ))
         .execute(conn)?;
-    if updated == 0 {
-        return Err(DbError::NotFound(format!("ironic node {uuid}")));
-    }
-    Ok(())
+    node_found(uuid, updated)
 }
 
 /// Puts node `uuid` in maintenance (`on`) or takes it out; a node in maintenance takes no
@@ -140,10 +145,7 @@ pub fn set_maintenance(
             ironic_nodes::updated_at.eq(now),
         ))
         .execute(conn)?;
-    if updated == 0 {
-        return Err(DbError::NotFound(format!("ironic node {uuid}")));
-    }
-    Ok(())
+    node_found(uuid, updated)
 }
 
 /// Marks enrolled nodes available once a compute host has claimed them.

@@ -164,6 +164,14 @@ impl ListQuery {
     }
 }
 
+/// How many a listing selects in all, counted only for a page (`limit` given).
+pub fn total_of_page(
+    limit: Option<i64>,
+    count: impl FnOnce() -> Result<i64, crate::db::DbError>,
+) -> Result<Option<i64>, crate::db::DbError> {
+    limit.map(|_| count()).transpose()
+}
+
 /// Adds the `X-Total-Count` header to a page's answer.
 pub fn with_total(
     mut builder: actix_web::HttpResponseBuilder,

@@ -72,10 +72,9 @@ pub async fn list_instances(
     let (instances, total) = db::run(&state.pool, move |conn| {
         let instances = db::instances::find_instances(conn, &filter)?;
         // A page says how many there are in all.
-        let total = match filter.limit {
-            Some(_) => Some(db::instances::count_instances(conn, &filter)?),
-            None => None,
-        };
+        let total = super::dto::total_of_page(filter.limit, || {
+            db::instances::count_instances(conn, &filter)
+        })?;
         Ok((instances, total))
     })
     .await?;

@@ -36,10 +36,9 @@ pub async fn list_nodes(
     let (nodes, total) = db::run(&state.pool, move |conn| {
         let nodes = db::registry::find_node_views(conn, &filter)?;
         // A page says how many there are in all.
-        let total = match filter.limit {
-            Some(_) => Some(db::registry::count_node_views(conn, &filter)?),
-            None => None,
-        };
+        let total = super::dto::total_of_page(filter.limit, || {
+            db::registry::count_node_views(conn, &filter)
+        })?;
         Ok((nodes, total))
     })
     .await?;

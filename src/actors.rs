@@ -15,54 +15,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use actix::prelude::*;
 use uuid::Uuid;
 
+pub use crate::config::ActorSettings;
 use crate::db::presence::Presence;
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
 use compute_host::{ComputeHost, Crash, HostError, HostSettings};
 use ironic::Ironic;
-use rebalancer::{Rebalancer, RebalancerSettings};
+use rebalancer::Rebalancer;
 use registry::Registry;
 use scheduler::Scheduler;
-
-/// The actors' settings.
-#[derive(Debug, Clone, Copy)]
-pub struct ActorSettings {
-    pub host: HostSettings,
-    pub rebalancer: RebalancerSettings,
-}
-
-impl ActorSettings {
-    /// Returns what the audit judges time by: `now`, and this deployment's build timeout.
-    pub fn audit_clock(&self, now: chrono::DateTime<chrono::Utc>) -> crate::db::audit::AuditClock {
-        crate::db::audit::AuditClock {
-            now,
-            build_timeout: chrono::Duration::from_std(self.host.instance_build_timeout)
-                .unwrap_or(chrono::Duration::MAX),
-        }
-    }
-
-    /// Returns settings with every timer off, so that tests and benchmarks drive the actors by
-    /// message (`Heartbeat`, `UpdateAvailableResource`, `RebalanceNow`).
-    pub fn driven_by_messages(service_down_time: chrono::Duration) -> ActorSettings {
-        let liveness = crate::domain::host::Liveness::with_down_time(service_down_time);
-        ActorSettings {
-            host: HostSettings {
-                report_interval: std::time::Duration::ZERO,
-                update_resources_interval: std::time::Duration::ZERO,
-                liveness,
-                pci_devices_per_node: 2,
-                instance_build_timeout: std::time::Duration::from_secs(600),
-            },
-            rebalancer: RebalancerSettings {
-                interval: std::time::Duration::ZERO,
-                liveness,
-                algorithm: crate::domain::ring::RingAlgorithm::Default,
-                max_join_moves: 1_000,
-                lease: service_down_time / 2,
-            },
-        }
-    }
-}
 
 /// The running actors of this process.
 #[derive(Clone)]
@@ -89,7 +50,7 @@ impl Actors {
             .await??;
         let name = node.to_string();
         let owner = db::run(&self.pool(), move |conn| {
-            db::registry::find_compute_node(conn, &name)
+            db::compute_nodes::find_compute_node(conn, &name)
         })
         .await?;
         if let Some(owner) = owner
@@ -214,7 +175,7 @@ impl HostDirectory {
             factory.presence.ensure(&factory.pool)?;
             let down_time = factory.settings.liveness.service_down_time;
             let holder = factory.presence.holder();
-            diesel::Connection::transaction(conn, |conn| {
+            db::in_transaction(conn, |conn| {
                 db::hosts::register_host(conn, &host, holder, down_time, now)
             })
         })

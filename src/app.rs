@@ -1,5 +1,7 @@
-//! Wiring: builds the HTTP server around a database pool and runs it until it is stopped
-//! (Ctrl-C, SIGTERM) or its database goes away.
+//! Wiring, the one way a process is put together: `build` starts the actors (this process's
+//! compute hosts, the archive schedule, the demo's nodes) and binds the HTTP server around
+//! them; `serve` and `demo` run what it returns until it is stopped (Ctrl-C, SIGTERM) or the
+//! database goes away, and the tests run the very same.
 
 use std::net::{SocketAddr, TcpListener};
 use std::pin::pin;
@@ -9,10 +11,18 @@ use actix_web::middleware::{Compress, Logger, from_fn};
 use actix_web::{App, HttpServer};
 use futures_util::future::{Either, join, select};
 
-use crate::actors::Actors;
-use crate::config::ServerConfig;
+use uuid::Uuid;
+
+use crate::actors::archiver::{self, ArchiveRequest};
+use crate::actors::compute_host::HostError;
+use crate::actors::ironic::EnrollNodes;
+use crate::actors::{self, Actors};
+use crate::config::{DeploymentConfig, ServerConfig};
+use crate::db::archive::ArchiveOptions;
 use crate::db::database::DatabaseProbe;
-use crate::db::{DbError, Pool};
+use crate::db::ironic::NewIronicNode;
+use crate::db::{self, DbError, Pool};
+use crate::domain::clock::{SharedClock, SystemClock};
 use crate::http::{self, AppState, admin_token::require_admin_token};
 
 /// How often the database is probed while serving.
@@ -30,6 +40,119 @@ pub enum AppError {
     Server(std::io::Error),
     #[error("lost the database: {0}")]
     DatabaseLost(DbError),
+    #[error("database work failed: {0}")]
+    Startup(DbError),
+    #[error("cannot start host {0}: {1}")]
+    Host(String, HostError),
+}
+
+/// A process of the deployment, built: its actors running, its HTTP server bound.
+pub struct Process {
+    pub application: Application,
+    pub actors: Actors,
+}
+
+/// Builds a process as `serve` and `demo` run it and as the tests do: starts the actors on
+/// `clock` with `background` (the API has `api_pool` to itself, so it never waits for a pool
+/// the tracker passes and moves keep busy), then this process's compute hosts, the archive
+/// schedule and the demo's nodes, and binds the HTTP server. Call inside an actix system.
+pub async fn build(
+    server: &ServerConfig,
+    deployment: &DeploymentConfig,
+    api_pool: Pool,
+    background: Pool,
+    clock: SharedClock,
+) -> Result<Process, AppError> {
+    let actors = start_deployment(background, clock, deployment).await?;
+    let application = Application::build(server, api_pool, actors.clone())?;
+    Ok(Process {
+        application,
+        actors,
+    })
+}
+
+/// The system clock, corrected to the database's: every process of a deployment judges
+/// heartbeats and leases by one time.
+pub async fn database_clock(pool: &Pool) -> Result<SharedClock, AppError> {
+    let clock = std::sync::Arc::new(SystemClock::new());
+    let database_now = db::run(pool, db::hosts::database_now)
+        .await
+        .map_err(AppError::Startup)?;
+    clock.set_offset(database_now - chrono::Utc::now());
+    Ok(clock)
+}
+
+/// Starts the actors, this process's compute hosts and the archive schedule, and enrolls the
+/// demo's nodes when Ironic has none.
+pub async fn start_deployment(
+    pool: Pool,
+    clock: SharedClock,
+    deployment: &DeploymentConfig,
+) -> Result<Actors, AppError> {
+    let actors = actors::spawn_all(pool.clone(), clock, deployment.actors);
+    for host in &deployment.hosts {
+        actors
+            .hosts
+            .start(host)
+            .await
+            .map_err(|error| AppError::Host(host.clone(), error))?;
+    }
+    if let Some(interval) = deployment
+        .archive_interval
+        .filter(|interval| !interval.is_zero())
+    {
+        let request = ArchiveRequest {
+            options: ArchiveOptions {
+                max_rows: 1000,
+                before: None,
+                task_log: false,
+                until_complete: true,
+                sleep: Duration::ZERO,
+            },
+            purge: false,
+        };
+        archiver::schedule(actors.archiver.clone(), interval, request);
+        log::info!(
+            "archiving deleted rows every {}",
+            humantime::format_duration(interval)
+        );
+    }
+    if let Some(count) = deployment.nodes {
+        enroll_demo_nodes(&pool, &actors, count, &deployment.resource_class).await?;
+    }
+    Ok(actors)
+}
+
+/// Enrolls `count` simulated nodes of `resource_class` when Ironic has none.
+async fn enroll_demo_nodes(
+    pool: &Pool,
+    actors: &Actors,
+    count: u32,
+    resource_class: &str,
+) -> Result<(), AppError> {
+    let existing = db::run(pool, |conn| Ok(db::ironic::list_nodes(conn)?.len()))
+        .await
+        .map_err(AppError::Startup)?;
+    if existing > 0 {
+        return Ok(());
+    }
+    let nodes = (0..count)
+        .map(|index| {
+            NewIronicNode::enrolling(
+                Uuid::new_v4(),
+                Some(format!("node-{index}")),
+                resource_class,
+            )
+        })
+        .collect();
+    actors
+        .ironic
+        .send(EnrollNodes { nodes })
+        .await
+        .map_err(|error| AppError::Startup(DbError::Other(error.to_string())))?
+        .map_err(AppError::Startup)?;
+    log::info!("enrolled {count} simulated ironic nodes");
+    Ok(())
 }
 
 /// A bound, not yet running, HTTP server.

@@ -4,32 +4,24 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 mod archive;
 
 use clap::{Args, Parser, Subcommand};
 
-use uuid::Uuid;
-
-use crate::actors::archiver::ArchiveRequest;
+use crate::actors::ActorSettings;
 use crate::actors::compute_host::HostSettings;
-use crate::actors::ironic::EnrollNodes;
 use crate::actors::rebalancer::{RebalancerSettings, Resign};
-use crate::actors::{self, ActorSettings, Actors};
-use crate::app::{AppError, Application};
+use crate::app::{self, AppError};
 use crate::config::{
     AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig,
     PlacementSettings, ServerConfig,
 };
-use crate::db::archive::ArchiveOptions;
 use crate::db::cluster::{self, ClusterOptions};
 use crate::db::database::{Database, OpenError};
-use crate::db::ironic::NewIronicNode;
 use crate::db::scratch::ScratchServer;
-use crate::db::{self, DbError, Pool};
-use crate::domain::clock::SystemClock;
+use crate::db::{self, DbError};
 use crate::domain::host::Liveness;
 use crate::domain::ring::RingAlgorithm;
 
@@ -202,8 +194,6 @@ pub enum CliError {
     Startup(DbError),
     #[error("cannot run scripts: {0}")]
     Scripts(String),
-    #[error("cannot start host {0}: {1}")]
-    Host(String, crate::actors::compute_host::HostError),
 }
 
 impl CliError {
@@ -211,11 +201,9 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Config(_) => ExitCode::from(2),
-            CliError::Open(_)
-            | CliError::App(_)
-            | CliError::Startup(_)
-            | CliError::Scripts(_)
-            | CliError::Host(..) => ExitCode::FAILURE,
+            CliError::Open(_) | CliError::App(_) | CliError::Startup(_) | CliError::Scripts(_) => {
+                ExitCode::FAILURE
+            }
         }
     }
 }
@@ -411,11 +399,7 @@ fn run_scripts(source: &DatabaseSource, files: &[PathBuf]) -> Result<ExitCode, C
 
 fn reset_placement(source: &DatabaseSource) -> Result<ExitCode, CliError> {
     let database = open(source, 1)?;
-    let mut conn = database
-        .pool
-        .get()
-        .map_err(|error| CliError::Startup(DbError::from(error)))?;
-    diesel::Connection::transaction(&mut *conn, db::placement_names::reset_placement)
+    db::blocking_transaction(&database.pool, db::placement::names::reset_placement)
         .map_err(CliError::Startup)?;
     println!("placement emptied: standard resource classes and traits only");
     Ok(ExitCode::SUCCESS)
@@ -451,8 +435,11 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
         .map_err(|error| CliError::Open(OpenError::Db(error)))?;
     let system = actix::System::new();
     let served = system.block_on(async move {
-        let actors = start_deployment(&background, &config.deployment).await?;
-        let application = Application::build(&config.server, pool, actors.clone())?;
+        let clock = app::database_clock(&background).await?;
+        let app::Process {
+            application,
+            actors,
+        } = app::build(&config.server, &config.deployment, pool, background, clock).await?;
         let address = application.local_addr();
         println!("ringmaster {command}: listening on http://{address}/");
         let served = application.run_until_stopped(Some(probe)).await;
@@ -462,66 +449,4 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     drop(database);
     served?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Starts the actors on a clock corrected to the database's, this process's compute hosts,
-/// and enrolls the demo nodes when Ironic has none.
-async fn start_deployment(pool: &Pool, deployment: &DeploymentConfig) -> Result<Actors, CliError> {
-    let clock = Arc::new(SystemClock::new());
-    let database_now = db::run(pool, db::hosts::database_now)
-        .await
-        .map_err(CliError::Startup)?;
-    clock.set_offset(database_now - chrono::Utc::now());
-    let actors = actors::spawn_all(pool.clone(), clock, deployment.actors);
-    for host in &deployment.hosts {
-        actors
-            .hosts
-            .start(host)
-            .await
-            .map_err(|error| CliError::Host(host.clone(), error))?;
-    }
-    if let Some(interval) = deployment
-        .archive_interval
-        .filter(|interval| !interval.is_zero())
-    {
-        let request = ArchiveRequest {
-            options: ArchiveOptions {
-                max_rows: 1000,
-                before: None,
-                task_log: false,
-                until_complete: true,
-                sleep: Duration::ZERO,
-            },
-            purge: false,
-        };
-        actors::archiver::schedule(actors.archiver.clone(), interval, request);
-        log::info!(
-            "archiving deleted rows every {}",
-            humantime::format_duration(interval)
-        );
-    }
-    if let Some(count) = deployment.nodes {
-        let existing = db::run(pool, |conn| Ok(db::ironic::list_nodes(conn)?.len()))
-            .await
-            .map_err(CliError::Startup)?;
-        if existing == 0 {
-            let nodes = (0..count)
-                .map(|index| {
-                    NewIronicNode::enrolling(
-                        Uuid::new_v4(),
-                        Some(format!("node-{index}")),
-                        &deployment.resource_class,
-                    )
-                })
-                .collect();
-            actors
-                .ironic
-                .send(EnrollNodes { nodes })
-                .await
-                .map_err(|error| CliError::Startup(DbError::Other(error.to_string())))?
-                .map_err(CliError::Startup)?;
-            log::info!("enrolled {count} simulated ironic nodes");
-        }
-    }
-    Ok(actors)
 }

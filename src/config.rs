@@ -4,8 +4,11 @@
 use std::fmt;
 use std::net::ToSocketAddrs;
 
-use crate::actors::ActorSettings;
+use std::time::Duration;
+
 use crate::db::cluster::ClusterOptions;
+use crate::domain::host::Liveness;
+use crate::domain::ring::RingAlgorithm;
 
 /// Where the database is.
 #[derive(Debug, Clone)]
@@ -141,6 +144,71 @@ pub struct DeploymentConfig {
     /// How often to archive deleted rows; `None` for never.
     pub archive_interval: Option<std::time::Duration>,
     pub actors: ActorSettings,
+}
+
+/// The actors' settings.
+#[derive(Debug, Clone, Copy)]
+pub struct ActorSettings {
+    pub host: HostSettings,
+    pub rebalancer: RebalancerSettings,
+}
+
+impl ActorSettings {
+    /// Returns what the audit judges time by: `now`, and this deployment's build timeout.
+    pub fn audit_clock(&self, now: chrono::DateTime<chrono::Utc>) -> crate::db::audit::AuditClock {
+        crate::db::audit::AuditClock {
+            now,
+            build_timeout: chrono::Duration::from_std(self.host.instance_build_timeout)
+                .unwrap_or(chrono::Duration::MAX),
+        }
+    }
+
+    /// Returns settings with every timer off, so that tests and benchmarks drive the actors by
+    /// message (`Heartbeat`, `UpdateAvailableResource`, `RebalanceNow`).
+    pub fn driven_by_messages(service_down_time: chrono::Duration) -> ActorSettings {
+        let liveness = crate::domain::host::Liveness::with_down_time(service_down_time);
+        ActorSettings {
+            host: HostSettings {
+                report_interval: std::time::Duration::ZERO,
+                update_resources_interval: std::time::Duration::ZERO,
+                liveness,
+                pci_devices_per_node: 2,
+                instance_build_timeout: std::time::Duration::from_secs(600),
+            },
+            rebalancer: RebalancerSettings {
+                interval: std::time::Duration::ZERO,
+                liveness,
+                algorithm: crate::domain::ring::RingAlgorithm::Default,
+                max_join_moves: 1_000,
+                lease: service_down_time / 2,
+            },
+        }
+    }
+}
+
+/// How often a host works; a zero interval turns that timer off (tests send the messages).
+#[derive(Debug, Clone, Copy)]
+pub struct HostSettings {
+    pub report_interval: Duration,
+    pub update_resources_interval: Duration,
+    pub liveness: Liveness,
+    /// Simulated PCI devices each node carries.
+    pub pci_devices_per_node: u32,
+    /// A build with no progress for this long ends in error, its claim released.
+    pub instance_build_timeout: Duration,
+}
+
+/// How the rebalancer works.
+#[derive(Debug, Clone, Copy)]
+pub struct RebalancerSettings {
+    /// Time between ticks; zero turns the timer off (tests send `RebalanceNow`).
+    pub interval: Duration,
+    pub liveness: Liveness,
+    pub algorithm: RingAlgorithm,
+    /// The most nodes a joining host pulls in one tick.
+    pub max_join_moves: usize,
+    /// How long leadership lasts without a renewal.
+    pub lease: chrono::Duration,
 }
 
 #[cfg(test)]

@@ -3,41 +3,35 @@
 //! transactions, so callers can combine them; `run` and `transaction` are the entry points
 //! from async code and keep every blocking call off the async runtime.
 
-pub mod allocations;
 pub mod archive;
 pub mod audit;
 pub mod cached;
-pub mod candidates;
 pub mod cluster;
+pub mod compute_nodes;
 pub mod database;
 pub mod error;
 pub mod hosts;
 pub mod instances;
-pub mod inventories;
 pub mod ironic;
 pub mod leases;
 pub mod models;
+pub mod node_reports;
+pub mod node_views;
 pub mod notify;
 pub mod pci;
 pub mod placement;
-pub mod placement_names;
 pub mod presence;
-pub mod provider_links;
-pub mod providers;
-pub mod registry;
-pub mod reshaper;
 pub mod schema;
 pub mod scratch;
 pub mod spawns;
 pub mod timeline;
-pub mod tracker;
 pub mod url;
 
 use std::time::Duration;
 
 use diesel::pg::PgConnection;
 use diesel::r2d2::ConnectionManager;
-use diesel::{Connection, RunQueryDsl};
+use diesel::{Connection as _, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 pub use error::DbError;
@@ -91,7 +85,7 @@ pub fn migrate(conn: &mut PgConnection) -> Result<Vec<String>, DbError> {
             .run_pending_migrations(MIGRATIONS)
             .map(|versions| versions.iter().map(ToString::to_string).collect())
             .map_err(|error| DbError::Migration(error.to_string()))?;
-        placement::seed_standard_names(conn)?;
+        placement::names::seed_standard_names(conn)?;
         Ok(applied)
     })
 }
@@ -280,13 +274,61 @@ where
     .map_err(|_| DbError::Canceled)?
 }
 
-/// Runs `work` inside one transaction with a pooled connection on the blocking thread pool.
-pub async fn transaction<T, F>(pool: &Pool, work: F) -> Result<T, DbError>
+/// The connection query fns take; callers outside `db` name it, never diesel.
+pub type Connection = PgConnection;
+
+/// Runs `work` inside one transaction with a pooled connection on the blocking thread pool:
+/// committed when it returns `Ok`, rolled back whole when it returns an error — its own
+/// (`E`, e.g. a refused write) or the database's. The one way async code opens a transaction.
+pub async fn transaction<T, E, F>(pool: &Pool, work: F) -> Result<T, E>
 where
-    F: FnOnce(&mut PgConnection) -> Result<T, DbError> + Send + 'static,
+    F: FnOnce(&mut PgConnection) -> Result<T, E> + Send + 'static,
     T: Send + 'static,
+    E: From<DbError> + Send + 'static,
 {
-    run(pool, move |conn| conn.transaction(work)).await
+    let pool = pool.clone();
+    actix_rt::task::spawn_blocking(move || blocking_transaction(&pool, work))
+        .await
+        .map_err(|_| E::from(DbError::Canceled))?
+}
+
+/// `transaction` for the synchronous actors, which run on threads of their own: a pooled
+/// connection, one transaction.
+pub fn blocking_transaction<T, E>(
+    pool: &Pool,
+    work: impl FnOnce(&mut PgConnection) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<DbError>,
+{
+    let mut conn = pool.get().map_err(DbError::from)?;
+    in_transaction(&mut conn, work)
+}
+
+/// Runs `work` in one transaction on `conn`, committed on `Ok`, rolled back on any error.
+pub fn in_transaction<T, E>(
+    conn: &mut PgConnection,
+    work: impl FnOnce(&mut PgConnection) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<DbError>,
+{
+    /// Keeps the work's own error apart from diesel's, which `Connection::transaction`
+    /// needs to be able to make.
+    enum Failed<E> {
+        Work(E),
+        Db(diesel::result::Error),
+    }
+    impl<E> From<diesel::result::Error> for Failed<E> {
+        fn from(error: diesel::result::Error) -> Self {
+            Failed::Db(error)
+        }
+    }
+    conn.transaction(|conn| work(conn).map_err(Failed::Work))
+        .map_err(|failed| match failed {
+            Failed::Work(error) => error,
+            Failed::Db(error) => E::from(DbError::from(error)),
+        })
 }
 
 /// Sets what every pooled session runs with: a bound on idling inside a transaction, no JIT.

@@ -9,5 +9,6 @@ pub mod instance;
 pub mod node;
 pub mod placement;
 pub mod placement_filter;
+pub mod rebalance;
 pub mod ring;
 pub mod timeline;

@@ -27,7 +27,7 @@ pub struct AppState {
     pub pool: Pool,
     pub actors: Actors,
     /// The snapshot allocation candidates are chosen from, shared by every worker.
-    pub candidates: std::sync::Arc<crate::db::candidates::SnapshotCache>,
+    pub candidates: std::sync::Arc<crate::db::placement::candidates::SnapshotCache>,
     /// Placement's policy profile and CORS settings.
     pub placement: std::sync::Arc<crate::config::PlacementSettings>,
     /// The typed events of this process's event streams, shared by all of them.

@@ -7,38 +7,25 @@
 //! Database work runs on the blocking pool (`db::run`); handlers that touch the actor's state
 //! are `AtomicResponse`s, so one host handles one message at a time.
 
+pub use crate::config::HostSettings;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
-use diesel::Connection;
 use uuid::Uuid;
 
 use super::ironic::{Deploy, Destroy, Ironic};
 use super::registry::{CreateProvider, DeleteOrphan, Registry};
+use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
 use crate::db::instances::BuildOutcome;
 use crate::db::presence::Presence;
-use crate::db::registry::{OrphanOutcome, ProviderOutcome};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
-use crate::domain::host::Liveness;
 use crate::domain::instance::{ACTIVE, ERROR};
 use crate::domain::node::{ComputeNode, IronicNode, ProvisionState};
 use crate::domain::ring::stable_hash;
-
-/// How often a host works; a zero interval turns that timer off (tests send the messages).
-#[derive(Debug, Clone, Copy)]
-pub struct HostSettings {
-    pub report_interval: Duration,
-    pub update_resources_interval: Duration,
-    pub liveness: Liveness,
-    /// Simulated PCI devices each node carries.
-    pub pci_devices_per_node: u32,
-    /// A build with no progress for this long ends in error, its claim released.
-    pub instance_build_timeout: Duration,
-}
 
 /// Says why a host could not do what it was asked.
 #[derive(Debug, thiserror::Error)]
@@ -261,17 +248,17 @@ impl Handler<UpdateAvailableResource> for ComputeHost {
 /// `UpdateAvailableResourceFrom` can use later, stale by then (fault injection: the stale node
 /// list of bug 1853009, or a move between a pass's read and its writes).
 #[derive(Debug, Message)]
-#[rtype(result = "Result<Vec<db::tracker::OwnedNode>, HostError>")]
+#[rtype(result = "Result<Vec<db::node_reports::OwnedNode>, HostError>")]
 pub struct ReadOwnedNodes;
 
 impl Handler<ReadOwnedNodes> for ComputeHost {
-    type Result = ResponseFuture<Result<Vec<db::tracker::OwnedNode>, HostError>>;
+    type Result = ResponseFuture<Result<Vec<db::node_reports::OwnedNode>, HostError>>;
 
     fn handle(&mut self, _: ReadOwnedNodes, _: &mut Self::Context) -> Self::Result {
         let (pool, host) = (self.pool.clone(), self.name.clone());
         Box::pin(async move {
             Ok(db::run(&pool, move |conn| {
-                db::tracker::owned_nodes(conn, &host, None)
+                db::node_reports::owned_nodes(conn, &host, None)
             })
             .await?)
         })
@@ -284,7 +271,7 @@ impl Handler<ReadOwnedNodes> for ComputeHost {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<TrackerReport, HostError>")]
 pub struct UpdateAvailableResourceFrom {
-    pub read: Vec<db::tracker::OwnedNode>,
+    pub read: Vec<db::node_reports::OwnedNode>,
 }
 
 impl Handler<UpdateAvailableResourceFrom> for ComputeHost {
@@ -321,7 +308,7 @@ impl ComputeHost {
     fn pass(
         &mut self,
         only: Option<Vec<String>>,
-        read: Option<Vec<db::tracker::OwnedNode>>,
+        read: Option<Vec<db::node_reports::OwnedNode>>,
     ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
         if let Err(fenced) = self.require_lease() {
             return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
@@ -376,7 +363,7 @@ struct TrackerPass {
     seen_changes: Option<i64>,
     only: Option<Vec<String>>,
     /// A read taken earlier, used instead of reading now.
-    read: Option<Vec<db::tracker::OwnedNode>>,
+    read: Option<Vec<db::node_reports::OwnedNode>>,
 }
 
 async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
@@ -409,14 +396,14 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
     let (changes_seen, pending_spawns, owned) = {
         let host = host.clone();
         db::run(&pool, move |conn| {
-            let counter = db::tracker::change_counter(conn)?;
+            let counter = db::node_reports::change_counter(conn)?;
             let pending = db::spawns::pending_spawns(conn, &host)?;
             if skip_when == Some(counter) {
                 return Ok((counter, pending, None));
             }
             let owned = match read {
                 Some(earlier) => earlier,
-                None => db::tracker::owned_nodes(conn, &host, only.as_deref())?,
+                None => db::node_reports::owned_nodes(conn, &host, only.as_deref())?,
             };
             Ok((counter, pending, Some(owned)))
         })
@@ -494,7 +481,7 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
             // Nothing changed: the pass writes nothing.
             return Ok(PassWrites::default());
         }
-        conn.transaction(|conn| {
+        db::in_transaction(conn, |conn| {
             let written = changes.write(conn, &host, &stale, settings.pci_devices_per_node, now)?;
             // Commit only while the lease still holds: a host that lapsed mid-pass writes nothing.
             if !liveness.lease_holds(last_ok, pass_clock.now()) {
@@ -556,7 +543,7 @@ struct PassChanges {
 
 impl PassChanges {
     /// Compares one owned node with what Ironic says and keeps what must be written.
-    fn add(&mut self, node: db::tracker::OwnedNode, mut ironic: IronicNode, devices: u32) {
+    fn add(&mut self, node: db::node_reports::OwnedNode, mut ironic: IronicNode, devices: u32) {
         let id = node.compute_node.id;
         let mut changed = false;
         // A node enrolled in Ironic again while its compute node lived: this host manages
@@ -595,7 +582,7 @@ impl PassChanges {
     /// them, in a handful of statements whatever their number.
     fn write(
         &self,
-        conn: &mut diesel::PgConnection,
+        conn: &mut db::Connection,
         host: &str,
         stale: &[db::instances::StaleBuild],
         devices: u32,
@@ -613,9 +600,10 @@ impl PassChanges {
             .collect();
         to_hold.sort_unstable();
         to_hold.dedup();
-        let held: std::collections::HashSet<i64> = db::tracker::hold_owned(conn, host, &to_hold)?
-            .into_iter()
-            .collect();
+        let held: std::collections::HashSet<i64> =
+            db::compute_nodes::hold_owned(conn, host, &to_hold)?
+                .into_iter()
+                .collect();
         let mut written = PassWrites {
             lost: self
                 .nodes
@@ -631,7 +619,7 @@ impl PassChanges {
             .filter(|(id, _, _)| held.contains(id))
             .map(|(_, provider, inventory)| (*provider, inventory.clone()))
             .collect();
-        db::tracker::write_inventories(conn, &inventories, now)?;
+        db::node_reports::write_inventories(conn, &inventories, now)?;
         written.reported = inventories.len();
         let short: Vec<i64> = self
             .devices
@@ -646,7 +634,7 @@ impl PassChanges {
             .filter(|(id, _)| held.contains(id))
             .map(|(_, node)| node.clone())
             .collect();
-        written.finished = db::tracker::finish_deployed_builds(conn, &builds, now)?;
+        written.finished = db::node_reports::finish_deployed_builds(conn, &builds, now)?;
         let available: Vec<Uuid> = self
             .enrolled
             .iter()
@@ -956,7 +944,7 @@ impl Handler<DestroyInstance> for ComputeHost {
                 }
                 let now = clock.now();
                 write_for(owned.as_ref(), &pool, move |conn| {
-                    db::allocations::delete_consumer(conn, instance)?;
+                    db::placement::allocations::delete_consumer(conn, instance)?;
                     db::instances::soft_delete_instance(conn, instance, now)
                 })
                 .await?;
@@ -995,12 +983,12 @@ impl Owned {
     /// `NotOwner` with nothing written when the node has moved since.
     async fn write<T, F>(&self, pool: &Pool, work: F) -> Result<T, HostError>
     where
-        F: FnOnce(&mut diesel::PgConnection) -> Result<T, DbError> + Send + 'static,
+        F: FnOnce(&mut db::Connection) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
     {
         let (id, host, epoch) = (self.compute_node_id, self.host.clone(), self.epoch);
         let written = db::transaction(pool, move |conn| {
-            if !db::registry::hold_ownership(conn, id, &host, epoch)? {
+            if !db::compute_nodes::hold_one(conn, &host, id, epoch)? {
                 return Ok(None);
             }
             work(conn).map(Some)
@@ -1016,7 +1004,7 @@ impl Owned {
 /// Runs `work` fenced by `owned` when the instance has a node, in a plain transaction when not.
 async fn write_for<T, F>(owned: Option<&Owned>, pool: &Pool, work: F) -> Result<T, HostError>
 where
-    F: FnOnce(&mut diesel::PgConnection) -> Result<T, DbError> + Send + 'static,
+    F: FnOnce(&mut db::Connection) -> Result<T, DbError> + Send + 'static,
     T: Send + 'static,
 {
     match owned {
@@ -1029,7 +1017,7 @@ where
 async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Owned, HostError> {
     let lookup = node.to_owned();
     let compute_node = db::run(pool, move |conn| {
-        db::registry::find_compute_node(conn, &lookup)
+        db::compute_nodes::find_compute_node(conn, &lookup)
     })
     .await?;
     let not_owner = || HostError::NotOwner {

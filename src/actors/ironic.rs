@@ -6,11 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix::prelude::*;
-use diesel::Connection;
 use uuid::Uuid;
 
 use crate::db::ironic::{self, NewIronicNode};
-use crate::db::{DbError, Pool};
+use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 
 /// The conductor name a lock from the admin API records.
@@ -36,11 +35,9 @@ impl Ironic {
 
     fn run<T>(
         &self,
-        work: impl FnOnce(&mut diesel::PgConnection) -> Result<T, DbError>,
+        work: impl FnOnce(&mut db::Connection) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
-        let mut pooled = self.pool.get()?;
-        let conn: &mut diesel::PgConnection = &mut pooled;
-        conn.transaction(work)
+        db::blocking_transaction(&self.pool, work)
     }
 }
 

@@ -6,37 +6,22 @@
 //! carrying its lease epoch, so they commit only while it still leads; then it tells the new
 //! owners.
 
-use std::collections::BTreeSet;
+pub use crate::config::RebalancerSettings;
 use std::time::Duration;
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
-use diesel::Connection;
 use uuid::Uuid;
 
 use super::HostDirectory;
 use super::compute_host::NodesAssigned;
 use super::registry::{ClaimNodes, MoveNodes, Registry};
 use crate::db::leases::{self, LeaseToken};
-use crate::db::registry::{NodeClaim, NodeMove};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::host::Liveness;
 use crate::domain::node::ComputeNode;
-use crate::domain::ring::{Assignment, NodeOwner, PlanInput, RingAlgorithm, plan};
-
-/// How the rebalancer works.
-#[derive(Debug, Clone, Copy)]
-pub struct RebalancerSettings {
-    /// Time between ticks; zero turns the timer off (tests send `RebalanceNow`).
-    pub interval: Duration,
-    pub liveness: Liveness,
-    pub algorithm: RingAlgorithm,
-    /// The most nodes a joining host pulls in one tick.
-    pub max_join_moves: usize,
-    /// How long leadership lasts without a renewal.
-    pub lease: chrono::Duration,
-}
+use crate::domain::rebalance::{self, Judged, Outage, RingMemory, TickPlan, TickSettings};
+use crate::domain::ring::Assignment;
 
 /// The ring as the leader last computed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,22 +50,11 @@ pub struct Rebalancer {
     /// When the last tick started (a tick far later than the interval means this process
     /// could not tick: the database or the process itself stalled).
     last_tick: Option<DateTime<Utc>>,
-    members: Vec<String>,
-    joining: BTreeSet<String>,
+    /// What the last tick leaves to the next (members, joining hosts, and the deployment as
+    /// it was when the last plan came out empty: while it stays so, a tick plans nothing
+    /// without reading every node's owner).
+    memory: RingMemory,
     version: i64,
-    /// The deployment as it was when the last plan came out empty: while it stays so, a tick
-    /// plans nothing without reading every node's owner.
-    quiet: Option<Quiet>,
-}
-
-/// What a plan depends on besides the owners themselves: when this is unchanged and the last
-/// plan was empty, the next plan is empty too.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Quiet {
-    ownership: i64,
-    eligible: Vec<String>,
-    draining: Vec<String>,
-    holding: Vec<String>,
 }
 
 impl Rebalancer {
@@ -103,10 +77,8 @@ impl Rebalancer {
             lease: None,
             outage: Outage::default(),
             last_tick: None,
-            members: Vec::new(),
-            joining: BTreeSet::new(),
+            memory: RingMemory::default(),
             version: 0,
-            quiet: None,
         }
     }
 }
@@ -151,46 +123,12 @@ pub struct RebalanceNow;
 
 /// What the blocking part of a tick decided.
 struct Decision {
-    /// The lease this process leads under (`None`: it does not lead).
+    /// The lease this process leads under (`None`: it does not lead, and the tick is empty).
     lease: Option<LeaseToken>,
-    members: Vec<String>,
-    joining: BTreeSet<String>,
-    plan: Vec<Assignment>,
-    epochs: std::collections::HashMap<String, i64>,
-    /// Set when the plan is empty: what it was computed from.
-    quiet: Option<Quiet>,
+    tick: TickPlan,
     /// Set when reaching the database took so long that the hosts' heartbeats may have been
     /// held up too: the tick judged nobody.
     stalled: bool,
-}
-
-/// A database outage as a rebalancer saw it: hosts could not heartbeat while it lasted, so
-/// for one down time after it ends a host that was up when it began is not judged down for
-/// the heartbeats it missed (nothing moves because the database went away).
-#[derive(Debug, Clone, Copy, Default)]
-struct Outage {
-    began: Option<DateTime<Utc>>,
-    ended: Option<DateTime<Utc>>,
-}
-
-impl Outage {
-    /// Returns the last heartbeat a host is judged by at `now`.
-    fn credited(
-        &self,
-        last_seen_up: Option<DateTime<Utc>>,
-        liveness: &Liveness,
-        now: DateTime<Utc>,
-    ) -> Option<DateTime<Utc>> {
-        let (Some(began), Some(ended)) = (self.began, self.ended) else {
-            return last_seen_up;
-        };
-        let was_up = last_seen_up.is_some_and(|seen| seen >= began - liveness.service_down_time);
-        if was_up && now - ended <= liveness.service_down_time {
-            last_seen_up.map(|seen| seen.max(ended))
-        } else {
-            last_seen_up
-        }
-    }
 }
 
 impl Handler<RebalanceNow> for Rebalancer {
@@ -215,39 +153,29 @@ impl Handler<RebalanceNow> for Rebalancer {
                 ended: Some(now),
             };
         }
-        let previous_members = self.members.clone();
-        let previous_joining = self.joining.clone();
+        let memory = self.memory.clone();
         let registry = self.registry.clone();
         let previous_version = self.version;
         let process = self.process;
         let outage = self.outage;
-        let previous_quiet = self.quiet.clone();
         AtomicResponse::new(Box::pin(
             async move {
-                let members_before = previous_members.clone();
+                let previous_members = memory.members.clone();
                 let decision = actix_rt::task::spawn_blocking(move || {
-                    decide(
-                        &pool,
-                        process,
-                        now,
-                        settings,
-                        outage,
-                        &members_before,
-                        previous_joining,
-                        previous_quiet,
-                    )
+                    decide(&pool, process, now, settings, outage, memory)
                 })
                 .await
                 .map_err(|_| DbError::Canceled)??;
                 let Some(lease) = decision.lease else {
                     return Ok((decision, Vec::new(), Vec::new(), previous_version));
                 };
-                let version = if decision.members != previous_members {
+                let version = if decision.tick.memory.members != previous_members {
                     previous_version + 1
                 } else {
                     previous_version
                 };
-                let (claims, moves) = split_plan(&decision);
+                let claims = decision.tick.claims.clone();
+                let moves = decision.tick.moves.clone();
                 let claimed = if claims.is_empty() {
                     Vec::new()
                 } else {
@@ -285,8 +213,8 @@ impl Handler<RebalanceNow> for Rebalancer {
                             lost.epoch
                         );
                     }
-                    actor.members.clear();
-                    actor.quiet = None;
+                    actor.memory.members.clear();
+                    actor.memory.quiet = None;
                     return Ok(RebalanceReport::default());
                 };
                 if actor.lease.map(|(held, _)| held) != Some(lease) {
@@ -297,9 +225,7 @@ impl Handler<RebalanceNow> for Rebalancer {
                 }
                 actor.lease = Some((lease, now + settings.lease));
                 actor.version = version;
-                actor.members = decision.members;
-                actor.joining = decision.joining;
-                actor.quiet = decision.quiet;
+                actor.memory = decision.tick.memory;
                 actor.notify_owners(&claimed, &moved);
                 if !moved.is_empty() || !claimed.is_empty() {
                     log::info!(
@@ -313,7 +239,7 @@ impl Handler<RebalanceNow> for Rebalancer {
                     ring_version: version,
                     claimed,
                     moved,
-                    plan: decision.plan,
+                    plan: decision.tick.plan,
                 })
             }),
         ))
@@ -344,7 +270,7 @@ impl Rebalancer {
                     "this process no longer leads rebalancing: its writes under lease epoch {epoch} were refused"
                 );
                 self.lease = None;
-                self.members.clear();
+                self.memory.members.clear();
             }
             Err(_) => {}
             Ok(_) => {
@@ -375,194 +301,67 @@ impl Rebalancer {
     }
 }
 
-/// Splits a plan into first claims and moves (with the epochs the moves expect).
-fn split_plan(decision: &Decision) -> (Vec<NodeClaim>, Vec<NodeMove>) {
-    let mut claims = Vec::new();
-    let mut moves = Vec::new();
-    for assignment in &decision.plan {
-        match assignment.from.clone() {
-            None => match assignment.node.parse() {
-                Ok(node) => claims.push(NodeClaim {
-                    node,
-                    host: assignment.to.clone(),
-                }),
-                Err(_) => log::error!(
-                    "node {:?} is not a uuid: it cannot be claimed",
-                    assignment.node
-                ),
-            },
-            Some(from) => match decision.epochs.get(&assignment.node) {
-                Some(epoch) => moves.push(NodeMove {
-                    node: assignment.node.clone(),
-                    from,
-                    epoch: *epoch,
-                    to: assignment.to.clone(),
-                    reason: assignment.reason,
-                }),
-                None => log::error!(
-                    "node {} has an owner but no epoch: move skipped",
-                    assignment.node
-                ),
-            },
-        }
-    }
-    (claims, moves)
-}
-
-/// Renews or takes the lease, then reads hosts and owners and plans (blocking). While the
-/// deployment is as it was when the last plan came out empty, it plans nothing without reading
-/// the owners.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the tick's inputs, passed to a blocking task"
-)]
+/// Renews or takes the lease, then reads hosts (and, unless the deployment is as it was when
+/// the last plan came out empty, every node's owner) and plans with `domain::rebalance`
+/// (blocking).
 fn decide(
     pool: &Pool,
     process: Uuid,
     now: DateTime<Utc>,
     settings: RebalancerSettings,
     outage: Outage,
-    previous_members: &[String],
-    previous_joining: BTreeSet<String>,
-    previous_quiet: Option<Quiet>,
+    memory: RingMemory,
 ) -> Result<Decision, DbError> {
     let reaching = std::time::Instant::now();
     let mut conn = pool.get()?;
-    let epoch = conn.transaction(|conn| {
+    let epoch = db::in_transaction(&mut conn, |conn| {
         leases::acquire_or_renew(conn, leases::REBALANCER, process, settings.lease, now)
     })?;
     let Some(epoch) = epoch else {
         return Ok(Decision {
             lease: None,
-            members: Vec::new(),
-            joining: BTreeSet::new(),
-            plan: Vec::new(),
-            epochs: Default::default(),
-            quiet: None,
+            tick: TickPlan::default(),
             stalled: false,
         });
     };
-    let lease = LeaseToken {
+    let lease = Some(LeaseToken {
         holder: process,
         epoch,
-    };
-    let mut hosts = db::hosts::list_hosts(&mut conn)?;
-    let ownership = db::registry::ownership_counter(&mut conn)?;
+    });
+    let hosts = db::hosts::list_hosts(&mut conn)?;
+    let ownership = db::compute_nodes::ownership_counter(&mut conn)?;
     // (Only with a running timer: a deployment driven by messages has no tick to be late.)
     if !settings.interval.is_zero() && reaching.elapsed() > stall_threshold(settings) {
         // The database answered only after a long wait (a restart, a crash recovery): the
         // hosts' heartbeats were held up as well, so this tick judges nobody.
-        return Ok(Decision {
-            lease: Some(lease),
-            members: previous_members.to_vec(),
-            joining: previous_joining,
-            plan: Vec::new(),
-            epochs: Default::default(),
+        let memory = RingMemory {
             quiet: None,
+            ..memory
+        };
+        return Ok(Decision {
+            lease,
+            tick: TickPlan {
+                memory,
+                ..TickPlan::default()
+            },
             stalled: true,
         });
     }
-
-    let liveness = settings.liveness;
-    for host in &mut hosts {
-        host.last_seen_up = outage.credited(host.last_seen_up, &liveness, now);
-    }
-    let up: Vec<&crate::domain::host::Host> = hosts
-        .iter()
-        .filter(|host| host.is_up(&liveness, now))
-        .collect();
-    let eligible: Vec<String> = up
-        .iter()
-        .filter(|host| !host.disabled)
-        .map(|host| host.name.clone())
-        .collect();
-    let draining: Vec<String> = up
-        .iter()
-        .filter(|host| host.is_draining())
-        .map(|host| host.name.clone())
-        .collect();
-    let holding: Vec<String> = up
-        .iter()
-        .filter(|host| host.disabled && !host.is_draining())
-        .map(|host| host.name.clone())
-        .collect();
-    let quiet = Quiet {
-        ownership,
-        eligible: sorted(&eligible),
-        draining: sorted(&draining),
-        holding: sorted(&holding),
+    let tick = match rebalance::judge(&hosts, ownership, outage, &settings.liveness, now, &memory) {
+        Judged::Unchanged(quiet) => rebalance::quiet_tick(quiet),
+        Judged::Changed(quiet) => {
+            let owners = db::compute_nodes::node_owners(&mut conn)?;
+            drop(conn);
+            let tick_settings = TickSettings {
+                algorithm: settings.algorithm,
+                max_join_moves: settings.max_join_moves,
+            };
+            rebalance::plan_tick(quiet, &owners, &memory, tick_settings)
+        }
     };
-    if previous_joining.is_empty() && previous_quiet.as_ref() == Some(&quiet) {
-        return Ok(Decision {
-            lease: Some(lease),
-            members: quiet.eligible.clone(),
-            joining: BTreeSet::new(),
-            plan: Vec::new(),
-            epochs: Default::default(),
-            quiet: Some(quiet),
-            stalled: false,
-        });
-    }
-    let owners = db::registry::node_owners(&mut conn)?;
-    drop(conn);
-
-    let nodes: Vec<NodeOwner> = owners
-        .iter()
-        .map(|row| NodeOwner {
-            node: row.node.clone(),
-            owner: row.host.clone(),
-        })
-        .collect();
-    let mut load: std::collections::HashMap<&str, usize> = Default::default();
-    for node in &nodes {
-        if let Some(owner) = node.owner.as_deref() {
-            *load.entry(owner).or_default() += 1;
-        }
-    }
-    let anyone_owns = !load.is_empty();
-    let mut joining: BTreeSet<String> = previous_joining;
-    for host in &eligible {
-        let is_new = !previous_members.is_empty() && !previous_members.contains(host);
-        let is_empty = anyone_owns && load.get(host.as_str()).copied().unwrap_or(0) == 0;
-        if is_new || is_empty {
-            joining.insert(host.clone());
-        }
-    }
-    joining.retain(|host| eligible.contains(host));
-    let joining_list: Vec<String> = joining.iter().cloned().collect();
-
-    let planned = plan(PlanInput {
-        algorithm: settings.algorithm,
-        nodes: &nodes,
-        eligible: &eligible,
-        draining: &draining,
-        holding: &holding,
-        joining: &joining_list,
-        max_join_moves: settings.max_join_moves,
-    });
-    let join_moves = planned
-        .iter()
-        .filter(|assignment| {
-            assignment.from.is_some() && assignment.reason == crate::domain::ring::MoveReason::Join
-        })
-        .count();
-    if join_moves < settings.max_join_moves {
-        // Converged: the joining hosts have their share.
-        joining.clear();
-    }
-    let epochs = owners
-        .into_iter()
-        .filter_map(|row| Some((row.node, row.owner_epoch?)))
-        .collect();
-    let mut members = eligible;
-    members.sort();
     Ok(Decision {
-        lease: Some(lease),
-        members,
-        joining,
-        quiet: (planned.is_empty()).then_some(quiet),
-        plan: planned,
-        epochs,
+        lease,
+        tick,
         stalled: false,
     })
 }
@@ -571,12 +370,6 @@ fn decide(
 /// interval, and at least a second.
 fn stall_threshold(settings: RebalancerSettings) -> Duration {
     (settings.interval * 2).max(Duration::from_secs(1))
-}
-
-fn sorted(hosts: &[String]) -> Vec<String> {
-    let mut hosts = hosts.to_vec();
-    hosts.sort();
-    hosts
 }
 
 /// Asks for the ring as this rebalancer last computed it.
@@ -597,7 +390,7 @@ impl Handler<GetRing> for Rebalancer {
             version: self.version,
             algorithm: self.settings.algorithm.name(),
             members: if lease.is_some() {
-                self.members.clone()
+                self.memory.members.clone()
             } else {
                 Vec::new()
             },
@@ -617,7 +410,7 @@ impl Handler<Resign> for Rebalancer {
     type Result = AtomicResponse<Self, ()>;
 
     fn handle(&mut self, _: Resign, _: &mut Self::Context) -> Self::Result {
-        self.members.clear();
+        self.memory.members.clear();
         let held = self.lease.take();
         let (pool, process, now) = (self.pool.clone(), self.process, self.clock.now());
         AtomicResponse::new(Box::pin(

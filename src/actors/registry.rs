@@ -3,13 +3,12 @@
 //! transaction; PostgreSQL's constraints and compare-and-swap updates still have the final say.
 
 use actix::prelude::*;
-use diesel::Connection;
 use uuid::Uuid;
 
+use crate::db::compute_nodes::{self, NodeClaim, NodeMove, OrphanOutcome, ProviderOutcome};
 use crate::db::leases::{self, LeaseToken};
 use crate::db::notify;
-use crate::db::registry::{self, NodeClaim, NodeMove, OrphanOutcome, ProviderOutcome};
-use crate::db::{DbError, Pool};
+use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::node::ComputeNode;
 
@@ -33,13 +32,13 @@ impl Registry {
     fn in_transaction<T>(
         &self,
         label: &str,
-        work: impl Fn(&mut diesel::PgConnection) -> Result<T, DbError>,
+        work: impl Fn(&mut db::Connection) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         let mut pooled = self.pool.get()?;
-        let conn: &mut diesel::PgConnection = &mut pooled;
+        let conn: &mut db::Connection = &mut pooled;
         let mut attempt = 1;
         loop {
-            let result = conn.transaction(&work);
+            let result = db::in_transaction(conn, &work);
             match &result {
                 Err(error @ (DbError::Deadlock | DbError::SerializationFailure))
                     if attempt < RETRIES =>
@@ -81,7 +80,7 @@ impl Handler<ClaimNodes> for Registry {
         );
         self.in_transaction(&label, |conn| {
             leases::hold(conn, leases::REBALANCER, message.lease, now)?;
-            let claimed = registry::claim_nodes(conn, &message.claims, now)?;
+            let claimed = compute_nodes::claim_nodes(conn, &message.claims, now)?;
             if !claimed.is_empty() {
                 let mut by_host: std::collections::BTreeMap<&str, usize> = Default::default();
                 for node in &claimed {
@@ -134,7 +133,7 @@ impl Handler<MoveNodes> for Registry {
         );
         self.in_transaction(&label, |conn| {
             leases::hold(conn, leases::REBALANCER, message.lease, now)?;
-            registry::move_nodes(conn, &message.moves, message.ring_version, now)
+            compute_nodes::move_nodes(conn, &message.moves, message.ring_version, now)
         })
     }
 }
@@ -155,7 +154,7 @@ impl Handler<CreateProvider> for Registry {
         let now = self.clock.now();
         let label = format!("create of provider {} ({})", message.uuid, message.name);
         self.in_transaction(&label, |conn| {
-            registry::create_provider(conn, message.uuid, &message.name, now)
+            compute_nodes::create_provider(conn, message.uuid, &message.name, now)
         })
     }
 }
@@ -176,7 +175,7 @@ impl Handler<DeleteOrphan> for Registry {
         let now = self.clock.now();
         let label = format!("orphan delete of node {} by {}", message.node, message.host);
         self.in_transaction(&label, |conn| {
-            registry::delete_orphan(conn, &message.node, &message.host, message.epoch, now)
+            compute_nodes::delete_orphan(conn, &message.node, &message.host, message.epoch, now)
         })
     }
 }

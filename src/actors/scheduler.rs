@@ -1,7 +1,7 @@
 //! `Scheduler`: places an instance. It picks a free node of the requested class (with enough
 //! free PCI devices) among the nodes of hosts that are up, not fenced and not disabled,
 //! whichever process of the deployment runs them; claims its allocation through the one
-//! allocation writer (`db::allocations::replace_allocations`, as the Placement API does) and
+//! allocation writer (`db::placement::allocations::replace_allocations`, as the Placement API does) and
 //! creates the instance, in one transaction; a claim that loses a race tries the next node, and
 //! the boot fails (409, nothing written) only when no node is free. Then it hands the instance
 //! to the owning `ComputeHost` — directly in this process, in another through a durable request
@@ -16,8 +16,8 @@ use uuid::Uuid;
 
 use super::HostDirectory;
 use super::compute_host::{HostError, Spawn};
-use crate::db::allocations::{AllocationError, ConsumerAllocations};
 use crate::db::instances::{FreeNode, NewInstance, NodeRequest};
+use crate::db::placement::allocations::{AllocationError, ConsumerAllocations};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
@@ -233,7 +233,7 @@ pub fn schedulable_hosts(hosts: Vec<Host>, liveness: &Liveness, now: DateTime<Ut
 /// that lock), the instance created. A claim refused for capacity tries the next node. Returns
 /// `None` when no node is free.
 fn claim_node(
-    conn: &mut diesel::PgConnection,
+    conn: &mut db::Connection,
     boot: &Boot,
     instance: Uuid,
     local_hosts: &[String],
@@ -254,7 +254,7 @@ fn claim_node(
     let mut tried: Vec<Uuid> = Vec::new();
     for _ in 0..MAX_CLAIM_ATTEMPTS {
         // A refused claim returns an error from the transaction, so what it wrote rolls back.
-        let attempt = diesel::Connection::transaction(conn, |conn| {
+        let attempt = db::in_transaction(conn, |conn| {
             let Some(candidate) = db::instances::pick_free_node(conn, &request, &tried)? else {
                 return Err(ClaimFailure::NoneFree);
             };
@@ -269,7 +269,7 @@ fn claim_node(
                     BTreeMap::from([(placement_class.clone(), 1)]),
                 )]),
             };
-            match db::allocations::replace_allocations(conn, &[write]) {
+            match db::placement::allocations::replace_allocations(conn, &[write]) {
                 Ok(()) => {}
                 Err(AllocationError::Db(error)) => return Err(ClaimFailure::Db(error)),
                 // Lost the race for this node (or its inventory changed): the next one.
@@ -328,11 +328,5 @@ enum ClaimFailure {
 impl From<DbError> for ClaimFailure {
     fn from(error: DbError) -> Self {
         ClaimFailure::Db(error)
-    }
-}
-
-impl From<diesel::result::Error> for ClaimFailure {
-    fn from(error: diesel::result::Error) -> Self {
-        ClaimFailure::Db(DbError::from(error))
     }
 }

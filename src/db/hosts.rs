@@ -45,7 +45,7 @@ type CountedNodes = (i64, Vec<(String, i64)>);
 impl NodeCountCache {
     /// Returns the node counts per host, counting again only when ownership changed.
     pub fn get(&self, conn: &mut PgConnection) -> Result<Vec<(String, i64)>, DbError> {
-        let ownership = super::registry::ownership_counter(conn)?;
+        let ownership = super::compute_nodes::ownership_counter(conn)?;
         {
             let counted = self
                 .counted

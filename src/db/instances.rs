@@ -422,7 +422,7 @@ pub fn settle_build(
         return Ok(BuildOutcome::Activated);
     }
     add_fault(conn, uuid, reason, host, now)?;
-    super::allocations::delete_consumer(conn, uuid)?;
+    super::placement::allocations::delete_consumer(conn, uuid)?;
     super::pci::free_instance_devices(conn, uuid, now)?;
     set_state(conn, uuid, crate::domain::instance::ERROR, None, now)?;
     Ok(BuildOutcome::Failed)

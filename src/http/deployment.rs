@@ -22,7 +22,7 @@ pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiErr
     let cache = state.node_counts.clone();
     let (counts, nodes) = db::run(&state.pool, move |conn| {
         let counts = cache.get(conn)?;
-        let nodes = db::registry::count_node_views(conn, &db::registry::NodeFilter::default())?;
+        let nodes = db::node_views::count_node_views(conn, &db::node_views::NodeFilter::default())?;
         Ok((counts, nodes))
     })
     .await?;
@@ -49,7 +49,7 @@ pub async fn list_moves(
         )));
     }
     let moves = db::run(&state.pool, move |conn| {
-        db::registry::list_moves(conn, limit)
+        db::node_views::list_moves(conn, limit)
     })
     .await?;
     let body: Vec<MoveResponse> = moves
@@ -91,7 +91,7 @@ pub async fn get_timeline(
 /// Capacity and use per resource class, summed over every provider (what a dashboard shows
 /// without reading 100,000 providers).
 pub async fn get_usage(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let usage = db::run(&state.pool, db::placement::usage_by_class).await?;
+    let usage = db::run(&state.pool, db::placement::usages::usage_by_class).await?;
     Ok(HttpResponse::Ok().json(usage))
 }
 
@@ -150,7 +150,7 @@ pub fn audit_summary(violations: &[db::audit::Violation]) -> serde_json::Value {
 
 /// Lists resource providers with their inventory and usages.
 pub async fn list_providers(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let rows = db::run(&state.pool, db::placement::list_provider_usages).await?;
+    let rows = db::run(&state.pool, db::placement::usages::list_provider_usages).await?;
     let mut providers: Vec<ProviderResponse> = Vec::new();
     for row in rows {
         if providers.last().map(|last| last.uuid) != Some(row.uuid) {

@@ -24,7 +24,7 @@ pub async fn list_nodes(
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let query = query.into_inner();
-    let filter = db::registry::NodeFilter {
+    let filter = db::node_views::NodeFilter {
         limit: query.limit().map_err(ApiError::BadRequest)?,
         offset: query.offset().map_err(ApiError::BadRequest)?,
         search: query.search().map_err(ApiError::BadRequest)?,
@@ -34,10 +34,10 @@ pub async fn list_nodes(
         resource_class: query.resource_class,
     };
     let (nodes, total) = db::run(&state.pool, move |conn| {
-        let nodes = db::registry::find_node_views(conn, &filter)?;
+        let nodes = db::node_views::find_node_views(conn, &filter)?;
         // A page says how many there are in all.
         let total = super::dto::total_of_page(filter.limit, || {
-            db::registry::count_node_views(conn, &filter)
+            db::node_views::count_node_views(conn, &filter)
         })?;
         Ok((nodes, total))
     })

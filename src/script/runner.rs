@@ -24,9 +24,9 @@ use crate::actors::rebalancer::{RebalanceNow, Resign};
 use crate::actors::registry::{CreateProvider, DeleteOrphan};
 use crate::actors::scheduler::{Boot, schedulable_hosts};
 use crate::actors::{ActorSettings, Actors, spawn_all};
+use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
 use crate::db::instances::NodeRequest;
 use crate::db::ironic::NewIronicNode;
-use crate::db::registry::{OrphanOutcome, ProviderOutcome};
 use crate::db::{self, Pool};
 use crate::domain::clock::{Clock, ManualClock};
 use crate::http::{self, AppState};
@@ -49,7 +49,7 @@ struct Run {
     /// Where the log stood when the previous step started, and when this one did.
     step_marks: (Option<usize>, Option<usize>),
     /// Reads `ReadNodes` took, for passes that use them later.
-    reads: BTreeMap<String, Vec<db::tracker::OwnedNode>>,
+    reads: BTreeMap<String, Vec<db::node_reports::OwnedNode>>,
 }
 
 /// Runs `script` against the database at `url` (fresh and migrated). Returns the number of
@@ -579,7 +579,7 @@ impl Run {
     }
 
     async fn snapshot(&self, kind: Snapshot) -> StepResult<Value> {
-        let nodes = db::run(&self.pool, db::registry::list_node_views)
+        let nodes = db::run(&self.pool, db::node_views::list_node_views)
             .await
             .map_err(|e| e.to_string())?;
         Ok(match kind {
@@ -599,7 +599,7 @@ impl Run {
                 .collect::<serde_json::Map<String, Value>>()
                 .into(),
             Snapshot::Allocations => {
-                let rows = db::run(&self.pool, db::placement::list_provider_usages)
+                let rows = db::run(&self.pool, db::placement::usages::list_provider_usages)
                     .await
                     .map_err(|e| e.to_string())?;
                 rows.iter()
@@ -612,7 +612,7 @@ impl Run {
     }
 
     async fn expect(&mut self, facts: &super::format::Facts) -> StepResult<()> {
-        let nodes = db::run(&self.pool, db::registry::list_node_views)
+        let nodes = db::run(&self.pool, db::node_views::list_node_views)
             .await
             .map_err(|e| e.to_string())?;
         if let Some(expected) = &facts.nodes_on {

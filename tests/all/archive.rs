@@ -407,7 +407,7 @@ async fn bug_1899541_the_hosts_late_free_succeeds_after_an_archive() {
     );
 
     // The delete lands, but the host has not freed the device yet (busy, or down).
-    ringmaster::db::allocations::delete_consumer(&mut conn, instance.uuid).unwrap();
+    ringmaster::db::placement::allocations::delete_consumer(&mut conn, instance.uuid).unwrap();
     ringmaster::db::instances::soft_delete_instance(&mut conn, instance.uuid, Utc::now()).unwrap();
     let request = ArchiveRequest {
         options: options(1000),

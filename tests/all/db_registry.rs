@@ -4,14 +4,14 @@
 
 use chrono::{DateTime, Duration, Utc};
 use diesel::{PgConnection, RunQueryDsl};
-use ringmaster::db::allocations::{ConsumerAllocations, replace_allocations};
 use ringmaster::db::audit::check_invariants;
-use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
-use ringmaster::db::registry::{
+use ringmaster::db::compute_nodes::{
     NodeClaim, NodeMove, OrphanOutcome, ProviderOutcome, claim_nodes, create_provider,
     delete_orphan, list_compute_nodes, move_nodes,
 };
-use ringmaster::db::tracker::report_inventory;
+use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
+use ringmaster::db::node_reports::report_inventory;
+use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_allocations};
 use ringmaster::domain::node::NodeInventory;
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;

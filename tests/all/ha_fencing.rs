@@ -5,7 +5,7 @@
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ringmaster::actors::compute_host::{DestroyInstance, HostError};
 use ringmaster::actors::registry::MoveNodes;
-use ringmaster::db::registry::NodeMove;
+use ringmaster::db::compute_nodes::NodeMove;
 use ringmaster::domain::instance::Instance;
 use ringmaster::domain::ring::MoveReason;
 

@@ -8,11 +8,11 @@ use ringmaster::actors::ironic::{DeleteNode, EnrollNodes};
 use ringmaster::actors::rebalancer::{GetRing, RebalanceNow};
 use ringmaster::actors::registry::{CreateProvider, MoveNodes};
 use ringmaster::actors::scheduler::BootError;
-use ringmaster::db::allocations::{ConsumerAllocations, replace_allocations};
+use ringmaster::db::compute_nodes::NodeMove;
 use ringmaster::db::instances::NewInstance;
 use ringmaster::db::ironic::NewIronicNode;
 use ringmaster::db::leases::LeaseToken;
-use ringmaster::db::registry::NodeMove;
+use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_allocations};
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
@@ -267,7 +267,7 @@ async fn boots_never_land_on_a_fenced_host() {
 }
 
 /// A building instance with its allocation, as a spawn that died with its process leaves it.
-fn leave_a_build(d: &TestDeployment, node: &ringmaster::db::registry::NodeView) -> Uuid {
+fn leave_a_build(d: &TestDeployment, node: &ringmaster::db::node_views::NodeView) -> Uuid {
     let instance = Uuid::new_v4();
     let mut conn = d.db.conn();
     let write = ConsumerAllocations {
@@ -648,7 +648,7 @@ async fn boots_racing_moves_leave_every_instance_with_its_node() {
         let url = d.db.url().to_owned();
         async move {
             for round in 0..60 {
-                let views = ringmaster::db::registry::list_node_views(
+                let views = ringmaster::db::node_views::list_node_views(
                     &mut diesel::Connection::establish(&url).unwrap(),
                 )
                 .unwrap();

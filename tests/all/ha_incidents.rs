@@ -5,7 +5,7 @@ use ringmaster::actors::compute_host::{DestroyInstance, HostError, UpdateAvailab
 use ringmaster::actors::ironic::{DeleteNode, LockNode};
 use ringmaster::actors::registry::DeleteOrphan;
 use ringmaster::actors::scheduler::BootError;
-use ringmaster::db::registry::OrphanOutcome;
+use ringmaster::db::compute_nodes::OrphanOutcome;
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
@@ -172,7 +172,7 @@ async fn bug_1853009_a_stale_host_cannot_delete_a_node_another_host_took_over() 
 #[actix_web::test]
 async fn a_returning_host_is_fenced_then_rejoins() {
     let d = TestDeployment::start(&THREE, 12).await;
-    let stale = ringmaster::db::tracker::owned_nodes(&mut d.db.conn(), "cmp-1", None).unwrap();
+    let stale = ringmaster::db::node_reports::owned_nodes(&mut d.db.conn(), "cmp-1", None).unwrap();
     assert!(!stale.is_empty());
 
     d.advance(8);
@@ -192,7 +192,7 @@ async fn a_returning_host_is_fenced_then_rejoins() {
     d.heartbeat(&["cmp-1"]).await;
     for owned in &stale {
         let inventory = owned.ironic.as_ref().unwrap().inventory(false);
-        let written = ringmaster::db::tracker::report_inventory(
+        let written = ringmaster::db::node_reports::report_inventory(
             &mut d.db.conn(),
             owned.compute_node.uuid,
             "cmp-1",
@@ -291,7 +291,7 @@ async fn a_node_gone_from_ironic_is_deleted_only_without_allocations() {
     assert_eq!(deleted, vec![free.uuid.to_string()]);
     assert_eq!(kept, vec![busy.clone()]);
     assert_eq!(d.allocations().len(), 1);
-    let live = ringmaster::db::registry::list_compute_nodes(&mut d.db.conn(), None).unwrap();
+    let live = ringmaster::db::compute_nodes::list_compute_nodes(&mut d.db.conn(), None).unwrap();
     assert!(
         live.iter().any(|cn| cn.node == busy),
         "the allocated node's compute node is kept"

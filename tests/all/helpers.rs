@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use diesel::{Connection, PgConnection};
 use ringmaster::actors::ActorSettings;
-use ringmaster::app::Application;
 use ringmaster::config::{AdminToken, ServerConfig};
 use ringmaster::db::scratch::{ScratchDb, ScratchServer};
 use ringmaster::db::{Pool, build_pool};
@@ -103,7 +102,7 @@ impl TestApp {
         placement: ringmaster::config::PlacementSettings,
     ) -> TestApp {
         let db = TestDb::new();
-        let (address, actors, handle) = serve_on(db.pool(), token, placement);
+        let (address, actors, handle) = serve_on(db.pool(), token, placement).await;
         TestApp {
             address,
             client: reqwest::Client::new(),
@@ -117,7 +116,7 @@ impl TestApp {
     /// database of `first`.
     pub async fn spawn_sharing(first: &TestApp) -> SharedApp {
         let pool = build_pool(first.db.url(), 8).expect("pool on the shared database");
-        let (address, _, handle) = serve_on(pool, None, Default::default());
+        let (address, _, handle) = serve_on(pool, None, Default::default()).await;
         SharedApp {
             address,
             client: reqwest::Client::new(),
@@ -154,9 +153,20 @@ impl Drop for TestApp {
     }
 }
 
-/// Starts actors and the HTTP server on `pool` (port 0); returns the address, the actors and
-/// the server's handle.
-fn serve_on(
+/// A deployment config that runs no hosts, enrolls nothing and drives the actors by message.
+pub fn test_deployment_config(hosts: &[&str]) -> ringmaster::config::DeploymentConfig {
+    ringmaster::config::DeploymentConfig {
+        hosts: hosts.iter().map(|host| (*host).to_owned()).collect(),
+        nodes: None,
+        resource_class: "baremetal".to_owned(),
+        archive_interval: None,
+        actors: quiet_settings(),
+    }
+}
+
+/// Builds a process the way `serve` does (`app::build`) on `pool` (port 0); returns the
+/// address, the actors and the server's handle.
+async fn serve_on(
     pool: Pool,
     token: Option<&str>,
     placement: ringmaster::config::PlacementSettings,
@@ -172,12 +182,18 @@ fn serve_on(
         handle_signals: false,
         database_grace: Duration::from_secs(60),
     };
-    let actors = ringmaster::actors::spawn_all(
+    let ringmaster::app::Process {
+        application,
+        actors,
+    } = ringmaster::app::build(
+        &config,
+        &test_deployment_config(&[]),
         pool.clone(),
+        pool,
         std::sync::Arc::new(SystemClock::new()),
-        quiet_settings(),
-    );
-    let application = Application::build(&config, pool, actors.clone()).expect("build app");
+    )
+    .await
+    .expect("build app");
     let address = format!("http://{}", application.local_addr());
     let handle = application.handle();
     actix_rt::spawn(application.run_until_stopped(None));
@@ -404,11 +420,12 @@ impl TestDeployment {
         let clock = std::sync::Arc::new(ringmaster::domain::clock::ManualClock::new(
             chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
         ));
-        let actors = ringmaster::actors::spawn_all(pool.clone(), clock.clone(), quiet_settings());
+        // The production start path, hosts included (`app::start_deployment`).
+        let actors =
+            ringmaster::app::start_deployment(pool, clock.clone(), &test_deployment_config(hosts))
+                .await
+                .expect("start the deployment");
         let deployment = TestDeployment { actors, clock, db };
-        for host in hosts {
-            deployment.actors.hosts.start(host).await.unwrap();
-        }
         deployment.heartbeat(hosts).await;
         if nodes > 0 {
             deployment.enroll(nodes).await;
@@ -526,8 +543,8 @@ impl TestDeployment {
         assert!(violations.is_empty(), "invariants broken: {violations:#?}");
     }
 
-    pub fn nodes(&self) -> Vec<ringmaster::db::registry::NodeView> {
-        ringmaster::db::registry::list_node_views(&mut self.db.conn()).unwrap()
+    pub fn nodes(&self) -> Vec<ringmaster::db::node_views::NodeView> {
+        ringmaster::db::node_views::list_node_views(&mut self.db.conn()).unwrap()
     }
 
     /// Each node's compute-node and provider uuid.

@@ -13,7 +13,7 @@ use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::allocations::{AllocationError, ConsumerAllocations};
+use crate::db::placement::allocations::{AllocationError, ConsumerAllocations};
 use crate::domain::placement::Microversion;
 use crate::http::AppState;
 
@@ -241,34 +241,48 @@ pub(super) fn parse_consumer(
     })
 }
 
+/// Placement's wording of a refused allocation write.
 pub(super) fn allocation_error(error: AllocationError, consumer: Option<Uuid>) -> PlacementError {
     let consumer = consumer.map(|uuid| uuid.to_string()).unwrap_or_default();
     match error {
         AllocationError::ProviderMissing(provider) => PlacementError::bad_request(format!(
             "Allocation for resource provider '{provider}' that does not exist."
         )),
-        AllocationError::UnknownClass(_) => PlacementError::bad_request(format!(
-            "Unable to allocate inventory for consumer {consumer}: {error}"
+        AllocationError::UnknownClass(class) => PlacementError::bad_request(format!(
+            "Unable to allocate inventory for consumer {consumer}: No such resource class {class}."
         )),
-        AllocationError::ConsumerGeneration { .. }
-        | AllocationError::ConsumerCreatedConcurrently(_) => {
-            PlacementError::conflict(error.to_string()).with_code("placement.concurrent_update")
+        AllocationError::ConsumerGeneration { stored, sent } => {
+            // "expected" is the stored generation, "got" the sent one, as Placement words it.
+            let stored = stored.map_or_else(|| "null".to_owned(), |g| g.to_string());
+            let sent = sent.map_or_else(|| "None".to_owned(), |g| g.to_string());
+            PlacementError::conflict(format!(
+                "consumer generation conflict - expected {stored} but got {sent}"
+            ))
+            .with_code("placement.concurrent_update")
         }
-        AllocationError::NoInventory { .. }
-        | AllocationError::Capacity { .. }
-        | AllocationError::Constraint { .. } => PlacementError::conflict(error.to_string()),
+        AllocationError::ConsumerCreatedConcurrently(uuid) => PlacementError::conflict(format!(
+            "Another thread concurrently created a consumer {uuid}. Please retry your update"
+        ))
+        .with_code("placement.concurrent_update"),
+        AllocationError::NoInventory { class, provider } => PlacementError::conflict(format!(
+            "Unable to allocate inventory: Inventory for '{class}' on resource provider '{provider}' invalid."
+        )),
+        AllocationError::Capacity { class, provider } => PlacementError::conflict(format!(
+            "Unable to allocate inventory: Unable to create allocation for '{class}' on resource provider '{provider}'. The requested amount would exceed the capacity."
+        )),
+        AllocationError::Constraint { class, provider } => PlacementError::conflict(format!(
+            "Unable to allocate inventory: Unable to create allocation for '{class}' on resource provider '{provider}'. The requested amount would violate inventory constraints."
+        )),
         AllocationError::Db(db) => db.into(),
     }
 }
 
 async fn write(state: &AppState, writes: Vec<ConsumerAllocations>) -> Result<(), PlacementError> {
     let first = writes.first().map(|write| write.consumer);
-    db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::allocations::replace_allocations(conn, &writes)
-        }))
+    db::transaction(&state.pool, move |conn| {
+        db::placement::allocations::replace_allocations(conn, &writes)
     })
-    .await?
+    .await
     .map_err(|error| allocation_error(error, first))
 }
 
@@ -324,8 +338,8 @@ pub async fn get_allocations(
     let consumer = consumer_uuid(&path)?;
     let (rows, info) = db::run(&state.pool, move |conn| {
         Ok((
-            db::allocations::consumer_allocations(conn, consumer)?,
-            db::allocations::consumer_info(conn, consumer)?,
+            db::placement::allocations::consumer_allocations(conn, consumer)?,
+            db::placement::allocations::consumer_info(conn, consumer)?,
         ))
     })
     .await?;
@@ -366,7 +380,7 @@ pub async fn delete_allocations(
 ) -> Result<HttpResponse, PlacementError> {
     let consumer = consumer_uuid(&path)?;
     let deleted = db::run(&state.pool, move |conn| {
-        db::allocations::delete_consumer(conn, consumer)
+        db::placement::allocations::delete_consumer(conn, consumer)
     })
     .await?;
     if !deleted {
@@ -385,7 +399,7 @@ pub async fn provider_allocations(
     let provider = path_provider(&state, &path).await?;
     let uuid = provider.uuid;
     let rows = db::run(&state.pool, move |conn| {
-        db::allocations::provider_allocations(conn, uuid)
+        db::placement::allocations::provider_allocations(conn, uuid)
     })
     .await?;
     let mut allocations = Map::new();
@@ -410,12 +424,12 @@ pub async fn provider_usages(
     let provider = path_provider(&state, &path).await?;
     let uuid = provider.uuid;
     let (usages, inventories) = db::run(&state.pool, move |conn| {
-        let id = db::providers::get_provider(conn, uuid)?
+        let id = db::placement::providers::get_provider(conn, uuid)?
             .map(|row| row.id)
             .unwrap_or_default();
         Ok((
-            db::allocations::usages(conn, Some(uuid), None, None)?,
-            db::inventories::list_inventories(conn, id)?,
+            db::placement::allocations::usages(conn, Some(uuid), None, None)?,
+            db::placement::inventories::list_inventories(conn, id)?,
         ))
     })
     .await?;
@@ -495,7 +509,7 @@ pub async fn usages(
     }
     if by_type {
         let usages = db::run(&state.pool, move |conn| {
-            db::allocations::usages_by_consumer_type(
+            db::placement::allocations::usages_by_consumer_type(
                 conn,
                 &project,
                 user.as_deref(),
@@ -506,7 +520,7 @@ pub async fn usages(
         return Ok(HttpResponse::Ok().json(json!({ "usages": usages })));
     }
     let usages = db::run(&state.pool, move |conn| {
-        db::allocations::usages(conn, None, Some(&project), user.as_deref())
+        db::placement::allocations::usages(conn, None, Some(&project), user.as_deref())
     })
     .await?;
     Ok(HttpResponse::Ok().json(json!({ "usages": usages })))

@@ -412,7 +412,7 @@ pub async fn list_candidates(
     let asked = parse(request.query_string(), version)?;
     let cache = state.candidates.clone();
     let snapshot = db::run(&state.pool, move |conn| {
-        db::candidates::snapshot(conn, &cache)
+        db::placement::candidates::snapshot(conn, &cache)
     })
     .await?;
     let trait_exists = |name: &String| snapshot.traits.contains_key(name);
@@ -523,7 +523,7 @@ struct Candidates<'a> {
 }
 
 fn render<'a>(
-    snapshot: &'a db::candidates::PlacementSnapshot,
+    snapshot: &'a db::placement::candidates::PlacementSnapshot,
     outcome: &'a engine::Outcome,
     requested: &BTreeSet<&str>,
     version: Microversion,

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use super::error::PlacementError;
 use super::middleware::python_repr;
 use crate::db;
-use crate::db::providers::ProviderRow;
+use crate::db::placement::providers::ProviderRow;
 use crate::http::AppState;
 
 /// A body that breaks Placement's JSON schema: 400 `JSON does not validate: …`.
@@ -34,7 +34,7 @@ pub async fn path_provider(state: &AppState, uuid: &str) -> Result<ProviderRow, 
         || PlacementError::not_found(format!("No resource provider with uuid {uuid} found"));
     let parsed = Uuid::parse_str(uuid).map_err(|_| not_found())?;
     db::run(&state.pool, move |conn| {
-        db::providers::get_provider(conn, parsed)
+        db::placement::providers::get_provider(conn, parsed)
     })
     .await?
     .ok_or_else(not_found)

@@ -10,8 +10,8 @@ use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::inventories::{InventoryError, InventoryRow};
-use crate::db::providers::ProviderRow;
+use crate::db::placement::inventories::{InventoryError, InventoryRow};
+use crate::db::placement::providers::ProviderRow;
 use crate::http::AppState;
 
 const MAX_INT: i64 = 2_147_483_647;
@@ -147,15 +147,28 @@ fn record_json(row: &InventoryRow) -> Value {
     })
 }
 
+/// Placement's words for an inventory that allocations use.
+pub(super) fn in_use_text(class: &str, provider: Uuid) -> String {
+    format!("Inventory for '{class}' on resource provider '{provider}' in use.")
+}
+
 fn inventory_error(error: InventoryError, provider: Uuid, verb: &str) -> PlacementError {
     match error {
         InventoryError::GenerationConflict => PlacementError::conflict(format!(
             "resource provider generation conflict: the generation of resource provider {provider} has changed"
         ))
         .with_code("placement.concurrent_update"),
-        InventoryError::UnknownClass(message) => PlacementError::bad_request(message),
-        InventoryError::InUse { .. } => PlacementError::conflict(format!(
-            "Unable to {verb} inventory for resource provider {provider}: {error}"
+        InventoryError::UnknownClass(class) => {
+            PlacementError::bad_request(format!("No such resource class {class}."))
+        }
+        InventoryError::UnknownInventoryClass { class, provider } => {
+            PlacementError::bad_request(format!(
+                "Unknown resource class in inventory for resource provider {provider}: {class}"
+            ))
+        }
+        InventoryError::InUse { class, provider } => PlacementError::conflict(format!(
+            "Unable to {verb} inventory for resource provider {provider}: {}",
+            in_use_text(&class, provider)
         ))
         .with_code("placement.inventory.inuse"),
         InventoryError::Db(db) => db.into(),
@@ -166,8 +179,8 @@ async fn all_json(state: &AppState, provider: &ProviderRow) -> Result<Value, Pla
     let (id, uuid) = (provider.id, provider.uuid);
     let (rows, current) = db::run(&state.pool, move |conn| {
         Ok((
-            db::inventories::list_inventories(conn, id)?,
-            db::providers::get_provider(conn, uuid)?,
+            db::placement::inventories::list_inventories(conn, id)?,
+            db::placement::providers::get_provider(conn, uuid)?,
         ))
     })
     .await?;
@@ -251,7 +264,8 @@ pub async fn put_inventories(
         }
     };
     let (written, rows) = db::run(&state.pool, move |conn| {
-        let written = db::inventories::replace_inventories(conn, provider, generation, &rows);
+        let written =
+            db::placement::inventories::replace_inventories(conn, provider, generation, &rows);
         Ok((written, rows))
     })
     .await?;
@@ -299,12 +313,10 @@ pub async fn create_inventory(
         "create",
     )?;
     let (key, write) = ((provider.id, provider.uuid), row.clone());
-    let created = db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::inventories::write_class_inventory(conn, key.0, generation, &write, false)
-        }))
+    let created = db::transaction(&state.pool, move |conn| {
+        db::placement::inventories::write_class_inventory(conn, key.0, generation, &write, false)
     })
-    .await?
+    .await
     .map_err(|error| inventory_error(error, provider.uuid, "create"))?;
     if !created {
         return Err(PlacementError::conflict(format!(
@@ -377,12 +389,16 @@ pub async fn put_inventory(
         "update",
     )?;
     let (key, write) = ((provider.id, provider.uuid), row.clone());
-    let found = db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::inventories::write_class_inventory(conn, key.0, Some(generation), &write, true)
-        }))
+    let found = db::transaction(&state.pool, move |conn| {
+        db::placement::inventories::write_class_inventory(
+            conn,
+            key.0,
+            Some(generation),
+            &write,
+            true,
+        )
     })
-    .await?
+    .await
     .map_err(|error| inventory_error(error, provider.uuid, "update"))?;
     if !found {
         return Err(PlacementError::bad_request(format!(
@@ -410,12 +426,10 @@ pub async fn delete_inventory(
     let provider = path_provider(&state, &uuid).await?;
     let key = (provider.id, provider.uuid);
     let lookup = class.clone();
-    let deleted = db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::inventories::delete_inventory(conn, key, &lookup)
-        }))
+    let deleted = db::transaction(&state.pool, move |conn| {
+        db::placement::inventories::delete_inventory(conn, key, &lookup)
     })
-    .await?
+    .await
     .map_err(|error| inventory_error(error, provider.uuid, "delete"))?;
     if deleted {
         Ok(HttpResponse::NoContent().finish())
@@ -441,7 +455,7 @@ pub async fn delete_inventories(
     let provider = path_provider(&state, &path).await?;
     let (uuid, generation) = (provider.uuid, provider.generation);
     db::run(&state.pool, move |conn| {
-        Ok(db::inventories::replace_inventories(
+        Ok(db::placement::inventories::replace_inventories(
             conn,
             uuid,
             generation,

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
+use crate::db::placement::names::NameDelete;
 use crate::http::AppState;
 
 fn custom_name_ok(name: &str) -> bool {
@@ -72,7 +73,7 @@ pub async fn list_resource_classes(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 2)?;
-    let classes = db::run(&state.pool, db::placement_names::list_resource_classes).await?;
+    let classes = db::run(&state.pool, db::placement::names::list_resource_classes).await?;
     let body: Vec<_> = classes
         .iter()
         .map(|class| class_json(&class.name))
@@ -101,7 +102,7 @@ pub async fn create_resource_class(
     let now = chrono::Utc::now();
     let name = parsed.name.clone();
     let created = db::run(&state.pool, move |conn| {
-        db::placement_names::create_resource_class(conn, &name, now)
+        db::placement::names::create_resource_class(conn, &name, now)
     })
     .await?;
     if !created {
@@ -128,7 +129,7 @@ pub async fn show_resource_class(
     let name = path.into_inner();
     let lookup = name.clone();
     match db::run(&state.pool, move |conn| {
-        db::placement_names::find_resource_class(conn, &lookup)
+        db::placement::names::find_resource_class(conn, &lookup)
     })
     .await?
     {
@@ -165,7 +166,7 @@ pub async fn put_resource_class(
     let now = chrono::Utc::now();
     let created_name = name.clone();
     let created = db::run(&state.pool, move |conn| {
-        db::placement_names::create_resource_class(conn, &created_name, now)
+        db::placement::names::create_resource_class(conn, &created_name, now)
     })
     .await?;
     let mut response = if created {
@@ -193,10 +194,10 @@ async fn rename_resource_class(
     }
     let (lookup, target) = (name.clone(), new_name.clone());
     let renamed = db::run(&state.pool, move |conn| {
-        let Some(class) = db::placement_names::find_resource_class(conn, &lookup)? else {
+        let Some(class) = db::placement::names::find_resource_class(conn, &lookup)? else {
             return Ok(None);
         };
-        db::placement_names::rename_resource_class(conn, class.id, &target).map(Some)
+        db::placement::names::rename_resource_class(conn, class.id, &target).map(Some)
     })
     .await;
     match renamed {
@@ -220,34 +221,22 @@ pub async fn delete_resource_class(
     require(&request, 2)?;
     let name = path.into_inner();
     let lookup = name.clone();
-    let found = db::run(&state.pool, move |conn| {
-        let Some(class) = db::placement_names::find_resource_class(conn, &lookup)? else {
-            return Ok(None);
-        };
-        let in_use = db::placement_names::resource_class_in_use(conn, class.id)?;
-        Ok(Some((class, in_use)))
+    let outcome = db::run(&state.pool, move |conn| {
+        db::placement::names::delete_resource_class(conn, &lookup)
     })
     .await?;
-    let Some((class, in_use)) = found else {
-        return Err(PlacementError::not_found(format!(
+    match outcome {
+        NameDelete::Deleted => Ok(HttpResponse::NoContent().finish()),
+        NameDelete::NoSuchName => Err(PlacementError::not_found(format!(
             "No such resource class {name}."
-        )));
-    };
-    if !name.starts_with("CUSTOM_") {
-        return Err(PlacementError::bad_request(format!(
+        ))),
+        NameDelete::Standard => Err(PlacementError::bad_request(format!(
             "Error in delete resource class: Cannot delete standard resource class {name}: "
-        )));
-    }
-    if in_use {
-        return Err(PlacementError::conflict(format!(
+        ))),
+        NameDelete::InUse => Err(PlacementError::conflict(format!(
             "Error in delete resource class: Cannot delete resource class {name}. Class is in use in inventory."
-        )));
+        ))),
     }
-    db::run(&state.pool, move |conn| {
-        db::placement_names::delete_resource_class(conn, class.id)
-    })
-    .await?;
-    Ok(HttpResponse::NoContent().finish())
 }
 
 /// Query of `GET /traits`.
@@ -296,7 +285,7 @@ pub async fn list_traits(
         }
     };
     let traits = db::run(&state.pool, move |conn| {
-        db::placement_names::list_traits(conn, prefix.as_deref(), names.as_deref(), associated)
+        db::placement::names::list_traits(conn, prefix.as_deref(), names.as_deref(), associated)
     })
     .await?;
     Ok(HttpResponse::Ok().json(json!({ "traits": traits })))
@@ -312,7 +301,7 @@ pub async fn show_trait(
     let name = path.into_inner();
     let lookup = name.clone();
     match db::run(&state.pool, move |conn| {
-        db::placement_names::find_trait(conn, &lookup)
+        db::placement::names::find_trait(conn, &lookup)
     })
     .await?
     {
@@ -340,7 +329,7 @@ pub async fn put_trait(
     let now = chrono::Utc::now();
     let created_name = name.clone();
     let created = db::run(&state.pool, move |conn| {
-        db::placement_names::create_trait(conn, &created_name, now)
+        db::placement::names::create_trait(conn, &created_name, now)
     })
     .await?;
     let location = (LOCATION, format!("{PREFIX}/traits/{name}"));
@@ -360,32 +349,20 @@ pub async fn delete_trait(
     require(&request, 6)?;
     let name = path.into_inner();
     let lookup = name.clone();
-    let found = db::run(&state.pool, move |conn| {
-        let Some(found) = db::placement_names::find_trait(conn, &lookup)? else {
-            return Ok(None);
-        };
-        let in_use = db::placement_names::trait_in_use(conn, found.id)?;
-        Ok(Some((found, in_use)))
+    let outcome = db::run(&state.pool, move |conn| {
+        db::placement::names::delete_trait(conn, &lookup)
     })
     .await?;
-    let Some((found, in_use)) = found else {
-        return Err(PlacementError::not_found(format!(
+    match outcome {
+        NameDelete::Deleted => Ok(HttpResponse::NoContent().finish()),
+        NameDelete::NoSuchName => Err(PlacementError::not_found(format!(
             "No such trait(s): {name}."
-        )));
-    };
-    if !name.starts_with("CUSTOM_") {
-        return Err(PlacementError::bad_request(format!(
+        ))),
+        NameDelete::Standard => Err(PlacementError::bad_request(format!(
             "Cannot delete standard trait {name}."
-        )));
-    }
-    if in_use {
-        return Err(PlacementError::conflict(format!(
+        ))),
+        NameDelete::InUse => Err(PlacementError::conflict(format!(
             "The trait {name} is in use by a resource provider."
-        )));
+        ))),
     }
-    db::run(&state.pool, move |conn| {
-        db::placement_names::delete_trait(conn, found.id)
-    })
-    .await?;
-    Ok(HttpResponse::NoContent().finish())
 }

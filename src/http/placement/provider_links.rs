@@ -9,8 +9,7 @@ use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::inventories::InventoryError;
-use crate::db::provider_links::LinkWrite;
+use crate::db::placement::provider_links::LinkWrite;
 use crate::http::AppState;
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
@@ -23,16 +22,11 @@ fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
     }
 }
 
-fn conflict_or(error: InventoryError) -> PlacementError {
-    match error {
-        InventoryError::GenerationConflict => PlacementError::conflict(
-            "Resource provider's generation already changed. Please update the generation and try again.",
-        )
-        .with_code("placement.concurrent_update"),
-        InventoryError::UnknownClass(message) => PlacementError::bad_request(message),
-        InventoryError::InUse { .. } => PlacementError::conflict(error.to_string()),
-        InventoryError::Db(db) => db.into(),
-    }
+fn generation_conflict() -> PlacementError {
+    PlacementError::conflict(
+        "Resource provider's generation already changed. Please update the generation and try again.",
+    )
+    .with_code("placement.concurrent_update")
 }
 
 fn generation_field(object: &Map<String, Value>) -> Result<i64, PlacementError> {
@@ -68,7 +62,7 @@ pub async fn list_traits(
     let provider = path_provider(&state, &path).await?;
     let id = provider.id;
     let traits = db::run(&state.pool, move |conn| {
-        db::provider_links::provider_traits(conn, id)
+        db::placement::provider_links::provider_traits(conn, id)
     })
     .await?;
     Ok(HttpResponse::Ok()
@@ -104,7 +98,7 @@ pub async fn put_traits(
     let provider = provider_uuid(&path)?;
     let written = names.clone();
     let outcome = db::run(&state.pool, move |conn| {
-        db::provider_links::replace_traits(conn, provider, generation, &written)
+        db::placement::provider_links::replace_traits(conn, provider, generation, &written)
     })
     .await?;
     let new_generation = written_or(outcome, &path)?;
@@ -128,7 +122,7 @@ fn written_or(outcome: LinkWrite, provider: &str) -> Result<i64, PlacementError>
     match outcome {
         LinkWrite::Written(generation) => Ok(generation),
         LinkWrite::NoSuchProvider => Err(no_such_provider(provider)),
-        LinkWrite::GenerationConflict => Err(conflict_or(InventoryError::GenerationConflict)),
+        LinkWrite::GenerationConflict => Err(generation_conflict()),
         LinkWrite::NoSuchTraits(missing) => Err(PlacementError::bad_request(format!(
             "No such trait(s): {}",
             missing.join(", ")
@@ -145,13 +139,10 @@ pub async fn delete_traits(
     require(&request, 6)?;
     let provider = path_provider(&state, &path).await?;
     let id = provider.id;
-    db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::provider_links::clear_provider_traits(conn, id)
-        }))
+    db::transaction(&state.pool, move |conn| {
+        db::placement::provider_links::clear_provider_traits(conn, id)
     })
-    .await?
-    .map_err(conflict_or)?;
+    .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -173,7 +164,7 @@ pub async fn list_aggregates(
     let provider = path_provider(&state, &path).await?;
     let id = provider.id;
     let aggregates = db::run(&state.pool, move |conn| {
-        db::provider_links::provider_aggregates(conn, id)
+        db::placement::provider_links::provider_aggregates(conn, id)
     })
     .await?;
     Ok(HttpResponse::Ok().json(aggregates_body(
@@ -207,20 +198,19 @@ pub async fn put_aggregates(
         Some(generation) => {
             let provider = provider_uuid(&path)?;
             let outcome = db::run(&state.pool, move |conn| {
-                db::provider_links::replace_aggregates(conn, provider, generation, &written)
+                db::placement::provider_links::replace_aggregates(
+                    conn, provider, generation, &written,
+                )
             })
             .await?;
             written_or(outcome, &path)?
         }
         None => {
             let id = path_provider(&state, &path).await?.id;
-            db::run(&state.pool, move |conn| {
-                Ok(diesel::Connection::transaction(conn, |conn| {
-                    db::provider_links::set_provider_aggregates(conn, id, &written)
-                }))
+            db::transaction(&state.pool, move |conn| {
+                db::placement::provider_links::set_provider_aggregates(conn, id, &written)
             })
             .await?
-            .map_err(conflict_or)?
         }
     };
     Ok(HttpResponse::Ok().json(aggregates_body(

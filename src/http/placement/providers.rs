@@ -10,7 +10,7 @@ use super::common::invalid;
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::providers::{ProviderError, ProviderFilter, ProviderRow};
+use crate::db::placement::providers::{ProviderError, ProviderFilter, ProviderRow};
 use crate::domain::placement::Microversion;
 use crate::domain::placement_filter::ProviderRules;
 use crate::http::AppState;
@@ -189,12 +189,12 @@ pub async fn list_providers(
         .map_err(PlacementError::bad_request)?;
     let cache = state.candidates.clone();
     let listed = db::run(&state.pool, move |conn| {
-        let providers = db::providers::list_providers(conn, &filter)?;
+        let providers = db::placement::providers::list_providers(conn, &filter)?;
         if rules.is_empty() {
             return Ok(Ok(providers));
         }
         // The facts the rules look at are those allocation candidates read: the kept snapshot.
-        let snapshot = db::candidates::snapshot(conn, &cache)?;
+        let snapshot = db::placement::candidates::snapshot(conn, &cache)?;
         let mut missing: Vec<String> = rules
             .trait_names()
             .into_iter()
@@ -255,7 +255,7 @@ pub async fn create_provider(
         chrono::Utc::now(),
     );
     let created = db::run(&state.pool, move |conn| {
-        Ok(db::providers::create_provider(
+        Ok(db::placement::providers::create_provider(
             conn, uuid, &name, parent, now,
         ))
     })
@@ -289,7 +289,7 @@ pub async fn show_provider(
     let version = version_of(&request);
     let uuid = path_uuid(&path)?;
     match db::run(&state.pool, move |conn| {
-        db::providers::get_provider(conn, uuid)
+        db::placement::providers::get_provider(conn, uuid)
     })
     .await?
     {
@@ -313,12 +313,10 @@ pub async fn update_provider(
     let parsed = parse_body(&body, version, false)?;
     let (name, parent, now) = (parsed.name.clone(), parsed.parent, chrono::Utc::now());
     let reparenting = version.at_least(1, 37);
-    let updated = db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::providers::update_provider(conn, uuid, &name, parent, reparenting, now)
-        }))
+    let updated = db::transaction(&state.pool, move |conn| {
+        db::placement::providers::update_provider(conn, uuid, &name, parent, reparenting, now)
     })
-    .await?
+    .await
     .map_err(|error| provider_error(error, "update", &parsed.name, uuid))?;
     Ok(HttpResponse::Ok().json(provider_json(&updated, version)))
 }
@@ -329,12 +327,10 @@ pub async fn delete_provider(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     let uuid = path_uuid(&path)?;
-    db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::providers::delete_provider(conn, uuid)
-        }))
+    db::transaction(&state.pool, move |conn| {
+        db::placement::providers::delete_provider(conn, uuid)
     })
-    .await?
+    .await
     .map_err(|error| match error {
         ProviderError::NotFound(_) => PlacementError::not_found(format!(
             "No resource provider with uuid {uuid} found for delete"

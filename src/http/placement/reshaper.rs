@@ -9,12 +9,12 @@ use uuid::Uuid;
 use super::allocations::{allocation_error, parse_consumer};
 use super::common::{invalid, parse_object};
 use super::error::PlacementError;
-use super::inventories::inventories_of;
+use super::inventories::{in_use_text, inventories_of};
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::allocations::AllocationError;
-use crate::db::inventories::InventoryError;
-use crate::db::reshaper::{ProviderInventory, ReshapeError};
+use crate::db::placement::allocations::AllocationError;
+use crate::db::placement::inventories::InventoryError;
+use crate::db::placement::reshaper::{ProviderInventory, ReshapeError};
 use crate::http::AppState;
 
 const NOT_FOUND_CODE: &str = "placement.resource_provider.not_found";
@@ -25,7 +25,7 @@ fn parse(
 ) -> Result<
     (
         Vec<ProviderInventory>,
-        Vec<db::allocations::ConsumerAllocations>,
+        Vec<db::placement::allocations::ConsumerAllocations>,
     ),
     PlacementError,
 > {
@@ -86,21 +86,24 @@ fn reshape_error(error: ReshapeError) -> PlacementError {
         ReshapeError::Generation { .. } => {
             PlacementError::conflict(error.to_string()).with_code("placement.concurrent_update")
         }
-        ReshapeError::Inventory(InventoryError::UnknownClass(message))
-        | ReshapeError::Allocation(AllocationError::UnknownClass(message)) => {
-            let message = if message.starts_with("No such") {
-                message
-            } else {
-                format!("No such resource class {message}.")
-            };
-            PlacementError::bad_request(format!("malformed reshaper data: {message}"))
+        ReshapeError::Inventory(
+            InventoryError::UnknownClass(class)
+            | InventoryError::UnknownInventoryClass { class, .. },
+        )
+        | ReshapeError::Allocation(AllocationError::UnknownClass(class)) => {
+            PlacementError::bad_request(format!(
+                "malformed reshaper data: No such resource class {class}."
+            ))
         }
-        ReshapeError::Inventory(InventoryError::InUse { .. }) => {
-            PlacementError::conflict(format!("update conflict: {error}"))
-                .with_code("placement.inventory.inuse")
+        ReshapeError::Inventory(InventoryError::InUse { class, provider }) => {
+            PlacementError::conflict(format!(
+                "update conflict: {}",
+                in_use_text(&class, provider)
+            ))
+            .with_code("placement.inventory.inuse")
         }
         ReshapeError::Inventory(InventoryError::GenerationConflict) => {
-            PlacementError::conflict(format!("update conflict: {error}"))
+            PlacementError::conflict("update conflict: resource provider generation conflict")
                 .with_code("placement.concurrent_update")
         }
         ReshapeError::Allocation(AllocationError::ProviderMissing(provider)) => {
@@ -128,12 +131,10 @@ pub async fn reshape(
     }
     require_json(&request)?;
     let (inventories, writes) = parse(&body, version)?;
-    db::run(&state.pool, move |conn| {
-        Ok(diesel::Connection::transaction(conn, |conn| {
-            db::reshaper::reshape(conn, &inventories, &writes)
-        }))
+    db::transaction(&state.pool, move |conn| {
+        db::placement::reshaper::reshape(conn, &inventories, &writes)
     })
-    .await?
+    .await
     .map_err(reshape_error)?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -5,7 +5,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
-use super::DbError;
+use crate::db::DbError;
 
 /// One provider as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
@@ -60,11 +60,13 @@ pub fn list_providers(
 
 /// Returns provider `uuid`, if it exists.
 pub fn get_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<ProviderRow>, DbError> {
-    Ok(super::cached::query(format!("{SELECT} WHERE rp.uuid = $1"))
-        .bind::<SqlUuid, _>(uuid)
-        .load::<ProviderRow>(conn)?
-        .into_iter()
-        .next())
+    Ok(
+        crate::db::cached::query(format!("{SELECT} WHERE rp.uuid = $1"))
+            .bind::<SqlUuid, _>(uuid)
+            .load::<ProviderRow>(conn)?
+            .into_iter()
+            .next(),
+    )
 }
 
 /// Why a provider could not be written.
@@ -122,7 +124,7 @@ pub fn create_provider(
         root_uuid: Option<Uuid>,
     }
     // One statement: the parent's row and root are read where the new row is written.
-    let inserted = super::cached::query(
+    let inserted = crate::db::cached::query(
         "WITH parent AS (
              SELECT p.id, COALESCE(p.root_provider_id, p.id) AS root_id, r.uuid AS root_uuid
                FROM resource_providers p
@@ -308,6 +310,28 @@ pub fn delete_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<(), Provid
         .bind::<BigInt, _>(current.id)
         .execute(conn)?;
     Ok(())
+}
+
+/// Bumps the generation of provider `provider_id` if it is still `expected` (any, when
+/// `None`); returns the new one, or `None` when it was not at `expected`.
+pub fn bump_generation(
+    conn: &mut PgConnection,
+    provider_id: i64,
+    expected: Option<i64>,
+) -> Result<Option<i64>, DbError> {
+    #[derive(QueryableByName)]
+    struct Generation {
+        #[diesel(sql_type = BigInt)]
+        generation: i64,
+    }
+    let bumped: Vec<Generation> = crate::db::cached::query(
+        "UPDATE resource_providers SET generation = generation + 1, updated_at = now()
+          WHERE id = $1 AND ($2::bigint IS NULL OR generation = $2) RETURNING generation",
+    )
+    .bind::<BigInt, _>(provider_id)
+    .bind::<diesel::sql_types::Nullable<BigInt>, _>(expected)
+    .load(conn)?;
+    Ok(bumped.first().map(|row| row.generation))
 }
 
 /// Returns the generation of provider `provider_id`.

@@ -10,7 +10,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
-use super::DbError;
+use crate::db::DbError;
 
 /// What one consumer asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,29 +26,27 @@ pub struct ConsumerAllocations {
     pub allocations: BTreeMap<Uuid, BTreeMap<String, i64>>,
 }
 
-/// Why allocations were refused.
+/// Why allocations were refused (structured; the HTTP layer words it as Placement does).
 #[derive(Debug, thiserror::Error)]
 pub enum AllocationError {
     #[error("resource provider {0} not found")]
     ProviderMissing(Uuid),
-    #[error("No such resource class {0}.")]
+    #[error("no resource class {0}")]
     UnknownClass(String),
-    #[error(
-        "Unable to allocate inventory: Inventory for '{class}' on resource provider '{provider}' invalid."
-    )]
+    #[error("provider {provider} has no inventory of {class}")]
     NoInventory { class: String, provider: Uuid },
-    #[error(
-        "Unable to allocate inventory: Unable to create allocation for '{class}' on resource provider '{provider}'. The requested amount would exceed the capacity."
-    )]
+    #[error("{class} on provider {provider} would exceed its capacity")]
     Capacity { class: String, provider: Uuid },
-    #[error(
-        "Unable to allocate inventory: Unable to create allocation for '{class}' on resource provider '{provider}'. The requested amount would violate inventory constraints."
-    )]
+    #[error("{class} on provider {provider} would violate min_unit, max_unit or step_size")]
     Constraint { class: String, provider: Uuid },
-    /// Worded as Placement words it: "expected" is the stored generation, "got" the sent one.
-    #[error("consumer generation conflict - expected {stored} but got {sent}")]
-    ConsumerGeneration { stored: String, sent: String },
-    #[error("Another thread concurrently created a consumer {0}. Please retry your update")]
+    /// `stored`: the consumer's generation (`None`: no such consumer); `sent`: the one the
+    /// write expected.
+    #[error("consumer generation conflict: stored {stored:?}, expected {sent:?}")]
+    ConsumerGeneration {
+        stored: Option<i64>,
+        sent: Option<i64>,
+    },
+    #[error("consumer {0} was created concurrently")]
     ConsumerCreatedConcurrently(Uuid),
     #[error(transparent)]
     Db(#[from] DbError),
@@ -60,21 +58,21 @@ impl From<diesel::result::Error> for AllocationError {
     }
 }
 
-/// Deletes every allocation of `consumer` and the consumer, in one statement that locks the
-/// consumer first (as writers do); `false` when it had no allocations.
+/// The one consumer deleter: deletes every allocation of `consumer` and the consumer row, in
+/// one statement that locks the consumer first (as writers do); `false` when it had no
+/// allocations. Provider generations are the caller's: a replace that empties a consumer has
+/// bumped them already (`lock_providers`), Placement's `DELETE` bumps none.
 pub fn delete_consumer(conn: &mut PgConnection, consumer: Uuid) -> Result<bool, DbError> {
     #[derive(QueryableByName)]
     struct Count {
         #[diesel(sql_type = BigInt)]
         n: i64,
     }
-    let deleted: Count = super::cached::query(
+    let deleted: Count = crate::db::cached::query(
         "WITH consumer AS (SELECT uuid FROM consumers WHERE uuid = $1 FOR UPDATE),
               gone AS (DELETE FROM allocations
                         WHERE consumer_id IN (SELECT uuid FROM consumer) RETURNING 1),
-              dropped AS (DELETE FROM consumers
-                           WHERE uuid IN (SELECT uuid FROM consumer)
-                             AND EXISTS (SELECT 1 FROM gone))
+              dropped AS (DELETE FROM consumers WHERE uuid IN (SELECT uuid FROM consumer))
          SELECT count(*) AS n FROM gone",
     )
     .bind::<SqlUuid, _>(consumer)
@@ -112,16 +110,14 @@ pub fn replace_allocations(
             let actual = existing.generation;
             if expected != actual {
                 return Err(AllocationError::ConsumerGeneration {
-                    stored: actual.map_or_else(|| "null".to_owned(), |g| g.to_string()),
-                    sent: expected.map_or_else(|| "None".to_owned(), |g| g.to_string()),
+                    stored: actual,
+                    sent: expected,
                 });
             }
         }
         let empty = write.allocations.values().all(BTreeMap::is_empty);
         if empty {
-            super::cached::query("DELETE FROM consumers WHERE uuid = $1")
-                .bind::<SqlUuid, _>(write.consumer)
-                .execute(conn)?;
+            delete_consumer(conn, write.consumer)?;
             continue;
         }
         let names = name_ids(conn, write, &existing)?;
@@ -177,7 +173,7 @@ fn lock_providers(
         .filter(|write| write.allocations.values().all(BTreeMap::is_empty))
         .map(|write| write.consumer)
         .collect();
-    let locked: Vec<ProviderLock> = super::cached::query(
+    let locked: Vec<ProviderLock> = crate::db::cached::query(
         "WITH locked AS (
              SELECT id, uuid FROM resource_providers
               WHERE uuid = ANY($1)
@@ -211,7 +207,7 @@ fn clear_consumer(
     conn: &mut PgConnection,
     write: &ConsumerAllocations,
 ) -> Result<ConsumerState, AllocationError> {
-    Ok(super::cached::query(
+    Ok(crate::db::cached::query(
         "WITH consumer AS (SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE),
               -- Reads `consumer`, so the consumer is locked before its allocations.
               cleared AS (DELETE FROM allocations
@@ -333,7 +329,7 @@ fn write_and_check(
              VALUES ($1, $5, $6, 1, $7::int))"
     };
     let (project, user, kind) = names;
-    let checked: Result<Vec<Capacity>, DbError> = super::cached::query(format!(
+    let checked: Result<Vec<Capacity>, DbError> = crate::db::cached::query(format!(
         "WITH {consumer_sql},
          wanted AS (
              SELECT t.p, t.n, t.ord, rc.id AS class_id

@@ -6,9 +6,9 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Uuid as SqlUuid};
 use uuid::Uuid;
 
-use super::DbError;
 use super::allocations::{AllocationError, ConsumerAllocations, replace_allocations};
 use super::inventories::{InventoryError, InventoryRow, bump_generation, replace_inventories};
+use crate::db::DbError;
 
 /// One provider's inventory as the reshape wants it in the end.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
-use super::DbError;
+use crate::db::DbError;
 use crate::domain::candidates::Provider;
 use crate::domain::placement_filter::{ClassFacts, ProviderFacts};
 
@@ -120,8 +120,9 @@ struct Epoch {
 }
 
 fn epoch(conn: &mut PgConnection) -> Result<i64, DbError> {
-    let row: Epoch = super::cached::query("SELECT sum(n)::bigint AS epoch FROM placement_epochs")
-        .get_result(conn)?;
+    let row: Epoch =
+        crate::db::cached::query("SELECT sum(n)::bigint AS epoch FROM placement_epochs")
+            .get_result(conn)?;
     Ok(row.epoch)
 }
 

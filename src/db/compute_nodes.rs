@@ -1,6 +1,7 @@
-//! The placement registry's writes: claiming nodes, moving them between hosts, creating
-//! providers by adoption and deleting orphans. Each fn is meant to run inside one transaction
-//! (the `Registry` actor opens it) and keeps invariants 1–4, 6 and 7 of DESIGN.md:
+//! Compute nodes — who owns which ironic node: claiming nodes, moving them between hosts,
+//! creating providers by adoption, deleting orphans, and the ownership fence every owner's
+//! write takes (`hold_owned`, `hold_one`: the one fence). Each fn is meant to run inside one
+//! transaction and keeps invariants 1–4, 6 and 7 of DESIGN.md:
 //!
 //! * a node keeps one compute-node uuid forever: a claim reuses a live row, adopts the
 //!   provider already named after the node, or undeletes the node's soft-deleted row, and
@@ -18,7 +19,7 @@ use uuid::Uuid;
 
 use super::DbError;
 use crate::domain::node::ComputeNode;
-use crate::domain::ring::MoveReason;
+pub use crate::domain::rebalance::{NodeClaim, NodeMove, NodeOwnership};
 
 #[derive(Debug, QueryableByName)]
 struct ComputeNodeView {
@@ -44,13 +45,6 @@ impl From<ComputeNodeView> for ComputeNode {
             owner_epoch: view.owner_epoch,
         }
     }
-}
-
-/// A node to give its first owner.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeClaim {
-    pub node: Uuid,
-    pub host: String,
 }
 
 /// Gives each node of `claims` a live compute node owned by its host, with its provider, and
@@ -251,16 +245,6 @@ pub fn create_provider(
     }
 }
 
-/// One planned move: node `node`, expected at `from` with `epoch`, goes to `to`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeMove {
-    pub node: String,
-    pub from: String,
-    pub epoch: i64,
-    pub to: String,
-    pub reason: MoveReason,
-}
-
 /// Moves nodes between hosts in one statement: for each node still at its expected owner and
 /// epoch, sets the new host on the compute node and on its live instances, bumps the epoch
 /// and writes a `node_moves` row. Moves whose node changed meanwhile are skipped. Returns the
@@ -449,36 +433,41 @@ pub fn find_compute_node(
     Ok(rows.into_iter().next().map(ComputeNode::from))
 }
 
-/// Holds compute node `id` for the rest of the transaction if `host` at `epoch` still owns it,
-/// and says whether it does (invariant 4). A move of the node waits for the transaction; one
-/// committed before makes this `false`, and the caller then writes nothing.
-pub fn hold_ownership(
+/// Holds, for the rest of the transaction, those of `nodes` (compute node, epoch it was read
+/// at) that `host` still owns at that epoch, in id order (as moves lock), shared (boots
+/// claiming a node do not wait); returns the ids held. A node missing from the answer moved.
+pub fn hold_owned(
     conn: &mut PgConnection,
-    id: i64,
     host: &str,
-    epoch: i64,
-) -> Result<bool, DbError> {
-    let held = diesel::sql_query(
-        "SELECT id FROM compute_nodes
-          WHERE id = $1 AND host = $2 AND owner_epoch = $3 AND deleted = 0
-          FOR SHARE",
+    nodes: &[(i64, i64)],
+) -> Result<Vec<i64>, DbError> {
+    if nodes.is_empty() {
+        return Ok(Vec::new());
+    }
+    #[derive(QueryableByName)]
+    struct Held {
+        #[diesel(sql_type = BigInt)]
+        id: i64,
+    }
+    let ids: Vec<i64> = nodes.iter().map(|(id, _)| *id).collect();
+    let epochs: Vec<i64> = nodes.iter().map(|(_, epoch)| *epoch).collect();
+    let held: Vec<Held> = super::cached::query(
+        "SELECT c.id FROM compute_nodes c
+           JOIN unnest($1::bigint[], $2::bigint[]) AS t(id, epoch) ON t.id = c.id
+          WHERE c.host = $3 AND c.owner_epoch = t.epoch AND c.deleted = 0
+          ORDER BY c.id FOR SHARE OF c",
     )
-    .bind::<BigInt, _>(id)
+    .bind::<Array<BigInt>, _>(&ids)
+    .bind::<Array<BigInt>, _>(&epochs)
     .bind::<Text, _>(host)
-    .bind::<BigInt, _>(epoch)
-    .execute(conn)?;
-    Ok(held == 1)
+    .load(conn)?;
+    Ok(held.into_iter().map(|row| row.id).collect())
 }
 
-/// Every enrolled ironic node with its owner and epoch, if it has a live compute node.
-#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
-pub struct NodeOwnerRow {
-    #[diesel(sql_type = Text)]
-    pub node: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub host: Option<String>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    pub owner_epoch: Option<i64>,
+/// `hold_owned` for one node: whether `host` still owns compute node `id` at `epoch`, held for
+/// the rest of the transaction when it does (invariant 4).
+pub fn hold_one(conn: &mut PgConnection, host: &str, id: i64, epoch: i64) -> Result<bool, DbError> {
+    Ok(!hold_owned(conn, host, &[(id, epoch)])?.is_empty())
 }
 
 /// Returns the ownership change counter: it grows whenever a node is enrolled or deleted, or a
@@ -495,162 +484,30 @@ pub fn ownership_counter(conn: &mut PgConnection) -> Result<i64, DbError> {
     Ok(sum.n)
 }
 
-/// Lists every ironic node with its current owner (one query, any number of nodes).
-pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnerRow>, DbError> {
-    Ok(diesel::sql_query(
-        "SELECT n.uuid::text AS node, c.host::text AS host, c.owner_epoch
+/// Lists every ironic node with its current owner and epoch (one query, any number of nodes).
+pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnership>, DbError> {
+    #[derive(QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = SqlUuid)]
+        node: Uuid,
+        #[diesel(sql_type = Nullable<Text>)]
+        host: Option<String>,
+        #[diesel(sql_type = Nullable<BigInt>)]
+        owner_epoch: Option<i64>,
+    }
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT n.uuid AS node, c.host::text AS host, c.owner_epoch
            FROM ironic_nodes n
            LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
           ORDER BY n.uuid",
     )
-    .load(conn)?)
-}
-
-/// An ironic node with its compute node, provider and owner, as the admin API lists it.
-#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
-pub struct NodeView {
-    #[diesel(sql_type = SqlUuid)]
-    pub uuid: Uuid,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub name: Option<String>,
-    #[diesel(sql_type = Text)]
-    pub resource_class: String,
-    #[diesel(sql_type = Text)]
-    pub provision_state: String,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub reservation: Option<String>,
-    #[diesel(sql_type = diesel::sql_types::Bool)]
-    pub maintenance: bool,
-    #[diesel(sql_type = Nullable<SqlUuid>)]
-    pub instance_uuid: Option<Uuid>,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub host: Option<String>,
-    #[diesel(sql_type = Nullable<SqlUuid>)]
-    pub compute_node_uuid: Option<Uuid>,
-    #[diesel(sql_type = Nullable<SqlUuid>)]
-    pub resource_provider_uuid: Option<Uuid>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    pub owner_epoch: Option<i64>,
-}
-
-/// Which nodes a listing shows: filters, and a page (`limit` nodes after `marker`, by uuid).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeFilter {
-    pub host: Option<String>,
-    /// Ironic's provision state.
-    pub state: Option<String>,
-    pub resource_class: Option<String>,
-    /// Only nodes whose uuid sorts after this one (the last of the previous page).
-    pub marker: Option<Uuid>,
-    /// Nodes whose uuid, name or instance starts with it, or whose owner or provision state
-    /// it is.
-    pub search: Option<String>,
-    /// How many of the selected to skip.
-    pub offset: i64,
-    pub limit: Option<i64>,
-}
-
-/// Lists every ironic node with its owner, compute node and provider, by uuid.
-pub fn list_node_views(conn: &mut PgConnection) -> Result<Vec<NodeView>, DbError> {
-    find_node_views(conn, &NodeFilter::default())
-}
-
-/// What `filter` selects of nodes: `$1` marker, `$2` host, `$3` state, `$4` class, `$5`
-/// search as a LIKE prefix, `$6` search as is.
-/// What a `NodeFilter` selects: `$1` marker, `$2` host, `$3` state, `$4` class, `$5` search
-/// as a LIKE prefix, `$6` search as is.
-const NODE_VIEW_SELECTION: &str = "
-           FROM ironic_nodes n
-           LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
-           LEFT JOIN resource_providers rp ON rp.uuid = c.uuid
-          WHERE ($1::uuid IS NULL OR n.uuid > $1)
-            AND ($2::text IS NULL OR c.host = $2)
-            AND ($3::text IS NULL OR n.provision_state = $3)
-            AND ($4::text IS NULL OR n.resource_class = $4)
-            AND ($6::text IS NULL OR n.uuid::text LIKE lower($5) OR n.name LIKE $5 OR c.host = $6
-                 OR n.provision_state = $6 OR n.instance_uuid::text LIKE lower($5))";
-
-/// `sql` (over `NODE_VIEW_SELECTION`) with `filter`'s values bound to `$1` … `$6`.
-fn bind_node_selection(
-    sql: String,
-    filter: &NodeFilter,
-) -> diesel::query_builder::BoxedSqlQuery<'static, diesel::pg::Pg, diesel::query_builder::SqlQuery>
-{
-    let search = filter.search.clone();
-    diesel::sql_query(sql)
-        .into_boxed()
-        .bind::<Nullable<SqlUuid>, _>(filter.marker)
-        .bind::<Nullable<Text>, _>(filter.host.clone())
-        .bind::<Nullable<Text>, _>(filter.state.clone())
-        .bind::<Nullable<Text>, _>(filter.resource_class.clone())
-        .bind::<Nullable<Text>, _>(search.as_deref().map(super::like_prefix))
-        .bind::<Nullable<Text>, _>(search)
-}
-
-/// Lists the ironic nodes `filter` selects, with their owners, compute nodes and providers,
-/// by uuid.
-pub fn find_node_views(
-    conn: &mut PgConnection,
-    filter: &NodeFilter,
-) -> Result<Vec<NodeView>, DbError> {
-    let sql = format!(
-        "SELECT n.uuid, n.name::text AS name, n.resource_class::text AS resource_class,
-                n.provision_state::text AS provision_state, n.reservation::text AS reservation,
-                n.maintenance, n.instance_uuid, c.host::text AS host, c.uuid AS compute_node_uuid,
-                rp.uuid AS resource_provider_uuid, c.owner_epoch
-           {NODE_VIEW_SELECTION}
-          ORDER BY n.uuid
-          OFFSET $7 LIMIT $8"
-    );
-    Ok(bind_node_selection(sql, filter)
-        .bind::<BigInt, _>(filter.offset)
-        .bind::<Nullable<BigInt>, _>(filter.limit)
-        .load(conn)?)
-}
-
-/// Counts the ironic nodes `filter` selects (its marker too; not its offset and limit).
-pub fn count_node_views(conn: &mut PgConnection, filter: &NodeFilter) -> Result<i64, DbError> {
-    #[derive(QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = BigInt)]
-        n: i64,
-    }
-    let sql = format!("SELECT count(*) AS n {NODE_VIEW_SELECTION}");
-    Ok(bind_node_selection(sql, filter)
-        .get_result::<Count>(conn)?
-        .n)
-}
-
-/// One row of the moves audit log.
-#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
-pub struct MoveRow {
-    #[diesel(sql_type = BigInt)]
-    pub id: i64,
-    #[diesel(sql_type = Text)]
-    pub node: String,
-    #[diesel(sql_type = SqlUuid)]
-    pub compute_node_uuid: Uuid,
-    #[diesel(sql_type = Nullable<Text>)]
-    pub from_host: Option<String>,
-    #[diesel(sql_type = Text)]
-    pub to_host: String,
-    #[diesel(sql_type = Text)]
-    pub reason: String,
-    #[diesel(sql_type = BigInt)]
-    pub owner_epoch: i64,
-    #[diesel(sql_type = BigInt)]
-    pub ring_version: i64,
-    #[diesel(sql_type = Timestamptz)]
-    pub moved_at: DateTime<Utc>,
-}
-
-/// Lists the latest `limit` moves, newest first.
-pub fn list_moves(conn: &mut PgConnection, limit: i64) -> Result<Vec<MoveRow>, DbError> {
-    Ok(diesel::sql_query(
-        "SELECT id, hypervisor_hostname::text AS node, compute_node_uuid, from_host::text AS from_host,
-                to_host::text AS to_host, reason::text AS reason, owner_epoch, ring_version, moved_at
-           FROM node_moves ORDER BY id DESC LIMIT $1",
-    )
-    .bind::<BigInt, _>(limit)
-    .load(conn)?)
+    .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| NodeOwnership {
+            node: row.node,
+            owner: row.host,
+            epoch: row.owner_epoch,
+        })
+        .collect())
 }

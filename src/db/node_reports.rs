@@ -179,40 +179,9 @@ impl From<OwnedRow> for OwnedNode {
     }
 }
 
-/// Holds, for the rest of the transaction, those of `nodes` (compute node, epoch it was read
-/// at) that `host` still owns at that epoch, in id order (as moves lock), shared (boots
-/// claiming a node do not wait); returns the ids held. A node missing from the answer moved.
-pub fn hold_owned(
-    conn: &mut PgConnection,
-    host: &str,
-    nodes: &[(i64, i64)],
-) -> Result<Vec<i64>, DbError> {
-    if nodes.is_empty() {
-        return Ok(Vec::new());
-    }
-    #[derive(QueryableByName)]
-    struct Held {
-        #[diesel(sql_type = BigInt)]
-        id: i64,
-    }
-    let ids: Vec<i64> = nodes.iter().map(|(id, _)| *id).collect();
-    let epochs: Vec<i64> = nodes.iter().map(|(_, epoch)| *epoch).collect();
-    let held: Vec<Held> = super::cached::query(
-        "SELECT c.id FROM compute_nodes c
-           JOIN unnest($1::bigint[], $2::bigint[]) AS t(id, epoch) ON t.id = c.id
-          WHERE c.host = $3 AND c.owner_epoch = t.epoch AND c.deleted = 0
-          ORDER BY c.id FOR SHARE OF c",
-    )
-    .bind::<Array<BigInt>, _>(&ids)
-    .bind::<Array<BigInt>, _>(&epochs)
-    .bind::<Text, _>(host)
-    .load(conn)?;
-    Ok(held.into_iter().map(|row| row.id).collect())
-}
-
 /// Writes each (provider, inventory) of `reports`: creates the resource classes it needs,
 /// upserts the inventories that differ and bumps those providers' generations, in three
-/// statements. Call only while holding the nodes (`hold_owned`).
+/// statements. Call only while holding the nodes (`compute_nodes::hold_owned`).
 pub fn write_inventories(
     conn: &mut PgConnection,
     reports: &[(Uuid, NodeInventory)],
@@ -296,7 +265,7 @@ pub fn report_inventory(
     let Some(found) = found else {
         return Ok(false);
     };
-    if hold_owned(conn, host, &[(found.id, epoch)])?.is_empty() {
+    if !super::compute_nodes::hold_one(conn, host, found.id, epoch)? {
         return Ok(false);
     }
     write_inventories(conn, &[(uuid, inventory.clone())], now)?;

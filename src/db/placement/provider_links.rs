@@ -5,8 +5,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
-use super::DbError;
-use super::inventories::{InventoryError, bump_generation};
+use crate::db::DbError;
 
 /// Returns the trait names of provider `provider_id`, sorted.
 pub fn provider_traits(conn: &mut PgConnection, provider_id: i64) -> Result<Vec<String>, DbError> {
@@ -74,7 +73,7 @@ pub fn replace_traits(
     generation: i64,
     names: &[String],
 ) -> Result<LinkWrite, DbError> {
-    let outcome: LinkOutcome = super::cached::query(
+    let outcome: LinkOutcome = crate::db::cached::query(
         "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          wanted AS (SELECT n AS name, t.id AS trait_id
                       FROM unnest($3::text[]) AS n LEFT JOIN traits t ON t.name = n),
@@ -113,7 +112,7 @@ pub fn replace_aggregates(
     generation: i64,
     aggregates: &[Uuid],
 ) -> Result<LinkWrite, DbError> {
-    let outcome: LinkOutcome = super::cached::query(
+    let outcome: LinkOutcome = crate::db::cached::query(
         "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          existing AS (SELECT id, uuid FROM placement_aggregates WHERE uuid = ANY($3)),
          bumped AS (
@@ -152,14 +151,14 @@ pub fn replace_aggregates(
 
 /// Removes every trait of provider `provider_id` and bumps its generation (DELETE traits);
 /// returns the new generation.
-pub fn clear_provider_traits(
-    conn: &mut PgConnection,
-    provider_id: i64,
-) -> Result<i64, InventoryError> {
-    let new_generation = bump_generation(conn, provider_id, None)?;
-    super::cached::query("DELETE FROM resource_provider_traits WHERE resource_provider_id = $1")
-        .bind::<BigInt, _>(provider_id)
-        .execute(conn)?;
+pub fn clear_provider_traits(conn: &mut PgConnection, provider_id: i64) -> Result<i64, DbError> {
+    let new_generation = super::providers::bump_generation(conn, provider_id, None)?
+        .ok_or_else(|| DbError::NotFound(format!("resource provider {provider_id}")))?;
+    crate::db::cached::query(
+        "DELETE FROM resource_provider_traits WHERE resource_provider_id = $1",
+    )
+    .bind::<BigInt, _>(provider_id)
+    .execute(conn)?;
     Ok(new_generation)
 }
 
@@ -189,17 +188,17 @@ pub fn set_provider_aggregates(
     conn: &mut PgConnection,
     provider_id: i64,
     aggregates: &[Uuid],
-) -> Result<i64, InventoryError> {
+) -> Result<i64, DbError> {
     let generation = super::providers::generation_of(conn, provider_id)?;
-    super::cached::query("INSERT INTO placement_aggregates (uuid) SELECT unnest($1::uuid[]) ON CONFLICT (uuid) DO NOTHING")
+    crate::db::cached::query("INSERT INTO placement_aggregates (uuid) SELECT unnest($1::uuid[]) ON CONFLICT (uuid) DO NOTHING")
         .bind::<Array<SqlUuid>, _>(aggregates)
         .execute(conn)?;
-    super::cached::query(
+    crate::db::cached::query(
         "DELETE FROM resource_provider_aggregates WHERE resource_provider_id = $1",
     )
     .bind::<BigInt, _>(provider_id)
     .execute(conn)?;
-    super::cached::query(
+    crate::db::cached::query(
         "INSERT INTO resource_provider_aggregates (resource_provider_id, aggregate_id)
          SELECT $1, a.id FROM placement_aggregates a WHERE a.uuid = ANY($2)",
     )

@@ -5,7 +5,7 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Text, Uuid as SqlUuid};
 
-use super::DbError;
+use crate::db::DbError;
 
 /// One inventory record.
 #[derive(Debug, Clone, PartialEq, QueryableByName)]
@@ -31,9 +31,13 @@ pub struct InventoryRow {
 pub enum InventoryError {
     #[error("resource provider generation conflict")]
     GenerationConflict,
-    #[error("{0}")]
+    /// No resource class of this name.
+    #[error("no resource class {0}")]
     UnknownClass(String),
-    #[error("Inventory for '{class}' on resource provider '{provider}' in use.")]
+    /// An inventory written for `provider` names a class that does not exist.
+    #[error("inventory of provider {provider} names no resource class {class}")]
+    UnknownInventoryClass { class: String, provider: uuid::Uuid },
+    #[error("{class} on provider {provider} is allocated")]
     InUse { class: String, provider: uuid::Uuid },
     #[error(transparent)]
     Db(#[from] DbError),
@@ -60,32 +64,18 @@ pub fn list_inventories(
     .load(conn)?)
 }
 
-/// Bumps the generation of provider `provider_id` if it is still `expected`; returns the new one.
+/// `providers::bump_generation`, a mismatch refused as a generation conflict.
 pub fn bump_generation(
     conn: &mut PgConnection,
     provider_id: i64,
     expected: Option<i64>,
 ) -> Result<i64, InventoryError> {
-    #[derive(QueryableByName)]
-    struct Generation {
-        #[diesel(sql_type = BigInt)]
-        generation: i64,
-    }
-    let bumped: Vec<Generation> = super::cached::query(
-        "UPDATE resource_providers SET generation = generation + 1, updated_at = now()
-          WHERE id = $1 AND ($2::bigint IS NULL OR generation = $2) RETURNING generation",
-    )
-    .bind::<BigInt, _>(provider_id)
-    .bind::<diesel::sql_types::Nullable<BigInt>, _>(expected)
-    .load(conn)?;
-    bumped
-        .first()
-        .map(|row| row.generation)
+    super::providers::bump_generation(conn, provider_id, expected)?
         .ok_or(InventoryError::GenerationConflict)
 }
 
 fn class_id(conn: &mut PgConnection, name: &str) -> Result<Option<i32>, DbError> {
-    Ok(super::placement_names::find_resource_class(conn, name)?.map(|class| class.id))
+    Ok(super::names::find_resource_class(conn, name)?.map(|class| class.id))
 }
 
 /// Replaces the whole inventory of provider `provider` (a uuid) at generation `generation`, in
@@ -119,7 +109,7 @@ pub fn replace_inventories(
     let column = |pick: fn(&InventoryRow) -> i32| rows.iter().map(pick).collect::<Vec<i32>>();
     let names: Vec<&str> = rows.iter().map(|row| row.resource_class.as_str()).collect();
     let ratios: Vec<f64> = rows.iter().map(|row| row.allocation_ratio).collect();
-    let outcome: Outcome = super::cached::query(
+    let outcome: Outcome = crate::db::cached::query(
         "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          wanted AS (
              SELECT t.*, rc.id AS class_id
@@ -179,9 +169,7 @@ pub fn replace_inventories(
         return Err(InventoryError::GenerationConflict);
     }
     if let Some(class) = outcome.unknown {
-        return Err(InventoryError::UnknownClass(format!(
-            "Unknown resource class in inventory for resource provider {provider}: {class}"
-        )));
+        return Err(InventoryError::UnknownInventoryClass { class, provider });
     }
     if let Some(classes) = outcome.in_use {
         return Err(InventoryError::InUse {
@@ -248,8 +236,7 @@ pub fn write_class_inventory(
 
 /// Returns the id of resource class `name`, or the error Placement gives for it.
 pub fn require_class(conn: &mut PgConnection, name: &str) -> Result<i32, InventoryError> {
-    class_id(conn, name)?
-        .ok_or_else(|| InventoryError::UnknownClass(format!("No such resource class {name}.")))
+    class_id(conn, name)?.ok_or_else(|| InventoryError::UnknownClass(name.to_owned()))
 }
 
 /// Deletes one class's inventory (refused while allocations use it); `false` when there was

@@ -54,11 +54,11 @@ impl Actors {
         })
         .await?;
         if let Some(owner) = owner
-            && let Some(host) = self.hosts.get(&owner.host)
+            && let Some(host) = self.hosts.get(owner.host.as_str())
         {
             match host
                 .send(compute_host::RefreshNodes {
-                    nodes: vec![owner.node],
+                    nodes: vec![owner.node.to_string()],
                 })
                 .await?
             {

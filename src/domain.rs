@@ -5,6 +5,7 @@ pub mod candidates;
 pub mod clock;
 pub mod error;
 pub mod host;
+pub mod identity;
 pub mod instance;
 pub mod node;
 pub mod placement;

@@ -23,7 +23,8 @@ use crate::db::presence::Presence;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
-use crate::domain::instance::{ACTIVE, ERROR};
+use crate::domain::identity::OwnerEpoch;
+use crate::domain::instance::VmState;
 use crate::domain::node::{ComputeNode, IronicNode, ProvisionState};
 use crate::domain::ring::stable_hash;
 
@@ -419,22 +420,24 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
         let Some(ironic) = node.ironic.clone() else {
             let outcome = registry
                 .send(DeleteOrphan {
-                    node: compute_node.node.clone(),
-                    host: host.clone(),
+                    node: compute_node.node,
+                    host: compute_node.host.clone(),
                     epoch: compute_node.owner_epoch,
                 })
                 .await??;
             match outcome {
-                OrphanOutcome::Deleted => report.orphans_deleted.push(compute_node.node.clone()),
+                OrphanOutcome::Deleted => {
+                    report.orphans_deleted.push(compute_node.node.to_string())
+                }
                 OrphanOutcome::KeptWithAllocations => {
                     log::warn!(
                         "node {} is gone from ironic but its provider holds allocations or its PCI devices are in use: compute node {} kept",
                         compute_node.node,
                         compute_node.uuid
                     );
-                    report.orphans_kept.push(compute_node.node.clone());
+                    report.orphans_kept.push(compute_node.node.to_string());
                 }
-                OrphanOutcome::NotOwner => report.lost.push(compute_node.node.clone()),
+                OrphanOutcome::NotOwner => report.lost.push(compute_node.node.to_string()),
                 OrphanOutcome::StillInIronic => {}
             }
             continue;
@@ -443,7 +446,7 @@ async fn tracker_pass(pass: TrackerPass) -> Result<TrackerReport, HostError> {
             let outcome = registry
                 .send(CreateProvider {
                     uuid: compute_node.uuid,
-                    name: compute_node.node.clone(),
+                    name: compute_node.node.to_string(),
                 })
                 .await?;
             match outcome {
@@ -564,7 +567,7 @@ impl PassChanges {
             changed = true;
         }
         if node.build_deployed {
-            self.builds.push((id, node.compute_node.node.clone()));
+            self.builds.push((id, node.compute_node.node.to_string()));
             changed = true;
         }
         if changed {
@@ -588,14 +591,14 @@ impl PassChanges {
         devices: u32,
         now: DateTime<Utc>,
     ) -> Result<PassWrites, DbError> {
-        let mut to_hold: Vec<(i64, i64)> = self
+        let mut to_hold: Vec<(i64, OwnerEpoch)> = self
             .nodes
             .iter()
             .map(|node| (node.id, node.owner_epoch))
             .chain(
                 stale
                     .iter()
-                    .map(|build| (build.compute_node_id, build.owner_epoch)),
+                    .map(|build| (build.compute_node_id, OwnerEpoch(build.owner_epoch))),
             )
             .collect();
         to_hold.sort_unstable();
@@ -609,7 +612,7 @@ impl PassChanges {
                 .nodes
                 .iter()
                 .filter(|node| !held.contains(&node.id))
-                .map(|node| node.node.clone())
+                .map(|node| node.node.to_string())
                 .collect(),
             ..PassWrites::default()
         };
@@ -711,14 +714,18 @@ impl Handler<NodesAssigned> for ComputeHost {
         );
         // A pass over just those nodes: the host's other nodes did not change.
         ctx.notify(RefreshNodes {
-            nodes: message.nodes.into_iter().map(|node| node.node).collect(),
+            nodes: message
+                .nodes
+                .iter()
+                .map(|node| node.node.to_string())
+                .collect(),
         });
     }
 }
 
 /// Deploys instance `instance` on node `node` through Ironic.
 #[derive(Debug, Message)]
-#[rtype(result = "Result<String, HostError>")]
+#[rtype(result = "Result<VmState, HostError>")]
 pub struct Spawn {
     pub instance: Uuid,
     pub node: String,
@@ -727,7 +734,7 @@ pub struct Spawn {
 }
 
 impl Handler<Spawn> for ComputeHost {
-    type Result = AtomicResponse<Self, Result<String, HostError>>;
+    type Result = AtomicResponse<Self, Result<VmState, HostError>>;
 
     fn handle(&mut self, message: Spawn, _: &mut Self::Context) -> Self::Result {
         if let Err(fenced) = self.require_lease() {
@@ -806,7 +813,7 @@ struct Build {
 impl Build {
     /// Deploys `spawn` on its node: fenced by the node's owner and epoch, and only while the
     /// build is still on. A deploy Ironic refuses settles the build (error, claim released).
-    async fn deploy(&self, spawn: Spawn) -> Result<String, HostError> {
+    async fn deploy(&self, spawn: Spawn) -> Result<VmState, HostError> {
         let Build {
             pool,
             clock,
@@ -851,7 +858,7 @@ impl Build {
                     })
                     .await?;
                 if activated {
-                    return Ok(ACTIVE.to_owned());
+                    return Ok(VmState::Active);
                 }
                 // Settled while Ironic deployed it: undo the deploy, nothing holds it.
                 if let Err(error) = ironic.send(Destroy { node: owned.ironic }).await? {
@@ -872,7 +879,7 @@ impl Build {
                         db::instances::settle_build(conn, instance, &text, &host, now)
                     })
                     .await?;
-                Ok(ERROR.to_owned())
+                Ok(VmState::Error)
             }
         }
     }
@@ -937,7 +944,7 @@ impl Handler<DestroyInstance> for ComputeHost {
                     owned
                         .write(&pool, move |conn| {
                             db::instances::add_fault(conn, instance, &fault_text, &host, now)?;
-                            db::instances::set_state(conn, instance, ERROR, None, now)
+                            db::instances::set_state(conn, instance, VmState::Error, None, now)
                         })
                         .await?;
                     return Err(HostError::Ironic(text));
@@ -975,7 +982,7 @@ struct Owned {
     node: String,
     ironic: Uuid,
     compute_node_id: i64,
-    epoch: i64,
+    epoch: OwnerEpoch,
 }
 
 impl Owned {
@@ -1028,7 +1035,7 @@ async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Owned, Hos
         Some(compute_node) if compute_node.host == host => Ok(Owned {
             host: host.to_owned(),
             node: node.to_owned(),
-            ironic: Uuid::parse_str(node).map_err(|_| not_owner())?,
+            ironic: compute_node.node.uuid(),
             compute_node_id: compute_node.id,
             epoch: compute_node.owner_epoch,
         }),

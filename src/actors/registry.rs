@@ -2,6 +2,7 @@
 //! exactly one thread, so claims and moves are applied one at a time, each in one
 //! transaction; PostgreSQL's constraints and compare-and-swap updates still have the final say.
 
+use crate::domain::identity::{HostName, NodeUuid, OwnerEpoch};
 use actix::prelude::*;
 use uuid::Uuid;
 
@@ -163,9 +164,9 @@ impl Handler<CreateProvider> for Registry {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<OrphanOutcome, DbError>")]
 pub struct DeleteOrphan {
-    pub node: String,
-    pub host: String,
-    pub epoch: i64,
+    pub node: NodeUuid,
+    pub host: HostName,
+    pub epoch: OwnerEpoch,
 }
 
 impl Handler<DeleteOrphan> for Registry {
@@ -175,7 +176,13 @@ impl Handler<DeleteOrphan> for Registry {
         let now = self.clock.now();
         let label = format!("orphan delete of node {} by {}", message.node, message.host);
         self.in_transaction(&label, |conn| {
-            compute_nodes::delete_orphan(conn, &message.node, &message.host, message.epoch, now)
+            compute_nodes::delete_orphan(
+                conn,
+                message.node,
+                message.host.as_str(),
+                message.epoch,
+                now,
+            )
         })
     }
 }

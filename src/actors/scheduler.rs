@@ -113,7 +113,7 @@ async fn wait_for_build(pool: &Pool, instance: Uuid, wait: std::time::Duration) 
         })
         .await;
         match state {
-            Ok(found) if found.vm_state == crate::domain::instance::BUILDING => {}
+            Ok(found) if found.vm_state == crate::domain::instance::VmState::Building => {}
             _ => return,
         }
         actix::clock::sleep(HANDED_OVER_POLL).await;
@@ -186,7 +186,7 @@ impl Handler<Boot> for Scheduler {
                 // (if it never does, the node's owner settles it at the build timeout).
                 (false, _) => {
                     wait_for_build(&pool, instance, build_wait).await;
-                    Ok(String::new())
+                    Ok(crate::domain::instance::VmState::Building)
                 }
             };
             if let Err(failure) = spawned {
@@ -207,7 +207,7 @@ impl Handler<Boot> for Scheduler {
             }
             Ok(db::run(&pool, move |conn| {
                 let mut found = db::instances::get_instance(conn, instance)?;
-                if found.vm_state == crate::domain::instance::ERROR {
+                if found.vm_state == crate::domain::instance::VmState::Error {
                     found.fault = db::instances::latest_fault(conn, instance)?;
                 }
                 Ok(found)
@@ -262,7 +262,7 @@ fn claim_node(
                 consumer: instance,
                 project: boot.project.clone(),
                 user: boot.user.clone(),
-                expected_generation: Some(None),
+                expected_generation: crate::domain::placement::GenerationCheck::MustBeNew,
                 consumer_type: Some(INSTANCE_CONSUMER_TYPE.to_owned()),
                 allocations: BTreeMap::from([(
                     candidate.provider,

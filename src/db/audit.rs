@@ -183,10 +183,11 @@ pub fn check_invariants_at(
     }
     let stale: Vec<Stale> = diesel::sql_query(
         "SELECT uuid, COALESCE(updated_at, created_at) AS since FROM instances
-          WHERE deleted = 0 AND vm_state = 'building' AND COALESCE(updated_at, created_at) < $1
+          WHERE deleted = 0 AND vm_state = $2 AND COALESCE(updated_at, created_at) < $1
           ORDER BY uuid",
     )
     .bind::<diesel::sql_types::Timestamptz, _>(clock.now - clock.build_timeout)
+    .bind::<diesel::sql_types::Text, _>(crate::domain::instance::VmState::Building.as_str())
     .load(conn)?;
     violations.extend(stale.into_iter().map(|build| Violation {
         invariant: 12,

@@ -18,7 +18,7 @@ use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlU
 use uuid::Uuid;
 
 use super::DbError;
-use crate::domain::node::ComputeNode;
+use crate::domain::node::{ComputeNode, HostName, NodeUuid, OwnerEpoch};
 pub use crate::domain::rebalance::{NodeClaim, NodeMove, NodeOwnership};
 
 #[derive(Debug, QueryableByName)]
@@ -29,8 +29,8 @@ struct ComputeNodeView {
     uuid: Uuid,
     #[diesel(sql_type = Text)]
     host: String,
-    #[diesel(sql_type = Text)]
-    hypervisor_hostname: String,
+    #[diesel(sql_type = SqlUuid)]
+    hypervisor_hostname: Uuid,
     #[diesel(sql_type = BigInt)]
     owner_epoch: i64,
 }
@@ -40,9 +40,9 @@ impl From<ComputeNodeView> for ComputeNode {
         ComputeNode {
             id: view.id,
             uuid: view.uuid,
-            host: view.host,
-            node: view.hypervisor_hostname,
-            owner_epoch: view.owner_epoch,
+            host: HostName::from(view.host),
+            node: NodeUuid(view.hypervisor_hostname),
+            owner_epoch: OwnerEpoch(view.owner_epoch),
         }
     }
 }
@@ -110,9 +110,9 @@ pub fn claim_nodes(
               WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c WHERE c.uuid = usable.uuid)
              RETURNING id, uuid, host, hypervisor_hostname, owner_epoch
          )
-         SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM undeleted
+         SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM undeleted
          UNION ALL
-         SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM inserted",
+         SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM inserted",
     )
     .bind::<Array<Text>, _>(&nodes)
     .bind::<Array<Text>, _>(&hosts)
@@ -124,7 +124,7 @@ pub fn claim_nodes(
     }
 
     let uuids: Vec<Uuid> = claimed.iter().map(|node| node.uuid).collect();
-    let names: Vec<String> = claimed.iter().map(|node| node.node.clone()).collect();
+    let names: Vec<String> = claimed.iter().map(|node| node.node.to_string()).collect();
     ensure_providers(conn, &uuids, &names, now)?;
     let node_uuids: Vec<Uuid> = claims.iter().map(|claim| claim.node).collect();
     super::ironic::make_available(conn, &node_uuids, now)?;
@@ -140,8 +140,8 @@ fn report_unclaimable(
 ) -> Result<(), DbError> {
     let missing: Vec<String> = claims
         .iter()
+        .filter(|claim| !claimed.iter().any(|done| done.node.uuid() == claim.node))
         .map(|claim| claim.node.to_string())
-        .filter(|node| !claimed.iter().any(|done| &done.node == node))
         .collect();
     for node in find_unowned(conn, &missing)? {
         log::error!(
@@ -258,9 +258,9 @@ pub fn move_nodes(
     if moves.is_empty() {
         return Ok(Vec::new());
     }
-    let nodes: Vec<&str> = moves.iter().map(|m| m.node.as_str()).collect();
+    let nodes: Vec<String> = moves.iter().map(|m| m.node.to_string()).collect();
     let from: Vec<&str> = moves.iter().map(|m| m.from.as_str()).collect();
-    let epochs: Vec<i64> = moves.iter().map(|m| m.epoch).collect();
+    let epochs: Vec<i64> = moves.iter().map(|m| m.epoch.get()).collect();
     let to: Vec<&str> = moves.iter().map(|m| m.to.as_str()).collect();
     let reasons: Vec<&str> = moves.iter().map(|m| m.reason.name()).collect();
     // Lock the nodes first, in id order (the order every writer of compute nodes takes), so
@@ -293,7 +293,7 @@ pub fn move_nodes(
              -- A build keeps its updated_at: a move is no progress of it, and its new owner
              -- settles a build older than the move (db::instances::stale_builds).
              UPDATE instances i SET host = moved.host,
-                    updated_at = CASE WHEN i.vm_state = 'building' THEN i.updated_at ELSE $7 END
+                    updated_at = CASE WHEN i.vm_state = $8 THEN i.updated_at ELSE $7 END
                FROM moved
               WHERE i.node = moved.hypervisor_hostname AND i.deleted = 0
          ),
@@ -303,7 +303,7 @@ pub fn move_nodes(
              SELECT uuid, hypervisor_hostname, from_host, host, reason, owner_epoch, $6, $7
                FROM moved
          )
-         SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM moved",
+         SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM moved",
     )
     .bind::<Array<Text>, _>(&nodes)
     .bind::<Array<Text>, _>(&from)
@@ -312,6 +312,7 @@ pub fn move_nodes(
     .bind::<Array<Text>, _>(&reasons)
     .bind::<BigInt, _>(ring_version)
     .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(crate::domain::instance::VmState::Building.as_str())
     .load(conn)?;
     Ok(moved.into_iter().map(ComputeNode::from).collect())
 }
@@ -334,19 +335,20 @@ pub enum OrphanOutcome {
 /// Ironic no longer has the node, and the provider holds no allocations (invariant 6).
 pub fn delete_orphan(
     conn: &mut PgConnection,
-    node: &str,
+    node: NodeUuid,
     host: &str,
-    epoch: i64,
+    epoch: OwnerEpoch,
     now: DateTime<Utc>,
 ) -> Result<OrphanOutcome, DbError> {
+    let node = node.to_string();
     let owned: Vec<ComputeNodeView> = diesel::sql_query(
-        "SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM compute_nodes
+        "SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM compute_nodes
           WHERE hypervisor_hostname = $1 AND deleted = 0 AND host = $2 AND owner_epoch = $3
           FOR UPDATE",
     )
-    .bind::<Text, _>(node)
+    .bind::<Text, _>(&node)
     .bind::<Text, _>(host)
-    .bind::<BigInt, _>(epoch)
+    .bind::<BigInt, _>(epoch.get())
     .load(conn)?;
     let Some(compute_node) = owned.into_iter().next() else {
         return Ok(OrphanOutcome::NotOwner);
@@ -370,7 +372,7 @@ pub fn delete_orphan(
                     WHERE compute_node_id = $3 AND deleted = 0
                       AND status IN ('allocated', 'claimed') FOR UPDATE) d) AS devices_in_use",
     )
-    .bind::<Text, _>(node)
+    .bind::<Text, _>(&node)
     .bind::<SqlUuid, _>(compute_node.uuid)
     .bind::<BigInt, _>(compute_node.id)
     .get_result(conn)?;
@@ -411,7 +413,7 @@ pub fn list_compute_nodes(
     host: Option<&str>,
 ) -> Result<Vec<ComputeNode>, DbError> {
     let rows: Vec<ComputeNodeView> = diesel::sql_query(
-        "SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM compute_nodes
+        "SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM compute_nodes
           WHERE deleted = 0 AND ($1::text IS NULL OR host = $1) ORDER BY hypervisor_hostname",
     )
     .bind::<Nullable<Text>, _>(host)
@@ -425,7 +427,7 @@ pub fn find_compute_node(
     node: &str,
 ) -> Result<Option<ComputeNode>, DbError> {
     let rows: Vec<ComputeNodeView> = diesel::sql_query(
-        "SELECT id, uuid, host, hypervisor_hostname, owner_epoch FROM compute_nodes
+        "SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM compute_nodes
           WHERE deleted = 0 AND hypervisor_hostname = $1",
     )
     .bind::<Text, _>(node)
@@ -439,7 +441,7 @@ pub fn find_compute_node(
 pub fn hold_owned(
     conn: &mut PgConnection,
     host: &str,
-    nodes: &[(i64, i64)],
+    nodes: &[(i64, OwnerEpoch)],
 ) -> Result<Vec<i64>, DbError> {
     if nodes.is_empty() {
         return Ok(Vec::new());
@@ -450,7 +452,7 @@ pub fn hold_owned(
         id: i64,
     }
     let ids: Vec<i64> = nodes.iter().map(|(id, _)| *id).collect();
-    let epochs: Vec<i64> = nodes.iter().map(|(_, epoch)| *epoch).collect();
+    let epochs: Vec<i64> = nodes.iter().map(|(_, epoch)| epoch.get()).collect();
     let held: Vec<Held> = super::cached::query(
         "SELECT c.id FROM compute_nodes c
            JOIN unnest($1::bigint[], $2::bigint[]) AS t(id, epoch) ON t.id = c.id
@@ -466,7 +468,12 @@ pub fn hold_owned(
 
 /// `hold_owned` for one node: whether `host` still owns compute node `id` at `epoch`, held for
 /// the rest of the transaction when it does (invariant 4).
-pub fn hold_one(conn: &mut PgConnection, host: &str, id: i64, epoch: i64) -> Result<bool, DbError> {
+pub fn hold_one(
+    conn: &mut PgConnection,
+    host: &str,
+    id: i64,
+    epoch: OwnerEpoch,
+) -> Result<bool, DbError> {
     Ok(!hold_owned(conn, host, &[(id, epoch)])?.is_empty())
 }
 

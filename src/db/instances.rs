@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::schema::instances;
-use crate::domain::instance::Instance;
+use crate::domain::instance::{Instance, VmState};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = instances, check_for_backend(diesel::pg::Pg))]
@@ -30,7 +30,7 @@ impl From<InstanceRow> for Instance {
             host: row.host,
             node: row.node,
             resource_class: row.resource_class,
-            vm_state: row.vm_state,
+            vm_state: VmState::parse(&row.vm_state),
             task_state: row.task_state,
             fault: None,
         }
@@ -60,7 +60,7 @@ pub fn create_instance(
         "WITH created AS (
              INSERT INTO instances (uuid, display_name, project_id, user_id, host, node,
                                     resource_class, vm_state, task_state, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, 'building', 'spawning', $8)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 'spawning', $8)
              RETURNING uuid
          ),
          extra AS (INSERT INTO instance_extra (instance_uuid, flavor, created_at)
@@ -78,6 +78,7 @@ pub fn create_instance(
     .bind::<Text, _>(&new.node)
     .bind::<Text, _>(&new.resource_class)
     .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(VmState::Building.as_str())
     .execute(conn)?;
     Ok(())
 }
@@ -86,7 +87,7 @@ pub fn create_instance(
 pub fn set_state(
     conn: &mut PgConnection,
     uuid: Uuid,
-    vm_state: &str,
+    vm_state: VmState,
     task_state: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
@@ -96,7 +97,7 @@ pub fn set_state(
             .filter(instances::deleted.eq(0)),
     )
     .set((
-        instances::vm_state.eq(vm_state),
+        instances::vm_state.eq(vm_state.as_str()),
         instances::task_state.eq(task_state),
         instances::updated_at.eq(now),
     ))
@@ -150,12 +151,13 @@ pub fn soft_delete_instance(
         .execute(conn)?;
     }
     let updated = diesel::sql_query(
-        "UPDATE instances SET deleted = id, deleted_at = $2, vm_state = 'deleted', task_state = NULL,
+        "UPDATE instances SET deleted = id, deleted_at = $2, vm_state = $3, task_state = NULL,
                 terminated_at = $2
           WHERE uuid = $1 AND deleted = 0",
     )
     .bind::<SqlUuid, _>(uuid)
     .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(VmState::Deleted.as_str())
     .execute(conn)?;
     if updated == 0 {
         return Err(DbError::NotFound(format!("instance {uuid}")));
@@ -343,11 +345,13 @@ pub fn activate_build(
     now: DateTime<Utc>,
 ) -> Result<bool, DbError> {
     let updated = diesel::sql_query(
-        "UPDATE instances SET vm_state = 'active', task_state = NULL, launched_at = $2, updated_at = $2
-          WHERE uuid = $1 AND deleted = 0 AND vm_state = 'building'",
+        "UPDATE instances SET vm_state = $3, task_state = NULL, launched_at = $2, updated_at = $2
+          WHERE uuid = $1 AND deleted = 0 AND vm_state = $4",
     )
     .bind::<SqlUuid, _>(uuid)
     .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(VmState::Active.as_str())
+    .bind::<Text, _>(VmState::Building.as_str())
     .execute(conn)?;
     Ok(updated == 1)
 }
@@ -356,9 +360,10 @@ pub fn activate_build(
 /// when it is not (its build was settled), and the caller must not go on with it.
 pub fn lock_building(conn: &mut PgConnection, uuid: Uuid) -> Result<bool, DbError> {
     let locked = diesel::sql_query(
-        "SELECT id FROM instances WHERE uuid = $1 AND deleted = 0 AND vm_state = 'building' FOR UPDATE",
+        "SELECT id FROM instances WHERE uuid = $1 AND deleted = 0 AND vm_state = $2 FOR UPDATE",
     )
     .bind::<SqlUuid, _>(uuid)
+    .bind::<Text, _>(VmState::Building.as_str())
     .execute(conn)?;
     Ok(locked == 1)
 }
@@ -369,7 +374,7 @@ pub enum BuildOutcome {
     /// The instance is gone (deleted).
     Gone,
     /// It was not building any more: its state is given.
-    AlreadySettled(String),
+    AlreadySettled(VmState),
     /// Ironic had deployed it: now active.
     Activated,
     /// It ended in error; its allocations and PCI devices are released.
@@ -407,8 +412,9 @@ pub fn settle_build(
     let Some(found) = found else {
         return Ok(BuildOutcome::Gone);
     };
-    if found.vm_state != crate::domain::instance::BUILDING {
-        return Ok(BuildOutcome::AlreadySettled(found.vm_state));
+    let state = VmState::parse(&found.vm_state);
+    if state != VmState::Building {
+        return Ok(BuildOutcome::AlreadySettled(state));
     }
     let deployed = diesel::sql_query(
         "SELECT uuid FROM ironic_nodes
@@ -424,7 +430,7 @@ pub fn settle_build(
     add_fault(conn, uuid, reason, host, now)?;
     super::placement::allocations::delete_consumer(conn, uuid)?;
     super::pci::free_instance_devices(conn, uuid, now)?;
-    set_state(conn, uuid, crate::domain::instance::ERROR, None, now)?;
+    set_state(conn, uuid, VmState::Error, None, now)?;
     Ok(BuildOutcome::Failed)
 }
 
@@ -452,13 +458,14 @@ pub fn stale_builds(
     Ok(super::cached::query(
         "SELECT i.uuid AS instance, c.id AS compute_node_id, c.owner_epoch FROM instances i
            JOIN compute_nodes c ON c.hypervisor_hostname = i.node AND c.deleted = 0
-          WHERE c.host = $1 AND i.host = $1 AND i.deleted = 0 AND i.vm_state = 'building'
+          WHERE c.host = $1 AND i.host = $1 AND i.deleted = 0 AND i.vm_state = $3
             AND (COALESCE(i.updated_at, i.created_at) < $2
                  OR COALESCE(i.updated_at, i.created_at) < c.updated_at)
           ORDER BY i.uuid",
     )
     .bind::<Text, _>(host)
     .bind::<Timestamptz, _>(cutoff)
+    .bind::<Text, _>(VmState::Building.as_str())
     .load(conn)?)
 }
 

@@ -13,7 +13,8 @@ use diesel::sql_types::{
 use uuid::Uuid;
 
 use super::DbError;
-use crate::domain::node::{ComputeNode, IronicNode, NodeInventory, ProvisionState};
+use crate::domain::instance::VmState;
+use crate::domain::node::{ComputeNode, IronicNode, NodeInventory, OwnerEpoch, ProvisionState};
 
 #[derive(Debug, QueryableByName)]
 struct OwnedRow {
@@ -23,8 +24,8 @@ struct OwnedRow {
     uuid: Uuid,
     #[diesel(sql_type = Text)]
     host: String,
-    #[diesel(sql_type = Text)]
-    hypervisor_hostname: String,
+    #[diesel(sql_type = SqlUuid)]
+    hypervisor_hostname: Uuid,
     #[diesel(sql_type = BigInt)]
     owner_epoch: i64,
     #[diesel(sql_type = Nullable<SqlUuid>)]
@@ -105,7 +106,7 @@ pub fn owned_nodes(
     only: Option<&[String]>,
 ) -> Result<Vec<OwnedNode>, DbError> {
     let rows: Vec<OwnedRow> = super::cached::query(
-        "SELECT c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch,
+        "SELECT c.id, c.uuid, c.host, c.hypervisor_hostname::uuid AS hypervisor_hostname, c.owner_epoch,
                 n.uuid AS ironic_uuid, n.name::text AS name, n.resource_class::text AS resource_class,
                 n.provision_state::text AS provision_state, n.maintenance, n.instance_uuid,
                 n.reservation::text AS reservation,
@@ -119,7 +120,7 @@ pub fn owned_nodes(
                 (n.provision_state = 'active' AND n.instance_uuid IS NOT NULL
                  AND EXISTS (SELECT 1 FROM instances i
                               WHERE i.uuid = n.instance_uuid AND i.deleted = 0
-                                AND i.vm_state = 'building')) IS TRUE AS build_deployed
+                                AND i.vm_state = $3)) IS TRUE AS build_deployed
            FROM compute_nodes c
            LEFT JOIN ironic_nodes n ON n.uuid = c.hypervisor_hostname::uuid
            LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = c.uuid) rp ON TRUE
@@ -134,6 +135,7 @@ pub fn owned_nodes(
     )
     .bind::<Text, _>(host)
     .bind::<Nullable<Array<Text>>, _>(only)
+    .bind::<Text, _>(VmState::Building.as_str())
     .load(conn)?;
     Ok(rows.into_iter().map(OwnedNode::from).collect())
 }
@@ -166,9 +168,9 @@ impl From<OwnedRow> for OwnedNode {
             compute_node: ComputeNode {
                 id: row.id,
                 uuid: row.uuid,
-                host: row.host,
-                node: row.hypervisor_hostname,
-                owner_epoch: row.owner_epoch,
+                host: row.host.into(),
+                node: row.hypervisor_hostname.into(),
+                owner_epoch: OwnerEpoch(row.owner_epoch),
             },
             has_provider: row.has_provider,
             allocated: row.allocated,
@@ -249,7 +251,7 @@ pub fn report_inventory(
     conn: &mut PgConnection,
     uuid: Uuid,
     host: &str,
-    epoch: i64,
+    epoch: OwnerEpoch,
     inventory: &NodeInventory,
     now: DateTime<Utc>,
 ) -> Result<bool, DbError> {
@@ -289,15 +291,17 @@ pub fn finish_deployed_builds(
         uuid: Uuid,
     }
     let finished: Vec<Finished> = diesel::sql_query(
-        "UPDATE instances i SET vm_state = 'active', task_state = NULL, launched_at = $2,
+        "UPDATE instances i SET vm_state = $3, task_state = NULL, launched_at = $2,
                 updated_at = $2
            FROM ironic_nodes n
-          WHERE i.node = ANY($1) AND i.deleted = 0 AND i.vm_state = 'building'
+          WHERE i.node = ANY($1) AND i.deleted = 0 AND i.vm_state = $4
             AND n.uuid::text = i.node AND n.provision_state = 'active' AND n.instance_uuid = i.uuid
           RETURNING i.uuid",
     )
     .bind::<Array<Text>, _>(nodes)
     .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(VmState::Active.as_str())
+    .bind::<Text, _>(VmState::Building.as_str())
     .load(conn)?;
     Ok(finished.into_iter().map(|row| row.uuid).collect())
 }

@@ -3,6 +3,8 @@
 
 use uuid::Uuid;
 
+pub use super::identity::{HostName, NodeUuid, OwnerEpoch};
+
 /// The provision states the simulated Ironic knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProvisionState {
@@ -113,10 +115,10 @@ pub fn custom_resource_class(ironic_class: &str) -> String {
 pub struct ComputeNode {
     pub id: i64,
     pub uuid: Uuid,
-    pub host: String,
-    /// The ironic node's uuid.
-    pub node: String,
-    pub owner_epoch: i64,
+    pub host: HostName,
+    /// The ironic node (the compute node's hypervisor_hostname).
+    pub node: NodeUuid,
+    pub owner_epoch: OwnerEpoch,
 }
 
 #[cfg(test)]

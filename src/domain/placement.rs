@@ -196,3 +196,33 @@ mod tests {
         assert_eq!(Microversion::MAX.to_string(), "1.39");
     }
 }
+
+/// What a write expects of the generation it carries (a consumer's, before it is replaced).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GenerationCheck {
+    /// Not compared (Placement before 1.28).
+    Skip,
+    /// There must be none yet: the consumer is new.
+    MustBeNew,
+    /// It must be this one.
+    Is(i64),
+}
+
+impl GenerationCheck {
+    /// Says whether `stored` (`None`: nothing stored yet) is what this check expects.
+    pub fn accepts(self, stored: Option<i64>) -> bool {
+        match self {
+            GenerationCheck::Skip => true,
+            GenerationCheck::MustBeNew => stored.is_none(),
+            GenerationCheck::Is(expected) => stored == Some(expected),
+        }
+    }
+
+    /// The generation expected, as Placement reports it in a conflict (`None`: none).
+    pub fn expected(self) -> Option<i64> {
+        match self {
+            GenerationCheck::Is(expected) => Some(expected),
+            GenerationCheck::Skip | GenerationCheck::MustBeNew => None,
+        }
+    }
+}

@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::host::{Host, Liveness};
+use super::identity::{HostName, NodeUuid, OwnerEpoch};
 use super::ring::{Assignment, MoveReason, NodeOwner, PlanInput, RingAlgorithm, plan};
 
 /// A node to give its first owner.
@@ -26,11 +27,10 @@ pub struct NodeClaim {
 /// A node to move from its owner at the epoch it was read at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeMove {
-    /// The ironic node's uuid (the compute node's hypervisor_hostname).
-    pub node: String,
-    pub from: String,
-    pub epoch: i64,
-    pub to: String,
+    pub node: NodeUuid,
+    pub from: HostName,
+    pub epoch: OwnerEpoch,
+    pub to: HostName,
     pub reason: MoveReason,
 }
 
@@ -272,10 +272,10 @@ fn carry_out(planned: &[Assignment], owners: &[NodeOwnership]) -> (Vec<NodeClaim
                 host: assignment.to.clone(),
             }),
             (Some(from), Some(epoch)) => moves.push(NodeMove {
-                node: assignment.node.clone(),
-                from: from.clone(),
-                epoch,
-                to: assignment.to.clone(),
+                node: NodeUuid(row.node),
+                from: HostName::from(from.as_str()),
+                epoch: OwnerEpoch(epoch),
+                to: HostName::from(assignment.to.as_str()),
                 reason: assignment.reason,
             }),
             // An owner is only read together with its epoch.

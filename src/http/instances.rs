@@ -21,7 +21,7 @@ fn response(instance: Instance) -> InstanceResponse {
         name: instance.name,
         host: instance.host,
         node: instance.node,
-        vm_state: instance.vm_state,
+        vm_state: instance.vm_state.to_string(),
         fault: instance.fault,
     }
 }

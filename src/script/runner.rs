@@ -285,9 +285,9 @@ impl Run {
                     }
                 };
                 let message = DeleteOrphan {
-                    node: self.interpolate(node)?,
-                    host: self.interpolate(host)?,
-                    epoch,
+                    node: parse_uuid(&self.interpolate(node)?)?.into(),
+                    host: self.interpolate(host)?.into(),
+                    epoch: crate::domain::identity::OwnerEpoch(epoch),
                 };
                 let outcome = actors
                     .registry

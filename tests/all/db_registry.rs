@@ -12,6 +12,7 @@ use ringmaster::db::compute_nodes::{
 use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
 use ringmaster::db::node_reports::report_inventory;
 use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_allocations};
+use ringmaster::domain::identity::OwnerEpoch;
 use ringmaster::domain::node::NodeInventory;
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
@@ -24,7 +25,7 @@ fn allocate_one(conn: &mut PgConnection, provider: Uuid) {
         consumer: Uuid::new_v4(),
         project: "p".to_owned(),
         user: "u".to_owned(),
-        expected_generation: Some(None),
+        expected_generation: ringmaster::domain::placement::GenerationCheck::MustBeNew,
         consumer_type: None,
         allocations: [(provider, [("CUSTOM_BAREMETAL".to_owned(), 1)].into())].into(),
     };
@@ -152,7 +153,17 @@ fn a_batched_move_keeps_identity_inventory_and_allocations_and_logs_each_move() 
     let nodes = enroll(&mut conn, 50);
     let claimed = claim_nodes(&mut conn, &claims(&nodes, "compute-1"), now()).unwrap();
     for cn in &claimed {
-        assert!(report_inventory(&mut conn, cn.uuid, "compute-1", 1, &inventory(), now()).unwrap());
+        assert!(
+            report_inventory(
+                &mut conn,
+                cn.uuid,
+                "compute-1",
+                OwnerEpoch(1),
+                &inventory(),
+                now()
+            )
+            .unwrap()
+        );
     }
     allocate_one(&mut conn, claimed[0].uuid);
     let before = placement_snapshot(&mut conn);
@@ -160,10 +171,10 @@ fn a_batched_move_keeps_identity_inventory_and_allocations_and_logs_each_move() 
     let moves: Vec<NodeMove> = claimed
         .iter()
         .map(|cn| NodeMove {
-            node: cn.node.clone(),
-            from: "compute-1".to_owned(),
-            epoch: 1,
-            to: "compute-2".to_owned(),
+            node: cn.node,
+            from: "compute-1".into(),
+            epoch: OwnerEpoch(1),
+            to: "compute-2".into(),
             reason: MoveReason::HostDown,
         })
         .collect();
@@ -212,10 +223,10 @@ fn a_stale_owner_cannot_write_inventory() {
     move_nodes(
         &mut conn,
         &[NodeMove {
-            node: cn.node.clone(),
-            from: "compute-1".to_owned(),
-            epoch: 1,
-            to: "compute-2".to_owned(),
+            node: cn.node,
+            from: "compute-1".into(),
+            epoch: OwnerEpoch(1),
+            to: "compute-2".into(),
             reason: MoveReason::HostDown,
         }],
         1,
@@ -227,11 +238,27 @@ fn a_stale_owner_cannot_write_inventory() {
         ..inventory()
     };
     assert!(
-        !report_inventory(&mut conn, cn.uuid, "compute-1", 1, &reserved, now()).unwrap(),
+        !report_inventory(
+            &mut conn,
+            cn.uuid,
+            "compute-1",
+            OwnerEpoch(1),
+            &reserved,
+            now()
+        )
+        .unwrap(),
         "old owner"
     );
     assert!(
-        !report_inventory(&mut conn, cn.uuid, "compute-2", 1, &reserved, now()).unwrap(),
+        !report_inventory(
+            &mut conn,
+            cn.uuid,
+            "compute-2",
+            OwnerEpoch(1),
+            &reserved,
+            now()
+        )
+        .unwrap(),
         "stale epoch"
     );
     assert_eq!(
@@ -239,7 +266,17 @@ fn a_stale_owner_cannot_write_inventory() {
         0,
         "nothing was written"
     );
-    assert!(report_inventory(&mut conn, cn.uuid, "compute-2", 2, &reserved, now()).unwrap());
+    assert!(
+        report_inventory(
+            &mut conn,
+            cn.uuid,
+            "compute-2",
+            OwnerEpoch(2),
+            &reserved,
+            now()
+        )
+        .unwrap()
+    );
 }
 
 #[test]
@@ -250,30 +287,38 @@ fn an_orphan_is_deleted_only_by_its_owner_once_ironic_forgot_it_and_never_with_a
     let claimed = claim_nodes(&mut conn, &claims(&nodes, "compute-1"), now()).unwrap();
     let (kept, freed) = (&claimed[0], &claimed[1]);
     assert_eq!(
-        delete_orphan(&mut conn, &freed.node, "compute-1", 1, now()).unwrap(),
+        delete_orphan(&mut conn, freed.node, "compute-1", OwnerEpoch(1), now()).unwrap(),
         OrphanOutcome::StillInIronic
     );
 
-    report_inventory(&mut conn, kept.uuid, "compute-1", 1, &inventory(), now()).unwrap();
+    report_inventory(
+        &mut conn,
+        kept.uuid,
+        "compute-1",
+        OwnerEpoch(1),
+        &inventory(),
+        now(),
+    )
+    .unwrap();
     allocate_one(&mut conn, kept.uuid);
     diesel::sql_query("DELETE FROM ironic_nodes")
         .execute(&mut conn)
         .unwrap();
 
     assert_eq!(
-        delete_orphan(&mut conn, &freed.node, "compute-2", 1, now()).unwrap(),
+        delete_orphan(&mut conn, freed.node, "compute-2", OwnerEpoch(1), now()).unwrap(),
         OrphanOutcome::NotOwner
     );
     assert_eq!(
-        delete_orphan(&mut conn, &freed.node, "compute-1", 9, now()).unwrap(),
+        delete_orphan(&mut conn, freed.node, "compute-1", OwnerEpoch(9), now()).unwrap(),
         OrphanOutcome::NotOwner
     );
     assert_eq!(
-        delete_orphan(&mut conn, &kept.node, "compute-1", 1, now()).unwrap(),
+        delete_orphan(&mut conn, kept.node, "compute-1", OwnerEpoch(1), now()).unwrap(),
         OrphanOutcome::KeptWithAllocations
     );
     assert_eq!(
-        delete_orphan(&mut conn, &freed.node, "compute-1", 1, now()).unwrap(),
+        delete_orphan(&mut conn, freed.node, "compute-1", OwnerEpoch(1), now()).unwrap(),
         OrphanOutcome::Deleted
     );
 

@@ -94,10 +94,10 @@ async fn move_node(d: &TestDeployment, node: &str, from: &str, to: &str) {
         .registry
         .send(MoveNodes {
             moves: vec![NodeMove {
-                node: node.to_owned(),
-                from: from.to_owned(),
-                epoch,
-                to: to.to_owned(),
+                node: node.parse().expect("a node uuid"),
+                from: from.into(),
+                epoch: ringmaster::domain::identity::OwnerEpoch(epoch),
+                to: to.into(),
                 reason: MoveReason::Manual,
             }],
             ring_version: 0,

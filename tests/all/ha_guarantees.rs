@@ -196,13 +196,13 @@ async fn a_frozen_leader_loses_its_lease_and_its_late_moves_are_refused() {
         .registry
         .send(MoveNodes {
             moves: vec![NodeMove {
-                node: node.uuid.to_string(),
-                from: node.host.clone().unwrap(),
-                epoch: node.owner_epoch.unwrap(),
+                node: node.uuid.into(),
+                from: node.host.clone().unwrap().into(),
+                epoch: ringmaster::domain::identity::OwnerEpoch(node.owner_epoch.unwrap()),
                 to: if node.host.as_deref() == Some("cmp-1") {
-                    "cmp-2".to_owned()
+                    "cmp-2".into()
                 } else {
-                    "cmp-1".to_owned()
+                    "cmp-1".into()
                 },
                 reason: MoveReason::Manual,
             }],
@@ -274,7 +274,7 @@ fn leave_a_build(d: &TestDeployment, node: &ringmaster::db::node_views::NodeView
         consumer: instance,
         project: "project".to_owned(),
         user: "user".to_owned(),
-        expected_generation: Some(None),
+        expected_generation: ringmaster::domain::placement::GenerationCheck::MustBeNew,
         consumer_type: None,
         allocations: [(
             node.resource_provider_uuid.unwrap(),
@@ -657,10 +657,12 @@ async fn boots_racing_moves_leave_every_instance_with_its_node() {
                     .map(|view| {
                         let from = view.host.clone().unwrap();
                         NodeMove {
-                            node: view.uuid.to_string(),
-                            to: if from == "cmp-1" { "cmp-2" } else { "cmp-1" }.to_owned(),
-                            from,
-                            epoch: view.owner_epoch.unwrap(),
+                            node: view.uuid.into(),
+                            to: if from == "cmp-1" { "cmp-2" } else { "cmp-1" }.into(),
+                            from: from.into(),
+                            epoch: ringmaster::domain::identity::OwnerEpoch(
+                                view.owner_epoch.unwrap(),
+                            ),
                             reason: MoveReason::Manual,
                         }
                     })

@@ -150,9 +150,9 @@ async fn bug_1853009_a_stale_host_cannot_delete_a_node_another_host_took_over() 
         .actors
         .registry
         .send(DeleteOrphan {
-            node: node.clone(),
-            host: stale_host.clone(),
-            epoch: stale_epoch,
+            node: node.parse().expect("a node uuid"),
+            host: stale_host.clone().into(),
+            epoch: ringmaster::domain::identity::OwnerEpoch(stale_epoch),
         })
         .await
         .unwrap()
@@ -293,10 +293,10 @@ async fn a_node_gone_from_ironic_is_deleted_only_without_allocations() {
     assert_eq!(d.allocations().len(), 1);
     let live = ringmaster::db::compute_nodes::list_compute_nodes(&mut d.db.conn(), None).unwrap();
     assert!(
-        live.iter().any(|cn| cn.node == busy),
+        live.iter().any(|cn| cn.node.to_string() == busy),
         "the allocated node's compute node is kept"
     );
-    assert!(!live.iter().any(|cn| cn.node == free.uuid.to_string()));
+    assert!(!live.iter().any(|cn| cn.node.uuid() == free.uuid));
     d.audit();
 }
 

@@ -11,6 +11,7 @@ use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Uuid as 
 use uuid::Uuid;
 
 use crate::db::DbError;
+pub use crate::domain::placement::GenerationCheck;
 
 /// What one consumer asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,9 +19,7 @@ pub struct ConsumerAllocations {
     pub consumer: Uuid,
     pub project: String,
     pub user: String,
-    /// `None`: not compared (before 1.28); `Some(None)`: the consumer must be new;
-    /// `Some(Some(g))`: its generation must be `g`.
-    pub expected_generation: Option<Option<i64>>,
+    pub expected_generation: GenerationCheck,
     pub consumer_type: Option<String>,
     /// Provider → resource class → amount.
     pub allocations: BTreeMap<Uuid, BTreeMap<String, i64>>,
@@ -106,14 +105,11 @@ pub fn replace_allocations(
     let provider_ids = lock_providers(conn, writes)?;
     for write in writes {
         let existing = clear_consumer(conn, write)?;
-        if let Some(expected) = write.expected_generation {
-            let actual = existing.generation;
-            if expected != actual {
-                return Err(AllocationError::ConsumerGeneration {
-                    stored: actual,
-                    sent: expected,
-                });
-            }
+        if !write.expected_generation.accepts(existing.generation) {
+            return Err(AllocationError::ConsumerGeneration {
+                stored: existing.generation,
+                sent: write.expected_generation.expected(),
+            });
         }
         let empty = write.allocations.values().all(BTreeMap::is_empty);
         if empty {

@@ -1,6 +1,7 @@
 use chrono::{Duration, TimeZone};
 
 use super::*;
+use crate::domain::identity::OwnerEpoch;
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0)
@@ -210,7 +211,14 @@ fn a_down_hosts_nodes_move_with_the_epochs_they_were_read_at() {
     let mut moves: Vec<(String, String, i64, String)> = tick
         .moves
         .iter()
-        .map(|m| (m.node.clone(), m.from.clone(), m.epoch, m.to.clone()))
+        .map(|m| {
+            (
+                m.node.to_string(),
+                m.from.to_string(),
+                m.epoch.get(),
+                m.to.to_string(),
+            )
+        })
         .collect();
     moves.sort();
     assert_eq!(
@@ -307,5 +315,5 @@ fn a_draining_hosts_nodes_leave_and_a_holding_hosts_stay() {
     assert_eq!(tick.moves.len(), 1);
     assert_eq!(tick.moves[0].from, "drain");
     assert_eq!(tick.moves[0].reason, MoveReason::Drain);
-    assert_eq!(tick.moves[0].epoch, 2);
+    assert_eq!(tick.moves[0].epoch, OwnerEpoch(2));
 }

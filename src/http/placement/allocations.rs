@@ -13,7 +13,7 @@ use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::placement::allocations::{AllocationError, ConsumerAllocations};
+use crate::db::placement::allocations::{AllocationError, ConsumerAllocations, GenerationCheck};
 use crate::domain::placement::Microversion;
 use crate::http::AppState;
 
@@ -208,16 +208,16 @@ pub(super) fn parse_consumer(
                     "required",
                 ));
             }
-            Some(Value::Null) => Some(None),
-            Some(value) => Some(Some(value.as_i64().ok_or_else(|| {
+            Some(Value::Null) => GenerationCheck::MustBeNew,
+            Some(value) => GenerationCheck::Is(value.as_i64().ok_or_else(|| {
                 invalid(format!(
                     "{} is not of type 'integer', 'null'",
                     python_repr(value)
                 ))
-            })?)),
+            })?),
         }
     } else {
-        None
+        GenerationCheck::Skip
     };
     let consumer_type = if version.at_least(1, 38) {
         let kind = text("consumer_type")?;

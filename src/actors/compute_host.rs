@@ -202,7 +202,7 @@ impl Handler<Heartbeat> for ComputeHost {
 }
 
 /// What a resource-tracker pass did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TrackerReport {
     /// Nodes whose inventory was written (changed since the last pass).
     pub reported: usize,

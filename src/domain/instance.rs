@@ -65,7 +65,7 @@ impl serde::Serialize for VmState {
 }
 
 /// One instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Instance {
     pub uuid: Uuid,
     pub name: Option<String>,

@@ -1,7 +1,7 @@
 //! The Placement API under `/placement`, compatible with OpenStack Placement: microversions by
 //! the `OpenStack-API-Version` header (echoed, with `Vary`), noauth2-style `x-auth-token`
 //! authentication, and Placement's error envelope `{"errors": [{status, title, detail, code,
-//! request_id}]}`. Resource providers, inventories and allocations follow in later work.
+//! request_id}]}`. Each path is registered once, with its methods.
 
 pub mod allocations;
 pub mod auth;
@@ -36,43 +36,79 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .app_data(web::PathConfig::default().error_handler(|error, _| {
                 PlacementError::bad_request(format!("Invalid path: {error}")).into()
             }))
-            .route("", web::get().to(versions::get_versions))
-            .route("/", web::get().to(versions::get_versions))
-            .route("/resource_classes", web::get().to(names::list_resource_classes))
-            .route("/resource_classes", web::post().to(names::create_resource_class))
-            .route("/resource_classes/{name}", web::get().to(names::show_resource_class))
-            .route("/resource_classes/{name}", web::put().to(names::put_resource_class))
-            .route("/resource_classes/{name}", web::delete().to(names::delete_resource_class))
-            .route("/resource_providers", web::get().to(providers::list_providers))
-            .route("/resource_providers", web::post().to(providers::create_provider))
-            .route("/resource_providers/{uuid}", web::get().to(providers::show_provider))
-            .route("/resource_providers/{uuid}", web::put().to(providers::update_provider))
-            .route("/resource_providers/{uuid}", web::delete().to(providers::delete_provider))
-            .route("/resource_providers/{uuid}/inventories", web::get().to(inventories::list_inventories))
-            .route("/resource_providers/{uuid}/inventories", web::put().to(inventories::put_inventories))
-            .route("/resource_providers/{uuid}/inventories", web::post().to(inventories::create_inventory))
-            .route("/resource_providers/{uuid}/inventories", web::delete().to(inventories::delete_inventories))
-            .route("/resource_providers/{uuid}/inventories/{class}", web::get().to(inventories::show_inventory))
-            .route("/resource_providers/{uuid}/inventories/{class}", web::put().to(inventories::put_inventory))
-            .route("/resource_providers/{uuid}/inventories/{class}", web::delete().to(inventories::delete_inventory))
-            .route("/resource_providers/{uuid}/traits", web::get().to(provider_links::list_traits))
-            .route("/resource_providers/{uuid}/traits", web::put().to(provider_links::put_traits))
-            .route("/resource_providers/{uuid}/traits", web::delete().to(provider_links::delete_traits))
-            .route("/resource_providers/{uuid}/aggregates", web::get().to(provider_links::list_aggregates))
-            .route("/resource_providers/{uuid}/aggregates", web::put().to(provider_links::put_aggregates))
-            .route("/resource_providers/{uuid}/allocations", web::get().to(allocations::provider_allocations))
-            .route("/resource_providers/{uuid}/usages", web::get().to(allocations::provider_usages))
-            .route("/allocations", web::post().to(allocations::post_allocations))
-            .route("/allocations/{consumer}", web::get().to(allocations::get_allocations))
-            .route("/allocations/{consumer}", web::put().to(allocations::put_allocations))
-            .route("/allocations/{consumer}", web::delete().to(allocations::delete_allocations))
-            .route("/usages", web::get().to(allocations::usages))
-            .route("/allocation_candidates", web::get().to(candidates::list_candidates))
-            .route("/reshaper", web::post().to(reshaper::reshape))
-            .route("/traits", web::get().to(names::list_traits))
-            .route("/traits/{name}", web::get().to(names::show_trait))
-            .route("/traits/{name}", web::put().to(names::put_trait))
-            .route("/traits/{name}", web::delete().to(names::delete_trait))
+            // One resource per path, its methods together: a method it lacks is answered 405
+            // with `Allow` by the framework (in Placement's envelope, by the middleware).
+            .service(web::resource(["", "/"]).route(web::get().to(versions::get_versions)))
+            .service(
+                web::resource("/resource_classes")
+                    .route(web::get().to(names::list_resource_classes))
+                    .route(web::post().to(names::create_resource_class)),
+            )
+            .service(
+                web::resource("/resource_classes/{name}")
+                    .route(web::get().to(names::show_resource_class))
+                    .route(web::put().to(names::put_resource_class))
+                    .route(web::delete().to(names::delete_resource_class)),
+            )
+            .service(
+                web::resource("/resource_providers")
+                    .route(web::get().to(providers::list_providers))
+                    .route(web::post().to(providers::create_provider)),
+            )
+            .service(
+                web::resource("/resource_providers/{uuid}")
+                    .route(web::get().to(providers::show_provider))
+                    .route(web::put().to(providers::update_provider))
+                    .route(web::delete().to(providers::delete_provider)),
+            )
+            .service(
+                web::resource("/resource_providers/{uuid}/inventories")
+                    .route(web::get().to(inventories::list_inventories))
+                    .route(web::post().to(inventories::create_inventory))
+                    .route(web::put().to(inventories::put_inventories))
+                    .route(web::delete().to(inventories::delete_inventories)),
+            )
+            .service(
+                web::resource("/resource_providers/{uuid}/inventories/{class}")
+                    .route(web::get().to(inventories::show_inventory))
+                    .route(web::put().to(inventories::put_inventory))
+                    .route(web::delete().to(inventories::delete_inventory)),
+            )
+            .service(
+                web::resource("/resource_providers/{uuid}/traits")
+                    .route(web::get().to(provider_links::list_traits))
+                    .route(web::put().to(provider_links::put_traits))
+                    .route(web::delete().to(provider_links::delete_traits)),
+            )
+            .service(
+                web::resource("/resource_providers/{uuid}/aggregates")
+                    .route(web::get().to(provider_links::list_aggregates))
+                    .route(web::put().to(provider_links::put_aggregates)),
+            )
+            .service(
+                web::resource("/resource_providers/{uuid}/allocations")
+                    .route(web::get().to(allocations::provider_allocations)),
+            )
+            .service(
+                web::resource("/resource_providers/{uuid}/usages").route(web::get().to(allocations::provider_usages)),
+            )
+            .service(web::resource("/allocations").route(web::post().to(allocations::post_allocations)))
+            .service(
+                web::resource("/allocations/{consumer}")
+                    .route(web::get().to(allocations::get_allocations))
+                    .route(web::put().to(allocations::put_allocations))
+                    .route(web::delete().to(allocations::delete_allocations)),
+            )
+            .service(web::resource("/usages").route(web::get().to(allocations::usages)))
+            .service(web::resource("/allocation_candidates").route(web::get().to(candidates::list_candidates)))
+            .service(web::resource("/reshaper").route(web::post().to(reshaper::reshape)))
+            .service(web::resource("/traits").route(web::get().to(names::list_traits)))
+            .service(
+                web::resource("/traits/{name}")
+                    .route(web::get().to(names::show_trait))
+                    .route(web::put().to(names::put_trait))
+                    .route(web::delete().to(names::delete_trait)),
+            )
             .default_service(web::to(error::no_route)),
     );
 }

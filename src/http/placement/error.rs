@@ -103,52 +103,8 @@ impl From<DbError> for PlacementError {
     }
 }
 
-/// The methods each Placement path accepts (for 405 answers with `Allow`).
-pub(crate) fn allowed_methods(path: &str) -> Option<&'static str> {
-    let path = path.strip_prefix("/placement").unwrap_or(path);
-    let segments: Vec<&str> = path
-        .split('/')
-        .filter(|segment| !segment.is_empty())
-        .collect();
-    match segments.as_slice() {
-        [] => Some("GET"),
-        ["resource_classes"] | ["resource_providers"] => Some("GET, POST"),
-        ["resource_providers", _] => Some("GET, PUT, DELETE"),
-        ["resource_providers", _, "inventories"] => Some("GET, POST, PUT, DELETE"),
-        ["resource_providers", _, "inventories", _] | ["resource_providers", _, "traits"] => {
-            Some("GET, PUT, DELETE")
-        }
-        ["resource_providers", _, "aggregates"] => Some("GET, PUT"),
-        ["resource_providers", _, "allocations" | "usages"]
-        | ["usages"]
-        | ["allocation_candidates"] => Some("GET"),
-        ["allocations"] | ["reshaper"] => Some("POST"),
-        ["allocations", _] => Some("GET, PUT, DELETE"),
-        ["resource_classes", _] | ["traits", _] => Some("GET, PUT, DELETE"),
-        ["traits"] => Some("GET"),
-        _ => None,
-    }
-}
-
-/// Answers a request no route takes: 405 with `Allow` for a known path, 404 otherwise.
-pub async fn no_route(request: actix_web::HttpRequest) -> HttpResponse {
-    match allowed_methods(request.path()) {
-        Some(allowed) => {
-            let mut response = PlacementError::new(
-                StatusCode::METHOD_NOT_ALLOWED,
-                format!(
-                    "The method {} is not allowed for this resource.",
-                    request.method()
-                ),
-            )
-            .to_response();
-            if let Ok(value) = actix_web::http::header::HeaderValue::from_str(allowed) {
-                response
-                    .headers_mut()
-                    .insert(actix_web::http::header::ALLOW, value);
-            }
-            response
-        }
-        None => PlacementError::not_found("The resource could not be found.").to_response(),
-    }
+/// Answers a request for a path no Placement route serves: 404 (a path that is served but
+/// not for this method gets 405 from its resource, in the envelope, by the middleware).
+pub async fn no_route() -> HttpResponse {
+    PlacementError::not_found("The resource could not be found.").to_response()
 }

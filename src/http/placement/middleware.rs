@@ -27,6 +27,35 @@ pub async fn placement_request(
         return Ok(request.into_response(answer));
     }
     let cors_origin = super::cors::allowed_origin(&settings, request.headers());
+    let (version, refusal) = negotiate_and_authorize(&request, &settings);
+    let wants_html = wants_html(&request);
+    let caching = is_cacheable(request.method(), request.path(), version);
+    let mut response = match refusal {
+        Some(error) if wants_html => request.into_response(html_error(&error)),
+        Some(error) => request.into_response(error.to_response()),
+        None => {
+            request.extensions_mut().insert(version);
+            let response = next.call(request).await?.map_into_boxed_body();
+            let response = method_not_allowed_envelope(response);
+            if wants_html && response.status().is_client_error() {
+                as_html(response).await
+            } else {
+                response
+            }
+        }
+    };
+    absolute_location(&mut response);
+    stamp_headers(&mut response, version, caching, cors_origin.as_ref());
+    Ok(response)
+}
+
+/// The request's microversion, and why it is refused, if it is: a malformed version header
+/// (400), one outside the supported range (406), a caller the policy refuses (`auth`), or a
+/// GET of a Placement resource by a client that takes no JSON (406).
+fn negotiate_and_authorize(
+    request: &ServiceRequest,
+    settings: &crate::config::PlacementSettings,
+) -> (Microversion, Option<PlacementError>) {
     let values: Vec<&str> = request
         .headers()
         .get_all(VERSION_HEADER)
@@ -42,12 +71,13 @@ pub async fn placement_request(
             StatusCode::NOT_ACCEPTABLE,
             format!("Unacceptable version header: {asked}"),
         )),
-        Ok(_) => super::auth::authorize(&request, settings.policy)
+        Ok(_) => super::auth::authorize(request, settings.policy)
             .err()
             .or_else(|| {
                 let is_root = matches!(request.path(), "/placement" | "/placement/");
-                let known = super::error::allowed_methods(request.path()).is_some();
-                (!is_root && known && request.method() == Method::GET && !accepts_json(&request))
+                // A path some route serves (the route map knows before routing).
+                let known = request.match_pattern().is_some();
+                (!is_root && known && request.method() == Method::GET && !accepts_json(request))
                     .then(|| {
                         PlacementError::new(
                             StatusCode::NOT_ACCEPTABLE,
@@ -56,37 +86,51 @@ pub async fn placement_request(
                     })
             }),
     };
-    let wants_html = wants_html(&request);
-    // From 1.15 answers that show a resource are dated and marked uncacheable; creating a
-    // resource class (201/204, no body) is not.
-    let caching = version.at_least(1, 15)
-        && match *request.method() {
+    (version, refusal)
+}
+
+/// From 1.15 answers that show a resource are dated and marked uncacheable; creating a
+/// resource class (201/204, no body) is not.
+fn is_cacheable(method: &Method, path: &str, version: Microversion) -> bool {
+    version.at_least(1, 15)
+        && match *method {
             Method::GET => true,
-            Method::PUT | Method::POST => {
-                !request.path().starts_with("/placement/resource_classes")
-            }
+            Method::PUT | Method::POST => !path.starts_with("/placement/resource_classes"),
             _ => false,
-        };
-    let mut response = match refusal {
-        Some(error) if wants_html => request.into_response(
-            actix_web::HttpResponse::build(error.status)
-                .content_type("text/html; charset=UTF-8")
-                .body(error.detail),
-        ),
-        Some(error) => request.into_response(error.to_response()),
-        None => {
-            request.extensions_mut().insert(version);
-            let response = next.call(request).await?.map_into_boxed_body();
-            if wants_html && response.status().is_client_error() {
-                as_html(response).await
-            } else {
-                response
-            }
         }
-    };
-    // As webob does for Placement: a Location is sent as an absolute URL, which clients that
-    // join relative paths to their endpoint (keystoneauth) follow correctly under /placement.
-    let absolute_location = response
+}
+
+/// The framework answers a method a path does not take with a bare 405 and `Allow`; Placement
+/// answers it in its envelope (keeping `Allow`).
+fn method_not_allowed_envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return response;
+    }
+    let allow = response
+        .headers()
+        .get(actix_web::http::header::ALLOW)
+        .cloned();
+    let (request, _) = response.into_parts();
+    let mut answer = PlacementError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "The method {} is not allowed for this resource.",
+            request.method()
+        ),
+    )
+    .to_response();
+    if let Some(allow) = allow {
+        answer
+            .headers_mut()
+            .insert(actix_web::http::header::ALLOW, allow);
+    }
+    ServiceResponse::new(request, answer)
+}
+
+/// As webob does for Placement: a Location is sent as an absolute URL, which clients that
+/// join relative paths to their endpoint (keystoneauth) follow correctly under /placement.
+fn absolute_location(response: &mut ServiceResponse<BoxBody>) {
+    let absolute = response
         .headers()
         .get(actix_web::http::header::LOCATION)
         .and_then(|value| value.to_str().ok())
@@ -95,15 +139,24 @@ pub async fn placement_request(
             let info = response.request().connection_info();
             format!("{}://{}{location}", info.scheme(), info.host())
         });
-    if let Some(value) = absolute_location.and_then(|url| HeaderValue::from_str(&url).ok()) {
+    if let Some(value) = absolute.and_then(|url| HeaderValue::from_str(&url).ok()) {
         response
             .headers_mut()
             .insert(actix_web::http::header::LOCATION, value);
     }
+}
+
+/// Stamps every answer: the version header with `Vary`, the caching headers of a successful
+/// answer from 1.15, and the CORS headers for an allowed origin.
+fn stamp_headers(
+    response: &mut ServiceResponse<BoxBody>,
+    version: Microversion,
+    caching: bool,
+    cors_origin: Option<&String>,
+) {
     let success = response.status().is_success();
     let headers = response.headers_mut();
     if caching && success {
-        // From 1.15 Placement marks answers uncacheable and dates them.
         headers.insert(
             actix_web::http::header::CACHE_CONTROL,
             HeaderValue::from_static("no-cache"),
@@ -122,10 +175,16 @@ pub async fn placement_request(
         actix_web::http::header::VARY,
         HeaderValue::from_static(VERSION_HEADER),
     );
-    if let Some(origin) = &cors_origin {
+    if let Some(origin) = cors_origin {
         super::cors::mark(origin, headers);
     }
-    Ok(response)
+}
+
+/// A refusal as the bare HTML page webob gives a browser before routing.
+fn html_error(error: &PlacementError) -> actix_web::HttpResponse {
+    actix_web::HttpResponse::build(error.status)
+        .content_type("text/html; charset=UTF-8")
+        .body(error.detail.clone())
 }
 
 /// The microversion of the current request (set by the middleware).

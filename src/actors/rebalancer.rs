@@ -135,15 +135,93 @@ impl Handler<RebalanceNow> for Rebalancer {
     type Result = AtomicResponse<Self, Result<RebalanceReport, RebalanceError>>;
 
     fn handle(&mut self, _: RebalanceNow, _: &mut Self::Context) -> Self::Result {
-        let pool = self.pool.clone();
         let now = self.clock.now();
+        self.note_late_tick(now);
+        let pool = self.pool.clone();
+        let (settings, process, outage) = (self.settings, self.process, self.outage);
+        let memory = self.memory.clone();
+        let registry = self.registry.clone();
+        let previous_version = self.version;
+        AtomicResponse::new(Box::pin(
+            async move {
+                let previous_members = memory.members.clone();
+                let decision = actix_rt::task::spawn_blocking(move || {
+                    decide(&pool, process, now, settings, outage, memory)
+                })
+                .await
+                .map_err(|_| DbError::Canceled)??;
+                let version = if decision.tick.memory.members != previous_members {
+                    previous_version + 1
+                } else {
+                    previous_version
+                };
+                let (claimed, moved) = carry_out(&registry, &decision, version).await?;
+                Ok::<_, RebalanceError>(Carried {
+                    decision,
+                    claimed,
+                    moved,
+                    version,
+                })
+            }
+            .into_actor(self)
+            .map(move |result, actor, _| {
+                let carried = actor.note_outcome(result, now)?;
+                Ok(actor.finish_tick(carried, now))
+            }),
+        ))
+    }
+}
+
+/// A tick carried out: what was decided, and what the registry claimed and moved under the
+/// ring `version`.
+struct Carried {
+    decision: Decision,
+    claimed: Vec<ComputeNode>,
+    moved: Vec<ComputeNode>,
+    version: i64,
+}
+
+/// Sends the decided claims and moves to the registry under the lease (nothing when this
+/// process does not lead); returns the compute nodes claimed and moved.
+async fn carry_out(
+    registry: &Addr<Registry>,
+    decision: &Decision,
+    version: i64,
+) -> Result<(Vec<ComputeNode>, Vec<ComputeNode>), RebalanceError> {
+    let Some(lease) = decision.lease else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let claims = decision.tick.claims.clone();
+    let moves = decision.tick.moves.clone();
+    let claimed = if claims.is_empty() {
+        Vec::new()
+    } else {
+        registry.send(ClaimNodes { claims, lease }).await??
+    };
+    let moved = if moves.is_empty() {
+        Vec::new()
+    } else {
+        let ring_version = version;
+        registry
+            .send(MoveNodes {
+                moves,
+                ring_version,
+                lease,
+            })
+            .await??
+    };
+    Ok((claimed, moved))
+}
+
+impl Rebalancer {
+    /// A tick far later than the interval means this process could not tick for a while:
+    /// hosts are not judged for heartbeats they could not send meanwhile either.
+    fn note_late_tick(&mut self, now: DateTime<Utc>) {
         let settings = self.settings;
         if let Some(previous) = self.last_tick.replace(now)
             && !settings.interval.is_zero()
             && (now - previous).to_std().unwrap_or_default() > stall_threshold(settings) * 2
         {
-            // This process could not tick for a while: hosts are not judged for heartbeats
-            // they could not send meanwhile either.
             log::warn!(
                 "rebalancer did not tick for {:.1}s; hosts are given a down time to heartbeat",
                 (now - previous).num_milliseconds() as f64 / 1000.0
@@ -153,96 +231,61 @@ impl Handler<RebalanceNow> for Rebalancer {
                 ended: Some(now),
             };
         }
-        let memory = self.memory.clone();
-        let registry = self.registry.clone();
-        let previous_version = self.version;
-        let process = self.process;
-        let outage = self.outage;
-        AtomicResponse::new(Box::pin(
-            async move {
-                let previous_members = memory.members.clone();
-                let decision = actix_rt::task::spawn_blocking(move || {
-                    decide(&pool, process, now, settings, outage, memory)
-                })
-                .await
-                .map_err(|_| DbError::Canceled)??;
-                let Some(lease) = decision.lease else {
-                    return Ok((decision, Vec::new(), Vec::new(), previous_version));
-                };
-                let version = if decision.tick.memory.members != previous_members {
-                    previous_version + 1
-                } else {
-                    previous_version
-                };
-                let claims = decision.tick.claims.clone();
-                let moves = decision.tick.moves.clone();
-                let claimed = if claims.is_empty() {
-                    Vec::new()
-                } else {
-                    registry.send(ClaimNodes { claims, lease }).await??
-                };
-                let moved = if moves.is_empty() {
-                    Vec::new()
-                } else {
-                    registry
-                        .send(MoveNodes {
-                            moves,
-                            ring_version: version,
-                            lease,
-                        })
-                        .await??
-                };
-                Ok::<_, RebalanceError>((decision, claimed, moved, version))
+    }
+
+    /// Takes in a carried-out tick: leadership won or lost, the new ring memory, the owners
+    /// told; returns the tick's report.
+    fn finish_tick(&mut self, carried: Carried, now: DateTime<Utc>) -> RebalanceReport {
+        let Carried {
+            decision,
+            claimed,
+            moved,
+            version,
+        } = carried;
+        if decision.stalled {
+            log::warn!(
+                "rebalancer reached the database only after a long wait; hosts are given a down time to heartbeat"
+            );
+            self.outage = Outage {
+                began: Some(now),
+                ended: Some(self.clock.now()),
+            };
+        }
+        let Some(lease) = decision.lease else {
+            if let Some((lost, _)) = self.lease.take() {
+                log::warn!(
+                    "this process no longer leads rebalancing: lease epoch {} expired or was taken over",
+                    lost.epoch
+                );
             }
-            .into_actor(self)
-            .map(move |result, actor, _| {
-                let (decision, claimed, moved, version) = actor.note_outcome(result, now)?;
-                if decision.stalled {
-                    log::warn!(
-                        "rebalancer reached the database only after a long wait; hosts are given a down time to heartbeat"
-                    );
-                    actor.outage = Outage {
-                        began: Some(now),
-                        ended: Some(actor.clock.now()),
-                    };
-                }
-                let Some(lease) = decision.lease else {
-                    if let Some((lost, _)) = actor.lease.take() {
-                        log::warn!(
-                            "this process no longer leads rebalancing: lease epoch {} expired or was taken over",
-                            lost.epoch
-                        );
-                    }
-                    actor.memory.members.clear();
-                    actor.memory.quiet = None;
-                    return Ok(RebalanceReport::default());
-                };
-                if actor.lease.map(|(held, _)| held) != Some(lease) {
-                    log::info!(
-                        "this process now leads rebalancing (lease epoch {})",
-                        lease.epoch
-                    );
-                }
-                actor.lease = Some((lease, now + settings.lease));
-                actor.version = version;
-                actor.memory = decision.tick.memory;
-                actor.notify_owners(&claimed, &moved);
-                if !moved.is_empty() || !claimed.is_empty() {
-                    log::info!(
-                        "ring v{version}: claimed {} nodes, moved {} nodes",
-                        claimed.len(),
-                        moved.len()
-                    );
-                }
-                Ok(RebalanceReport {
-                    leader: true,
-                    ring_version: version,
-                    claimed,
-                    moved,
-                    plan: decision.tick.plan,
-                })
-            }),
-        ))
+            self.memory.members.clear();
+            self.memory.quiet = None;
+            return RebalanceReport::default();
+        };
+        if self.lease.map(|(held, _)| held) != Some(lease) {
+            log::info!(
+                "this process now leads rebalancing (lease epoch {})",
+                lease.epoch
+            );
+        }
+        self.lease = Some((lease, now + self.settings.lease));
+        self.version = version;
+        self.memory = decision.tick.memory;
+        self.notify_owners(&claimed, &moved);
+        if !moved.is_empty() || !claimed.is_empty() {
+            log::info!(
+                "ring v{version}: claimed {} nodes, moved {} nodes",
+                claimed.len(),
+                moved.len()
+            );
+        }
+        RebalanceReport {
+            leader: true,
+            ring_version: version,
+            claimed,
+            moved,
+            plan: decision.tick.plan,
+        }
     }
 }
 

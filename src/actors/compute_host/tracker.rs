@@ -1,0 +1,535 @@
+//! The resource-tracker pass of a `ComputeHost` (Nova's `update_available_resource`): the
+//! messages that run it, the pass itself (read, settle orphans and providers, write what
+//! changed, fenced), and its report.
+
+use actix::prelude::*;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{ComputeHost, HostError, HostSettings, TakeSpawns};
+use crate::actors::ironic::Ironic;
+use crate::actors::registry::{CreateProvider, DeleteOrphan, Registry};
+use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
+use crate::db::instances::BuildOutcome;
+use crate::db::node_reports::OwnedNode;
+use crate::db::{self, DbError, Pool};
+use crate::domain::clock::SharedClock;
+use crate::domain::identity::OwnerEpoch;
+use crate::domain::node::{ComputeNode, IronicNode, ProvisionState};
+
+/// What a resource-tracker pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TrackerReport {
+    /// Nodes whose inventory was written (changed since the last pass).
+    pub reported: usize,
+    /// Nodes found to belong to another host now, dropped.
+    pub lost: Vec<String>,
+    /// Orphans (gone from Ironic) whose compute node was deleted.
+    pub orphans_deleted: Vec<String>,
+    /// Orphans kept because their provider holds allocations.
+    pub orphans_kept: Vec<String>,
+    /// PCI devices freed after their instance was deleted.
+    pub devices_freed: usize,
+    /// Builds Ironic finished on nodes that moved here meanwhile, now marked active.
+    pub builds_finished: Vec<Uuid>,
+    /// Builds nobody works on any more (timed out, left by a dead process or a moved node)
+    /// that ended in error, their claims released.
+    pub builds_failed: Vec<Uuid>,
+    /// Nodes enrolled in Ironic again while their compute node lived, made available.
+    pub nodes_made_available: Vec<String>,
+    /// Nodes found as they were: nothing written for them.
+    pub unchanged: usize,
+    /// Whether the pass found nothing changed anywhere since its last one, and so read none of
+    /// its nodes.
+    pub skipped: bool,
+    /// The tracker change counter the pass started from.
+    pub changes_seen: i64,
+    /// Boots other processes placed on this host that wait to be taken.
+    pub pending_spawns: i64,
+}
+
+/// Runs the resource-tracker pass (Nova's `update_available_resource`).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackerReport, HostError>")]
+pub struct UpdateAvailableResource;
+
+impl Handler<UpdateAvailableResource> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
+
+    fn handle(&mut self, _: UpdateAvailableResource, _: &mut Self::Context) -> Self::Result {
+        self.pass(None, None)
+    }
+}
+
+/// Reads what this host owns as a tracker pass reads it, and writes nothing: a read that
+/// `UpdateAvailableResourceFrom` can use later, stale by then (fault injection: the stale node
+/// list of bug 1853009, or a move between a pass's read and its writes).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<Vec<OwnedNode>, HostError>")]
+pub struct ReadOwnedNodes;
+
+impl Handler<ReadOwnedNodes> for ComputeHost {
+    type Result = ResponseFuture<Result<Vec<OwnedNode>, HostError>>;
+
+    fn handle(&mut self, _: ReadOwnedNodes, _: &mut Self::Context) -> Self::Result {
+        let (pool, host) = (self.pool.clone(), self.name.clone());
+        Box::pin(async move {
+            Ok(db::run(&pool, move |conn| {
+                db::node_reports::owned_nodes(conn, &host, None)
+            })
+            .await?)
+        })
+    }
+}
+
+/// Runs the tracker pass on a read taken earlier (`ReadOwnedNodes`) instead of reading now:
+/// its writes are fenced by the owner and epoch that read saw, so nodes that moved since are
+/// reported lost and nothing of theirs is written.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackerReport, HostError>")]
+pub struct UpdateAvailableResourceFrom {
+    pub read: Vec<OwnedNode>,
+}
+
+impl Handler<UpdateAvailableResourceFrom> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
+
+    fn handle(
+        &mut self,
+        message: UpdateAvailableResourceFrom,
+        _: &mut Self::Context,
+    ) -> Self::Result {
+        self.pass(None, Some(message.read))
+    }
+}
+
+/// Runs the tracker pass for these nodes only, if this host owns them (a node whose Ironic
+/// state just changed, such as an unlock, is reported at once).
+#[derive(Debug, Message)]
+#[rtype(result = "Result<TrackerReport, HostError>")]
+pub struct RefreshNodes {
+    pub nodes: Vec<String>,
+}
+
+impl Handler<RefreshNodes> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
+
+    fn handle(&mut self, message: RefreshNodes, _: &mut Self::Context) -> Self::Result {
+        self.pass(Some(message.nodes), None)
+    }
+}
+
+impl ComputeHost {
+    /// Runs a tracker pass over every owned node, or over `only` those, as read now or as
+    /// `read` earlier.
+    fn pass(
+        &mut self,
+        only: Option<Vec<String>>,
+        read: Option<Vec<OwnedNode>>,
+    ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
+        if let Err(fenced) = self.require_lease() {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        let pass = TrackerPass {
+            pool: self.pool.clone(),
+            host: self.name.clone(),
+            clock: self.clock.clone(),
+            registry: self.registry.clone(),
+            ironic: self.ironic.clone(),
+            settings: self.settings,
+            last_ok: self.last_heartbeat_ok,
+            started_at: self.started_at,
+            seen_changes: self.seen_changes,
+            only,
+            read,
+        };
+        let full = pass.only.is_none() && pass.read.is_none();
+        AtomicResponse::new(Box::pin(pass.run().into_actor(self).map(
+            move |report, actor, ctx| {
+                if let Ok(report) = &report {
+                    // Boots another process placed here whose notification was missed.
+                    if report.pending_spawns > 0 {
+                        ctx.notify(TakeSpawns);
+                    }
+                    for node in &report.lost {
+                        log::warn!(
+                            "host {} lost node {node} to another host; dropped it",
+                            actor.name
+                        );
+                    }
+                    if full {
+                        actor.seen_changes = Some(report.changes_seen);
+                    }
+                }
+                report
+            },
+        )))
+    }
+}
+
+/// What a tracker pass works with.
+struct TrackerPass {
+    pool: Pool,
+    host: String,
+    clock: SharedClock,
+    registry: Addr<Registry>,
+    ironic: Addr<Ironic>,
+    settings: HostSettings,
+    last_ok: Option<DateTime<Utc>>,
+    started_at: DateTime<Utc>,
+    seen_changes: Option<i64>,
+    only: Option<Vec<String>>,
+    /// A read taken earlier, used instead of reading now.
+    read: Option<Vec<OwnedNode>>,
+}
+
+impl TrackerPass {
+    /// Runs the pass: reads what the host owns (unless nothing changed since the last full
+    /// pass), settles orphans and missing providers, writes what changed in one fenced
+    /// transaction, then frees the PCI devices deleted instances left allocated.
+    async fn run(self) -> Result<TrackerReport, HostError> {
+        // Ironic's listing first: a pass that cannot list its nodes writes nothing, and takes
+        // no node for gone.
+        self.ironic
+            .send(crate::actors::ironic::CheckListing)
+            .await?
+            .map_err(HostError::Ironic)?;
+        let (changes_seen, pending_spawns, owned) = self.read().await?;
+        let skipped = owned.is_none();
+        let owned = owned.unwrap_or_default();
+        let owned_ids: Vec<i64> = owned.iter().map(|node| node.compute_node.id).collect();
+        let mut report = TrackerReport {
+            skipped,
+            changes_seen,
+            pending_spawns,
+            ..TrackerReport::default()
+        };
+        let mut changes = PassChanges::default();
+        for node in owned {
+            let Some(ironic) = node.ironic.clone() else {
+                self.settle_orphan(&node.compute_node, &mut report).await?;
+                continue;
+            };
+            if !node.has_provider && !self.ensure_provider(&node.compute_node).await? {
+                continue;
+            }
+            changes.add(node, ironic, self.settings.pci_devices_per_node);
+        }
+        report.unchanged = changes.unchanged;
+        let written = self.write(changes).await?;
+        report.reported = written.reported;
+        report.lost.extend(written.lost);
+        report.builds_finished = written.finished;
+        report.builds_failed = written.failed;
+        report.nodes_made_available = written.made_available;
+        log_settled(&self.host, &report);
+        if !skipped {
+            report.devices_freed = free_lagging_devices(&self.pool, &self.clock, owned_ids).await?;
+        }
+        Ok(report)
+    }
+
+    /// Reads the change counter, the boots waiting for this host and — unless a full pass
+    /// finds the counter where the last one left it — the nodes (or the read given).
+    async fn read(&self) -> Result<(i64, i64, Option<Vec<OwnedNode>>), HostError> {
+        // The counter first: a change after it is seen by the next pass.
+        let skip_when = if self.only.is_none() && self.read.is_none() {
+            self.seen_changes
+        } else {
+            None
+        };
+        let (host, only, read) = (self.host.clone(), self.only.clone(), self.read.clone());
+        Ok(db::run(&self.pool, move |conn| {
+            let counter = db::node_reports::change_counter(conn)?;
+            let pending = db::spawns::pending_spawns(conn, &host)?;
+            if skip_when == Some(counter) {
+                return Ok((counter, pending, None));
+            }
+            let owned = match read {
+                Some(earlier) => earlier,
+                None => db::node_reports::owned_nodes(conn, &host, only.as_deref())?,
+            };
+            Ok((counter, pending, Some(owned)))
+        })
+        .await?)
+    }
+
+    /// A node gone from Ironic: its compute node is deleted by the registry (as this owner, at
+    /// the epoch read), or kept while its provider or devices are in use.
+    async fn settle_orphan(
+        &self,
+        compute_node: &ComputeNode,
+        report: &mut TrackerReport,
+    ) -> Result<(), HostError> {
+        let outcome = self
+            .registry
+            .send(DeleteOrphan {
+                node: compute_node.node,
+                host: compute_node.host.clone(),
+                epoch: compute_node.owner_epoch,
+            })
+            .await??;
+        let node = compute_node.node.to_string();
+        match outcome {
+            OrphanOutcome::Deleted => report.orphans_deleted.push(node),
+            OrphanOutcome::KeptWithAllocations => {
+                log::warn!(
+                    "node {node} is gone from ironic but its provider holds allocations or its PCI devices are in use: compute node {} kept",
+                    compute_node.uuid
+                );
+                report.orphans_kept.push(node);
+            }
+            OrphanOutcome::NotOwner => report.lost.push(node),
+            OrphanOutcome::StillInIronic => {}
+        }
+        Ok(())
+    }
+
+    /// Gives a node without a provider its provider (by adoption when one has its name);
+    /// `false` when it cannot be reported (another provider holds its name or uuid).
+    async fn ensure_provider(&self, compute_node: &ComputeNode) -> Result<bool, HostError> {
+        let outcome = self
+            .registry
+            .send(CreateProvider {
+                uuid: compute_node.uuid,
+                name: compute_node.node.to_string(),
+            })
+            .await?;
+        match outcome {
+            Ok(ProviderOutcome::Adopted(other)) => {
+                log::error!(
+                    "provider {other} holds the name of node {} whose compute node is {}: not reporting it",
+                    compute_node.node,
+                    compute_node.uuid
+                );
+                Ok(false)
+            }
+            Ok(_) => Ok(true),
+            Err(DbError::Conflict(reason)) => {
+                log::error!("node {}: {reason}; not reporting it", compute_node.node);
+                Ok(false)
+            }
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Writes `changes` and settles the stale builds in one transaction, committed only while
+    /// the host's lease holds (a host that lapsed mid-pass writes nothing); nothing at all
+    /// when nothing changed.
+    async fn write(&self, changes: PassChanges) -> Result<PassWrites, HostError> {
+        let (clock, host, settings) = (self.clock.clone(), self.host.clone(), self.settings);
+        let (started_at, last_ok) = (self.started_at, self.last_ok);
+        let build_timeout = chrono::Duration::from_std(settings.instance_build_timeout)
+            .unwrap_or(chrono::Duration::MAX);
+        Ok(db::run(&self.pool, move |conn| {
+            let now = clock.now();
+            let cutoff = started_at.max(now - build_timeout);
+            let stale = db::instances::stale_builds(conn, &host, cutoff)?;
+            if changes.is_empty() && stale.is_empty() {
+                return Ok(PassWrites::default());
+            }
+            db::in_transaction(conn, |conn| {
+                let written =
+                    changes.write(conn, &host, &stale, settings.pci_devices_per_node, now)?;
+                if !settings.liveness.lease_holds(last_ok, clock.now()) {
+                    return Err(DbError::LeaseLapsed);
+                }
+                Ok(written)
+            })
+        })
+        .await?)
+    }
+}
+
+/// Logs the builds and nodes a pass settled.
+fn log_settled(host: &str, report: &TrackerReport) {
+    for instance in &report.builds_finished {
+        log::info!("host {host}: instance {instance} deployed while its node moved here: active");
+    }
+    for instance in &report.builds_failed {
+        log::warn!(
+            "host {host}: build of instance {instance} made no progress: error, claim released"
+        );
+    }
+    for node in &report.nodes_made_available {
+        log::info!("host {host}: node {node} was enrolled again: available");
+    }
+}
+
+/// What the writing transaction of a tracker pass did.
+#[derive(Debug, Default)]
+struct PassWrites {
+    reported: usize,
+    lost: Vec<String>,
+    finished: Vec<Uuid>,
+    failed: Vec<Uuid>,
+    made_available: Vec<String>,
+}
+
+/// What a tracker pass found changed on the nodes it owns: only these are written.
+#[derive(Debug, Default)]
+struct PassChanges {
+    /// Every node with a change: (compute node, epoch read at).
+    nodes: Vec<ComputeNode>,
+    /// Inventories that differ from the provider's: (provider, inventory).
+    inventories: Vec<(i64, Uuid, crate::domain::node::NodeInventory)>,
+    /// Nodes short of their simulated PCI devices.
+    devices: Vec<i64>,
+    /// Nodes with a build Ironic finished.
+    builds: Vec<(i64, String)>,
+    /// Nodes Ironic has back in `enroll`.
+    enrolled: Vec<(i64, Uuid)>,
+    unchanged: usize,
+}
+
+impl PassChanges {
+    /// Compares one owned node with what Ironic says and keeps what must be written.
+    fn add(&mut self, node: OwnedNode, mut ironic: IronicNode, devices: u32) {
+        let id = node.compute_node.id;
+        let mut changed = false;
+        // A node enrolled in Ironic again while its compute node lived: this host manages
+        // it, so it makes it available (as a first claim does), keeping its identity.
+        if ironic.provision_state == ProvisionState::Enroll {
+            self.enrolled.push((id, ironic.uuid));
+            ironic.provision_state = ProvisionState::Available;
+            changed = true;
+        }
+        let inventory = ironic.inventory(node.allocated);
+        if !node.reports(&inventory) {
+            self.inventories
+                .push((id, node.compute_node.uuid, inventory));
+            changed = true;
+        }
+        if node.devices < i64::from(devices) {
+            self.devices.push(id);
+            changed = true;
+        }
+        if node.build_deployed {
+            self.builds.push((id, node.compute_node.node.to_string()));
+            changed = true;
+        }
+        if changed {
+            self.nodes.push(node.compute_node);
+        } else {
+            self.unchanged += 1;
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// Writes the changes of the nodes `host` still owns, and settles the `stale` builds on
+    /// them, in a handful of statements whatever their number.
+    fn write(
+        &self,
+        conn: &mut db::Connection,
+        host: &str,
+        stale: &[db::instances::StaleBuild],
+        devices: u32,
+        now: DateTime<Utc>,
+    ) -> Result<PassWrites, DbError> {
+        let mut to_hold: Vec<(i64, OwnerEpoch)> = self
+            .nodes
+            .iter()
+            .map(|node| (node.id, node.owner_epoch))
+            .chain(
+                stale
+                    .iter()
+                    .map(|build| (build.compute_node_id, OwnerEpoch(build.owner_epoch))),
+            )
+            .collect();
+        to_hold.sort_unstable();
+        to_hold.dedup();
+        let held: std::collections::HashSet<i64> =
+            db::compute_nodes::hold_owned(conn, host, &to_hold)?
+                .into_iter()
+                .collect();
+        let mut written = PassWrites {
+            lost: self
+                .nodes
+                .iter()
+                .filter(|node| !held.contains(&node.id))
+                .map(|node| node.node.to_string())
+                .collect(),
+            ..PassWrites::default()
+        };
+        let inventories: Vec<(Uuid, crate::domain::node::NodeInventory)> = self
+            .inventories
+            .iter()
+            .filter(|(id, _, _)| held.contains(id))
+            .map(|(_, provider, inventory)| (*provider, inventory.clone()))
+            .collect();
+        db::node_reports::write_inventories(conn, &inventories, now)?;
+        written.reported = inventories.len();
+        let short: Vec<i64> = self
+            .devices
+            .iter()
+            .copied()
+            .filter(|id| held.contains(id))
+            .collect();
+        db::pci::sync_devices(conn, &short, devices, now)?;
+        let builds: Vec<String> = self
+            .builds
+            .iter()
+            .filter(|(id, _)| held.contains(id))
+            .map(|(_, node)| node.clone())
+            .collect();
+        written.finished = db::node_reports::finish_deployed_builds(conn, &builds, now)?;
+        let available: Vec<Uuid> = self
+            .enrolled
+            .iter()
+            .filter(|(id, _)| held.contains(id))
+            .map(|(_, uuid)| *uuid)
+            .collect();
+        db::ironic::make_available(conn, &available, now)?;
+        written.made_available = available.iter().map(Uuid::to_string).collect();
+        // Builds nobody works on any more end in error and give their node back; they are
+        // settled under the node's row lock like every other write of the pass.
+        for build in stale
+            .iter()
+            .filter(|build| held.contains(&build.compute_node_id))
+        {
+            let reason = "build made no progress: timed out, or its spawn died with its process";
+            if db::instances::settle_build(conn, build.instance, reason, host, now)?
+                == BuildOutcome::Failed
+            {
+                written.failed.push(build.instance);
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// Frees, device by device by key, the PCI devices still allocated to instances that are
+/// deleted or archived (a free may lag behind the delete). A device that no longer matches
+/// is reported and skipped: the next pass reloads.
+async fn free_lagging_devices(
+    pool: &Pool,
+    clock: &SharedClock,
+    compute_node_ids: Vec<i64>,
+) -> Result<usize, HostError> {
+    let clock = clock.clone();
+    Ok(db::run(pool, move |conn| {
+        let stale = db::pci::stale_allocations(conn, &compute_node_ids)?;
+        let mut freed = 0;
+        for device in stale {
+            match db::pci::update_device(
+                conn,
+                device.compute_node_id,
+                &device.address,
+                "available",
+                None,
+                clock.now(),
+            ) {
+                Ok(()) => freed += 1,
+                Err(DbError::NotFound(what)) => {
+                    log::warn!("{what} vanished before it was freed; reloading")
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        Ok(freed)
+    })
+    .await?)
+}

@@ -373,32 +373,12 @@ fn trees_matching_all(
     };
     let mut all: Nominees = BTreeSet::new();
     for (class, _, found) in with {
-        let mut for_class: Nominees = found
-            .iter()
-            .map(|(p, root)| (*p, *root, class.clone()))
-            .collect();
-        let ids: BTreeSet<usize> = found.iter().map(|(p, _)| *p).collect();
-        let lenders: BTreeSet<usize> = context
-            .sharing
-            .iter()
-            .filter(|p| in_aggregates.is_none_or(|members| members.contains(p)))
-            .filter(|p| ids.contains(p))
-            .copied()
-            .collect();
-        if !lenders.is_empty() && tree_root.is_none() {
-            for (lender, anchor) in context.anchors_for_sharing(&lenders) {
-                for_class.insert((lender, anchor, class.clone()));
-            }
-        }
-        if let Some(roots) = &context.anchor_roots {
-            for_class.retain(|(_, root, _)| roots.contains(root));
-        }
-        if let Some(members) = in_aggregates {
-            for_class.retain(|(p, root, _)| members.contains(p) || members.contains(root));
-        }
-        if let Some(bad) = &bad_aggregates {
-            for_class.retain(|(p, root, _)| !bad.contains(p) && !bad.contains(root));
-        }
+        let scope = NomineeScope {
+            in_aggregates,
+            tree_root,
+            bad_aggregates: bad_aggregates.as_ref(),
+        };
+        let for_class = nominees_for_class(context, class, found, &scope);
         if for_class.is_empty() {
             return BTreeSet::new();
         }
@@ -419,8 +399,63 @@ fn trees_matching_all(
     if (group.required.is_empty() && group.forbidden.is_empty()) || !context.sharing.is_empty() {
         return all;
     }
-    // `_get_trees_with_traits`: keep the trees whose providers (those without a forbidden
-    // trait) together have every required trait.
+    let keep_roots = trees_with_traits(context, group, &all);
+    all.retain(|(p, root, _)| *root == context.providers[*p].root && keep_roots.contains(root));
+    all
+}
+
+/// Where nominees of a class may come from: members of these aggregates (when given), of
+/// this tree only (when given: no lenders then), of none of these (forbidden aggregates).
+struct NomineeScope<'a> {
+    in_aggregates: Option<&'a BTreeSet<usize>>,
+    tree_root: Option<usize>,
+    bad_aggregates: Option<&'a BTreeSet<usize>>,
+}
+
+/// The nominees for `class`: the providers with room for it (`found`, with their roots), and
+/// the sharing providers among them lending to each tree they can anchor, within `scope`.
+fn nominees_for_class(
+    context: &Context,
+    class: &str,
+    found: &BTreeSet<(usize, usize)>,
+    scope: &NomineeScope,
+) -> Nominees {
+    let mut for_class: Nominees = found
+        .iter()
+        .map(|(p, root)| (*p, *root, class.to_owned()))
+        .collect();
+    let ids: BTreeSet<usize> = found.iter().map(|(p, _)| *p).collect();
+    let lenders: BTreeSet<usize> = context
+        .sharing
+        .iter()
+        .filter(|p| {
+            scope
+                .in_aggregates
+                .is_none_or(|members| members.contains(p))
+        })
+        .filter(|p| ids.contains(p))
+        .copied()
+        .collect();
+    if !lenders.is_empty() && scope.tree_root.is_none() {
+        for (lender, anchor) in context.anchors_for_sharing(&lenders) {
+            for_class.insert((lender, anchor, class.to_owned()));
+        }
+    }
+    if let Some(roots) = &context.anchor_roots {
+        for_class.retain(|(_, root, _)| roots.contains(root));
+    }
+    if let Some(members) = scope.in_aggregates {
+        for_class.retain(|(p, root, _)| members.contains(p) || members.contains(root));
+    }
+    if let Some(bad) = scope.bad_aggregates {
+        for_class.retain(|(p, root, _)| !bad.contains(p) && !bad.contains(root));
+    }
+    for_class
+}
+
+/// `_get_trees_with_traits`: the roots of the trees whose nominated providers (those without a
+/// forbidden trait) together have every required trait.
+fn trees_with_traits(context: &Context, group: &Group, all: &Nominees) -> BTreeSet<usize> {
     let nominated: BTreeSet<usize> = all.iter().map(|(p, _, _)| *p).collect();
     let good: BTreeSet<usize> = nominated
         .iter()
@@ -432,36 +467,32 @@ fn trees_matching_all(
         })
         .copied()
         .collect();
-    let good_roots: BTreeSet<usize> = good.iter().map(|p| context.providers[*p].root).collect();
-    let keep_roots: BTreeSet<usize> = if group.required.is_empty() {
-        good_roots
-    } else {
-        let mut traits_by_root: BTreeMap<usize, BTreeSet<&str>> = BTreeMap::new();
-        for p in &good {
-            traits_by_root
-                .entry(context.providers[*p].root)
-                .or_default()
-                .extend(
-                    context.providers[*p]
-                        .facts
-                        .traits
-                        .iter()
-                        .map(String::as_str),
-                );
-        }
+    if group.required.is_empty() {
+        return good.iter().map(|p| context.providers[*p].root).collect();
+    }
+    let mut traits_by_root: BTreeMap<usize, BTreeSet<&str>> = BTreeMap::new();
+    for p in &good {
         traits_by_root
-            .into_iter()
-            .filter(|(_, traits)| {
-                group
-                    .required
+            .entry(context.providers[*p].root)
+            .or_default()
+            .extend(
+                context.providers[*p]
+                    .facts
+                    .traits
                     .iter()
-                    .all(|any| any.iter().any(|name| traits.contains(name.as_str())))
-            })
-            .map(|(root, _)| root)
-            .collect()
-    };
-    all.retain(|(p, root, _)| *root == context.providers[*p].root && keep_roots.contains(root));
-    all
+                    .map(String::as_str),
+            );
+    }
+    traits_by_root
+        .into_iter()
+        .filter(|(_, traits)| {
+            group
+                .required
+                .iter()
+                .all(|any| any.iter().any(|name| traits.contains(name.as_str())))
+        })
+        .map(|(root, _)| root)
+        .collect()
 }
 
 /// Every combination, per anchor tree, of one nominee per requested class, keeping those
@@ -544,201 +575,9 @@ fn multiple_providers(context: &Context, group: &Group, nominees: &Nominees) -> 
     partials
 }
 
-/// Every index combination of lists of the given lengths, the last index varying fastest,
-/// lazily.
-fn product(lengths: &[usize]) -> Product {
-    Product {
-        lengths: lengths.to_vec(),
-        next: (!lengths.contains(&0)).then(|| vec![0; lengths.len()]),
-    }
-}
+mod merge;
 
-/// The combinations of `product`, made one at a time (a wide tree can have millions).
-struct Product {
-    lengths: Vec<usize>,
-    next: Option<Vec<usize>>,
-}
-
-impl Iterator for Product {
-    type Item = Vec<usize>;
-
-    fn next(&mut self) -> Option<Vec<usize>> {
-        let current = self.next.take()?;
-        let mut following = current.clone();
-        let mut position = following.len();
-        loop {
-            if position == 0 {
-                break;
-            }
-            position -= 1;
-            following[position] += 1;
-            if following[position] < self.lengths[position] {
-                self.next = Some(following);
-                break;
-            }
-            following[position] = 0;
-        }
-        Some(current)
-    }
-}
-
-/// What makes two candidates the same, as Placement's AllocationRequest equality: the anchor
-/// does not count.
-type CandidateKey = (
-    BTreeMap<(usize, String), i64>,
-    BTreeMap<String, BTreeSet<usize>>,
-);
-
-/// `_merge_candidates`: one partial per group, on the same anchor, meeting group_policy and
-/// same_subtree, consolidated and within capacity; then the providers of their trees.
-fn merge(
-    context: &Context,
-    request: &Request,
-    mut by_suffix: Vec<(String, Vec<Partial>)>,
-) -> (Vec<Candidate>, Vec<usize>) {
-    if by_suffix.len() == 1 {
-        // One group: its candidates already fit, and stand alone.
-        let partials = by_suffix
-            .pop()
-            .map(|(_, partials)| partials)
-            .unwrap_or_default();
-        let mut seen: HashSet<CandidateKey> = HashSet::new();
-        let merged: Vec<Candidate> = partials
-            .into_iter()
-            .map(|part| part.candidate)
-            .filter(|candidate| same_subtree(context, request, candidate))
-            .filter(|candidate| {
-                // Duplicates come only from a sharing provider lending to several trees.
-                context.sharing.is_empty()
-                    || seen.insert((candidate.amounts.clone(), candidate.mappings.clone()))
-            })
-            .collect();
-        let summaries = summarized(context, &merged);
-        return (merged, summaries);
-    }
-    let mut by_anchor: BTreeMap<usize, Vec<Vec<&Partial>>> = BTreeMap::new();
-    for (position, (_, partials)) in by_suffix.iter().enumerate() {
-        for partial in partials {
-            let lists = by_anchor
-                .entry(partial.candidate.anchor)
-                .or_insert_with(|| vec![Vec::new(); by_suffix.len()]);
-            lists[position].push(partial);
-        }
-    }
-    let granular = by_suffix
-        .iter()
-        .filter(|(suffix, _)| !suffix.is_empty())
-        .count();
-    let mut merged: Vec<Candidate> = Vec::new();
-    // As Placement's AllocationRequest equality: the anchor does not count.
-    type Key = (
-        BTreeMap<(usize, String), i64>,
-        BTreeMap<String, BTreeSet<usize>>,
-    );
-    let mut seen: HashSet<Key> = HashSet::new();
-    for (anchor, lists) in by_anchor {
-        if lists.iter().any(Vec::is_empty) {
-            continue;
-        }
-        for choice in product(&lists.iter().map(Vec::len).collect::<Vec<_>>()) {
-            let parts: Vec<&Partial> = choice
-                .iter()
-                .enumerate()
-                .map(|(i, pick)| lists[i][*pick])
-                .collect();
-            if request.isolate {
-                let distinct: BTreeSet<usize> = parts
-                    .iter()
-                    .filter(|part| part.same_provider)
-                    .flat_map(|part| part.candidate.mappings.values().flatten().copied())
-                    .collect();
-                if distinct.len() != granular {
-                    continue;
-                }
-            }
-            let mut combined = Candidate {
-                amounts: BTreeMap::new(),
-                anchor,
-                mappings: BTreeMap::new(),
-            };
-            for part in &parts {
-                for (key, amount) in &part.candidate.amounts {
-                    *combined.amounts.entry(key.clone()).or_insert(0) += amount;
-                }
-                for (suffix, providers) in &part.candidate.mappings {
-                    combined
-                        .mappings
-                        .entry(suffix.clone())
-                        .or_default()
-                        .extend(providers.iter().copied());
-                }
-            }
-            if !same_subtree(context, request, &combined) || exceeds_capacity(context, &combined) {
-                continue;
-            }
-            if seen.insert((combined.amounts.clone(), combined.mappings.clone())) {
-                merged.push(combined);
-            }
-        }
-    }
-    let summaries = summarized(context, &merged);
-    (merged, summaries)
-}
-
-/// Every provider of the trees the candidates take from.
-fn summarized(context: &Context, merged: &[Candidate]) -> Vec<usize> {
-    let mut roots = vec![false; context.providers.len()];
-    for candidate in merged {
-        for (provider, _) in candidate.amounts.keys() {
-            roots[context.providers[*provider].root] = true;
-        }
-    }
-    (0..context.providers.len())
-        .filter(|p| roots[context.providers[*p].root])
-        .collect()
-}
-
-fn exceeds_capacity(context: &Context, candidate: &Candidate) -> bool {
-    candidate.amounts.iter().any(|((provider, class), amount)| {
-        context.providers[*provider]
-            .facts
-            .classes
-            .get(class)
-            .is_none_or(|facts| facts.used + amount > facts.capacity() || *amount > facts.max_unit)
-    })
-}
-
-/// Every `same_subtree` set: the providers of its groups all under one of them.
-fn same_subtree(context: &Context, request: &Request, candidate: &Candidate) -> bool {
-    request.same_subtrees.iter().all(|suffixes| {
-        let providers: BTreeSet<usize> = suffixes
-            .iter()
-            .filter_map(|suffix| candidate.mappings.get(suffix))
-            .flatten()
-            .copied()
-            .collect();
-        if providers.len() <= 1 {
-            return true;
-        }
-        let ancestors = |mut provider: usize| {
-            let mut line = BTreeSet::from([provider]);
-            while let Some(parent) = context.providers[provider].parent {
-                line.insert(parent);
-                provider = parent;
-            }
-            line
-        };
-        let mut common: Option<BTreeSet<usize>> = None;
-        for provider in &providers {
-            let line = ancestors(*provider);
-            common = Some(match common {
-                None => line,
-                Some(set) => set.intersection(&line).copied().collect(),
-            });
-        }
-        common.is_some_and(|set| set.iter().any(|p| providers.contains(p)))
-    })
-}
+use merge::{merge, product};
 
 #[cfg(test)]
 mod tests;

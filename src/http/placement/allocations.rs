@@ -106,6 +106,47 @@ pub(super) fn parse_consumer(
     version: Microversion,
     may_be_empty: bool,
 ) -> Result<ConsumerAllocations, PlacementError> {
+    check_known_fields(object, version)?;
+    if let Some(mappings) = object.get("mappings") {
+        check_mappings(mappings)?;
+    }
+    let allocations = object
+        .get("allocations")
+        .ok_or_else(|| failed("'allocations' is a required property", "required"))?;
+    let by_provider = if version.at_least(1, 12) {
+        let empty_allowed = may_be_empty || version.at_least(1, 28);
+        allocations_by_provider(allocations, empty_allowed)?
+    } else {
+        allocations_as_list(allocations)?
+    };
+    let expected_generation = generation_check(object, version)?;
+    let consumer_type = if version.at_least(1, 38) {
+        let kind = text_field(object, "consumer_type", version)?;
+        if !crate::domain::placement::is_class_or_trait_name(&kind) {
+            return Err(failed(
+                format!("'{kind}' does not match '^[A-Z0-9_]+$'"),
+                "pattern",
+            ));
+        }
+        Some(kind)
+    } else {
+        None
+    };
+    Ok(ConsumerAllocations {
+        consumer,
+        project: text_field(object, "project_id", version)?,
+        user: text_field(object, "user_id", version)?,
+        expected_generation,
+        consumer_type,
+        allocations: by_provider,
+    })
+}
+
+/// Refuses a field the schema of `version` does not have.
+fn check_known_fields(
+    object: &Map<String, Value>,
+    version: Microversion,
+) -> Result<(), PlacementError> {
     let mut known = vec!["allocations"];
     if version.at_least(1, 8) {
         known.extend(["project_id", "user_id"]);
@@ -119,126 +160,125 @@ pub(super) fn parse_consumer(
     if version.at_least(1, 38) {
         known.push("consumer_type");
     }
-    if let Some(key) = object.keys().find(|key| !known.contains(&key.as_str())) {
-        return Err(failed(
+    match object.keys().find(|key| !known.contains(&key.as_str())) {
+        Some(key) => Err(failed(
             format!("Additional properties are not allowed ('{key}' was unexpected)"),
             "additionalProperties",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// From 1.12: `{provider uuid: {"resources": {class: amount}}}`.
+fn allocations_by_provider(
+    allocations: &Value,
+    empty_allowed: bool,
+) -> Result<BTreeMap<Uuid, BTreeMap<String, i64>>, PlacementError> {
+    let map = allocations.as_object().ok_or_else(|| {
+        invalid(format!(
+            "{} is not of type 'object'",
+            python_repr(allocations)
+        ))
+    })?;
+    if map.is_empty() && !empty_allowed {
+        return Err(failed(
+            "{} does not have enough properties",
+            "minProperties",
         ));
     }
-    if let Some(mappings) = object.get("mappings") {
-        check_mappings(mappings)?;
+    let mut by_provider = BTreeMap::new();
+    for (provider, entry) in map {
+        let provider = Uuid::parse_str(provider)
+            .map_err(|_| invalid(format!("'{provider}' does not match any of the regexes")))?;
+        let entry_resources = entry
+            .get("resources")
+            .ok_or_else(|| failed("'resources' is a required property", "required"))?;
+        by_provider.insert(provider, resources(entry_resources)?);
     }
-    let allocations = object
-        .get("allocations")
-        .ok_or_else(|| failed("'allocations' is a required property", "required"))?;
+    Ok(by_provider)
+}
+
+/// Before 1.12: `[{"resource_provider": {"uuid": …}, "resources": {class: amount}}, …]`.
+fn allocations_as_list(
+    allocations: &Value,
+) -> Result<BTreeMap<Uuid, BTreeMap<String, i64>>, PlacementError> {
+    let list = allocations.as_array().ok_or_else(|| {
+        invalid(format!(
+            "{} is not of type 'array'",
+            python_repr(allocations)
+        ))
+    })?;
+    if list.is_empty() {
+        return Err(failed("[] is too short", "minItems"));
+    }
     let mut by_provider: BTreeMap<Uuid, BTreeMap<String, i64>> = BTreeMap::new();
-    if version.at_least(1, 12) {
-        let map = allocations.as_object().ok_or_else(|| {
-            invalid(format!(
-                "{} is not of type 'object'",
-                python_repr(allocations)
-            ))
-        })?;
-        if map.is_empty() && !may_be_empty && !version.at_least(1, 28) {
-            return Err(failed(
-                "{} does not have enough properties",
-                "minProperties",
-            ));
-        }
-        for (provider, entry) in map {
-            let provider = Uuid::parse_str(provider)
-                .map_err(|_| invalid(format!("'{provider}' does not match any of the regexes")))?;
-            let entry_resources = entry
-                .get("resources")
-                .ok_or_else(|| failed("'resources' is a required property", "required"))?;
-            by_provider.insert(provider, resources(entry_resources)?);
-        }
-    } else {
-        let list = allocations.as_array().ok_or_else(|| {
-            invalid(format!(
-                "{} is not of type 'array'",
-                python_repr(allocations)
-            ))
-        })?;
-        if list.is_empty() {
-            return Err(failed("[] is too short", "minItems"));
-        }
-        for entry in list {
-            let provider = entry
-                .get("resource_provider")
-                .and_then(|rp| rp.get("uuid"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| failed("'resource_provider' is a required property", "required"))?;
-            let provider = Uuid::parse_str(provider)
-                .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
-            let entry_resources = entry
-                .get("resources")
-                .ok_or_else(|| failed("'resources' is a required property", "required"))?;
-            by_provider
-                .entry(provider)
-                .or_default()
-                .extend(resources(entry_resources)?);
-        }
+    for entry in list {
+        let provider = entry
+            .get("resource_provider")
+            .and_then(|rp| rp.get("uuid"))
+            .and_then(Value::as_str)
+            .ok_or_else(|| failed("'resource_provider' is a required property", "required"))?;
+        let provider = Uuid::parse_str(provider)
+            .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
+        let entry_resources = entry
+            .get("resources")
+            .ok_or_else(|| failed("'resources' is a required property", "required"))?;
+        by_provider
+            .entry(provider)
+            .or_default()
+            .extend(resources(entry_resources)?);
     }
-    let text = |field: &str| -> Result<String, PlacementError> {
-        match object.get(field) {
-            Some(Value::String(value)) if value.is_empty() => {
-                Err(failed("'' is too short", "minLength"))
-            }
-            Some(Value::String(value)) if value.len() > 255 => {
-                Err(failed(format!("'{value}' is too long"), "maxLength"))
-            }
-            Some(Value::String(value)) => Ok(value.clone()),
-            Some(other) => Err(invalid(format!(
-                "{} is not of type 'string'",
-                python_repr(other)
-            ))),
-            None if version.at_least(1, 8) => Err(failed(
-                format!("'{field}' is a required property"),
-                "required",
-            )),
-            None => Ok(INCOMPLETE.to_owned()),
+    Ok(by_provider)
+}
+
+/// A text field (`project_id`, `user_id`, `consumer_type`): 1 to 255 characters; before 1.8
+/// absent, and then Placement's incomplete consumer.
+fn text_field(
+    object: &Map<String, Value>,
+    field: &str,
+    version: Microversion,
+) -> Result<String, PlacementError> {
+    match object.get(field) {
+        Some(Value::String(value)) if value.is_empty() => {
+            Err(failed("'' is too short", "minLength"))
         }
-    };
-    let expected_generation = if version.at_least(1, 28) {
-        match object.get("consumer_generation") {
-            None => {
-                return Err(failed(
-                    "'consumer_generation' is a required property",
-                    "required",
-                ));
-            }
-            Some(Value::Null) => GenerationCheck::MustBeNew,
-            Some(value) => GenerationCheck::Is(value.as_i64().ok_or_else(|| {
-                invalid(format!(
-                    "{} is not of type 'integer', 'null'",
-                    python_repr(value)
-                ))
-            })?),
+        Some(Value::String(value)) if value.len() > 255 => {
+            Err(failed(format!("'{value}' is too long"), "maxLength"))
         }
-    } else {
-        GenerationCheck::Skip
-    };
-    let consumer_type = if version.at_least(1, 38) {
-        let kind = text("consumer_type")?;
-        if !crate::domain::placement::is_class_or_trait_name(&kind) {
-            return Err(failed(
-                format!("'{kind}' does not match '^[A-Z0-9_]+$'"),
-                "pattern",
-            ));
-        }
-        Some(kind)
-    } else {
-        None
-    };
-    Ok(ConsumerAllocations {
-        consumer,
-        project: text("project_id")?,
-        user: text("user_id")?,
-        expected_generation,
-        consumer_type,
-        allocations: by_provider,
-    })
+        Some(Value::String(value)) => Ok(value.clone()),
+        Some(other) => Err(invalid(format!(
+            "{} is not of type 'string'",
+            python_repr(other)
+        ))),
+        None if version.at_least(1, 8) => Err(failed(
+            format!("'{field}' is a required property"),
+            "required",
+        )),
+        None => Ok(INCOMPLETE.to_owned()),
+    }
+}
+
+/// From 1.28 the body says which consumer generation it expects (`null`: a new consumer).
+fn generation_check(
+    object: &Map<String, Value>,
+    version: Microversion,
+) -> Result<GenerationCheck, PlacementError> {
+    if !version.at_least(1, 28) {
+        return Ok(GenerationCheck::Skip);
+    }
+    match object.get("consumer_generation") {
+        None => Err(failed(
+            "'consumer_generation' is a required property",
+            "required",
+        )),
+        Some(Value::Null) => Ok(GenerationCheck::MustBeNew),
+        Some(value) => value.as_i64().map(GenerationCheck::Is).ok_or_else(|| {
+            invalid(format!(
+                "{} is not of type 'integer', 'null'",
+                python_repr(value)
+            ))
+        }),
+    }
 }
 
 /// Placement's wording of a refused allocation write.

@@ -265,57 +265,15 @@ fn config(
     let down_time = chrono::Duration::from_std(args.service_down_time)
         .map_err(|_| ConfigError::Invalid("--service-down-time is too long".to_owned()))?;
     let liveness = Liveness::with_down_time(down_time);
-    let report_interval = args.report_interval.unwrap_or_else(|| {
-        let usual = Duration::from_secs(2);
-        if usual * 8 <= args.service_down_time * 3 {
-            usual
-        } else {
-            args.service_down_time * 3 / 16
-        }
-    });
-    let report = chrono::Duration::from_std(report_interval)
-        .map_err(|_| ConfigError::Invalid("--report-interval is too long".to_owned()))?;
-    if report_interval.is_zero() || report * 2 > liveness.fence_time {
-        return Err(ConfigError::Invalid(format!(
-            "--report-interval ({}) must be above zero and at most 3/8 of --service-down-time ({}), so that a \
-             live host renews its lease before it fences itself",
-            humantime::format_duration(report_interval),
-            humantime::format_duration(args.service_down_time)
-        )));
-    }
-    let lease = match args.leader_lease {
-        Some(lease) => lease,
-        None => (args.service_down_time / 2).max(args.rebalance_interval * 3),
-    };
-    if lease.is_zero()
-        || (!args.rebalance_interval.is_zero() && lease < args.rebalance_interval * 2)
-    {
-        return Err(ConfigError::Invalid(format!(
-            "--leader-lease ({}) must be at least twice --rebalance-interval ({}), so that the leader \
-             renews it before it expires",
-            humantime::format_duration(lease),
-            humantime::format_duration(args.rebalance_interval)
-        )));
-    }
-    let lease = chrono::Duration::from_std(lease)
-        .map_err(|_| ConfigError::Invalid("--leader-lease is too long".to_owned()))?;
+    let report_interval = report_interval(&args, liveness)?;
+    let lease = leader_lease(&args)?;
     if args.instance_build_timeout.is_zero() {
         return Err(ConfigError::Invalid(
             "--instance-build-timeout must be above zero".to_owned(),
         ));
     }
-    let hosts = args.hosts.unwrap_or_default();
-    for host in &hosts {
-        if host.is_empty()
-            || !host
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-        {
-            return Err(ConfigError::Invalid(format!(
-                "invalid host name {host:?} in --hosts"
-            )));
-        }
-    }
+    let hosts = args.hosts.clone().unwrap_or_default();
+    check_host_names(&hosts)?;
     Ok(Config {
         database,
         pool_size: database_args.db_pool_size,
@@ -353,6 +311,67 @@ fn config(
             },
         },
     })
+}
+
+/// The heartbeat interval: as given, or 2 s, or 3/16 of a down time too short for 2 s; at most
+/// 3/8 of the down time, so that a live host renews its lease before it fences itself.
+fn report_interval(args: &ServeArgs, liveness: Liveness) -> Result<Duration, ConfigError> {
+    let report_interval = args.report_interval.unwrap_or_else(|| {
+        let usual = Duration::from_secs(2);
+        if usual * 8 <= args.service_down_time * 3 {
+            usual
+        } else {
+            args.service_down_time * 3 / 16
+        }
+    });
+    let report = chrono::Duration::from_std(report_interval)
+        .map_err(|_| ConfigError::Invalid("--report-interval is too long".to_owned()))?;
+    if report_interval.is_zero() || report * 2 > liveness.fence_time {
+        return Err(ConfigError::Invalid(format!(
+            "--report-interval ({}) must be above zero and at most 3/8 of --service-down-time ({}), so that a \
+             live host renews its lease before it fences itself",
+            humantime::format_duration(report_interval),
+            humantime::format_duration(args.service_down_time)
+        )));
+    }
+    Ok(report_interval)
+}
+
+/// The rebalancer's lease: as given, or half the down time (at least three ticks); at least
+/// two ticks, so that the leader renews it before it expires.
+fn leader_lease(args: &ServeArgs) -> Result<chrono::Duration, ConfigError> {
+    let lease = match args.leader_lease {
+        Some(lease) => lease,
+        None => (args.service_down_time / 2).max(args.rebalance_interval * 3),
+    };
+    if lease.is_zero()
+        || (!args.rebalance_interval.is_zero() && lease < args.rebalance_interval * 2)
+    {
+        return Err(ConfigError::Invalid(format!(
+            "--leader-lease ({}) must be at least twice --rebalance-interval ({}), so that the leader \
+             renews it before it expires",
+            humantime::format_duration(lease),
+            humantime::format_duration(args.rebalance_interval)
+        )));
+    }
+    chrono::Duration::from_std(lease)
+        .map_err(|_| ConfigError::Invalid("--leader-lease is too long".to_owned()))
+}
+
+/// Host names are letters, digits, `.`, `-` and `_`.
+fn check_host_names(hosts: &[String]) -> Result<(), ConfigError> {
+    for host in hosts {
+        if host.is_empty()
+            || !host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "invalid host name {host:?} in --hosts"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn open(source: &DatabaseSource, pool_size: u32) -> Result<Database, OpenError> {

@@ -255,53 +255,16 @@ fn claim_node(
     for _ in 0..MAX_CLAIM_ATTEMPTS {
         // A refused claim returns an error from the transaction, so what it wrote rolls back.
         let attempt = db::in_transaction(conn, |conn| {
-            let Some(candidate) = db::instances::pick_free_node(conn, &request, &tried)? else {
-                return Err(ClaimFailure::NoneFree);
+            let attempt = ClaimAttempt {
+                boot,
+                instance,
+                request: &request,
+                placement_class: &placement_class,
+                tried: &tried,
+                local_hosts,
+                clock,
             };
-            let write = ConsumerAllocations {
-                consumer: instance,
-                project: boot.project.clone(),
-                user: boot.user.clone(),
-                expected_generation: crate::domain::placement::GenerationCheck::MustBeNew,
-                consumer_type: Some(INSTANCE_CONSUMER_TYPE.to_owned()),
-                allocations: BTreeMap::from([(
-                    candidate.provider,
-                    BTreeMap::from([(placement_class.clone(), 1)]),
-                )]),
-            };
-            match db::placement::allocations::replace_allocations(conn, &[write]) {
-                Ok(()) => {}
-                Err(AllocationError::Db(error)) => return Err(ClaimFailure::Db(error)),
-                // Lost the race for this node (or its inventory changed): the next one.
-                Err(refused) => {
-                    log::debug!("node {} refused the claim: {refused}", candidate.node);
-                    return Err(ClaimFailure::Lost(candidate.provider));
-                }
-            }
-            let new = NewInstance {
-                uuid: instance,
-                name: boot.name.clone(),
-                project_id: boot.project.clone(),
-                user_id: boot.user.clone(),
-                host: candidate.host.clone(),
-                node: candidate.node.clone(),
-                resource_class: boot.resource_class.clone(),
-            };
-            db::instances::create_instance(conn, &new, clock.now())?;
-            if !local_hosts.contains(&candidate.host) {
-                // Another process runs the host: it takes the boot from the database.
-                log::debug!("boot {instance} handed to {}", candidate.host);
-                db::spawns::request_spawn(
-                    conn,
-                    &db::spawns::SpawnRequest {
-                        instance_uuid: instance,
-                        host: candidate.host.clone(),
-                        node: candidate.node.clone(),
-                        pci_devices: request.pci_devices,
-                    },
-                )?;
-            }
-            Ok(candidate)
+            attempt.run(conn)
         });
         match attempt {
             Ok(candidate) => return Ok(Some(candidate)),
@@ -314,6 +277,73 @@ fn claim_node(
         "boot of instance {instance}: {MAX_CLAIM_ATTEMPTS} claims lost to concurrent boots; giving up"
     );
     Ok(None)
+}
+
+/// One attempt of `claim_node`, inside its transaction.
+struct ClaimAttempt<'a> {
+    boot: &'a Boot,
+    instance: Uuid,
+    request: &'a NodeRequest<'a>,
+    placement_class: &'a str,
+    /// Providers earlier attempts lost to concurrent boots.
+    tried: &'a [Uuid],
+    local_hosts: &'a [String],
+    clock: &'a SharedClock,
+}
+
+impl ClaimAttempt<'_> {
+    /// Picks a free node (its provider locked, skipping those another claim holds), writes
+    /// the allocation through the one allocation writer, creates the instance `building`, and
+    /// hands the boot to the process that runs the host when that is another.
+    fn run(&self, conn: &mut db::Connection) -> Result<FreeNode, ClaimFailure> {
+        let Some(candidate) = db::instances::pick_free_node(conn, self.request, self.tried)? else {
+            return Err(ClaimFailure::NoneFree);
+        };
+        let write = ConsumerAllocations {
+            consumer: self.instance,
+            project: self.boot.project.clone(),
+            user: self.boot.user.clone(),
+            expected_generation: crate::domain::placement::GenerationCheck::MustBeNew,
+            consumer_type: Some(INSTANCE_CONSUMER_TYPE.to_owned()),
+            allocations: BTreeMap::from([(
+                candidate.provider,
+                BTreeMap::from([(self.placement_class.to_owned(), 1)]),
+            )]),
+        };
+        match db::placement::allocations::replace_allocations(conn, &[write]) {
+            Ok(()) => {}
+            Err(AllocationError::Db(error)) => return Err(ClaimFailure::Db(error)),
+            // Lost the race for this node (or its inventory changed): the next one.
+            Err(refused) => {
+                log::debug!("node {} refused the claim: {refused}", candidate.node);
+                return Err(ClaimFailure::Lost(candidate.provider));
+            }
+        }
+        let new = NewInstance {
+            uuid: self.instance,
+            name: self.boot.name.clone(),
+            project_id: self.boot.project.clone(),
+            user_id: self.boot.user.clone(),
+            host: candidate.host.clone(),
+            node: candidate.node.clone(),
+            resource_class: self.boot.resource_class.clone(),
+        };
+        db::instances::create_instance(conn, &new, self.clock.now())?;
+        if !self.local_hosts.contains(&candidate.host) {
+            // Another process runs the host: it takes the boot from the database.
+            log::debug!("boot {} handed to {}", self.instance, candidate.host);
+            db::spawns::request_spawn(
+                conn,
+                &db::spawns::SpawnRequest {
+                    instance_uuid: self.instance,
+                    host: candidate.host.clone(),
+                    node: candidate.node.clone(),
+                    pci_devices: self.request.pci_devices,
+                },
+            )?;
+        }
+        Ok(candidate)
+    }
 }
 
 /// Why one claim attempt did not place the instance; any of them rolls the attempt back.

@@ -12,7 +12,7 @@ use clap::Args;
 
 use super::CliError;
 use crate::actors::archiver::{
-    ArchiveRequest, InvalidArchiveOption, NovaArchiveOptions, run_archive,
+    ArchiveReport, ArchiveRequest, InvalidArchiveOption, NovaArchiveOptions, run_archive,
 };
 use crate::config::DatabaseSource;
 use crate::db::{self, DbError};
@@ -95,6 +95,18 @@ pub fn archive_deleted_rows(
     };
     let database = super::open(source, 2)?;
     let progress = args.until_complete && args.verbose;
+    let report = archive_with_progress(&database.pool, request, progress)?;
+    print_archive_report(&report, &args, progress);
+    Ok(ExitCode::from(u8::from(report.summary.total() > 0)))
+}
+
+/// Archives as `request` says until done or interrupted (Ctrl-C stops it between batches),
+/// showing progress when asked: a line on a terminal, Nova's dots elsewhere.
+fn archive_with_progress(
+    pool: &db::Pool,
+    request: ArchiveRequest,
+    progress: bool,
+) -> Result<ArchiveReport, CliError> {
     // On a terminal, a line that says how far it got; elsewhere Nova's dots.
     let mut meter = (progress && std::io::stdout().is_terminal()).then(Progress::new);
     if progress && meter.is_none() {
@@ -102,7 +114,7 @@ pub fn archive_deleted_rows(
         flush();
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let pool = database.pool.clone();
+    let pool = pool.clone();
     let clock: SharedClock = Arc::new(SystemClock::new());
     let report = actix::System::new().block_on(async move {
         let on_interrupt = stop.clone();
@@ -126,9 +138,12 @@ pub fn archive_deleted_rows(
         .await
         .map_err(|_| DbError::Canceled)
     });
-    let report = report
-        .and_then(|report| report)
-        .map_err(CliError::Startup)?;
+    report.and_then(|report| report).map_err(CliError::Startup)
+}
+
+/// Prints what an archive run did, as nova-manage does: the end of the progress line, the
+/// table of rows archived (--verbose), and what was purged.
+fn print_archive_report(report: &ArchiveReport, args: &ArchiveArgs, progress: bool) {
     if progress {
         println!(
             "{}{}",
@@ -158,7 +173,6 @@ pub fn archive_deleted_rows(
         println!("Rows were archived, running purge...");
         print_purged(&report.purged);
     }
-    Ok(ExitCode::from(u8::from(report.summary.total() > 0)))
 }
 
 /// Runs `db purge`: exit 0 when rows were deleted, 1 with neither --all nor --before, 2 for an

@@ -19,7 +19,7 @@ async fn healthz_answers_ok_while_the_database_answers() {
 
 #[actix_web::test]
 async fn healthz_is_503_without_internal_details_when_the_database_is_gone() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn().await.without_final_audit();
     let name = app.db.name().to_owned();
     let mut admin: diesel::PgConnection =
         diesel::Connection::establish(crate::helpers::scratch_server().admin_url()).unwrap();

@@ -42,11 +42,11 @@ impl Driver {
             .expect("start chromedriver");
         let base = format!("http://127.0.0.1:{port}");
         let client = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while client.get(format!("{base}/status")).send().await.is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not start");
-            actix_rt::time::sleep(Duration::from_millis(100)).await;
-        }
+        crate::helpers::eventually_async(Duration::from_secs(20), "chromedriver to start", || {
+            let status = client.get(format!("{base}/status")).send();
+            async move { status.await.ok().map(|_| ()) }
+        })
+        .await;
         let mut driver = Driver {
             process,
             base,

@@ -9,7 +9,9 @@ use ringmaster::db::compute_nodes::NodeMove;
 use ringmaster::domain::instance::Instance;
 use ringmaster::domain::ring::MoveReason;
 
-use crate::helpers::TestDeployment;
+use std::time::Duration;
+
+use crate::helpers::{TestDeployment, eventually_async};
 
 /// Holds every Ironic node row locked, so that a deploy or destroy waits, until dropped.
 struct IronicHeld {
@@ -129,21 +131,22 @@ async fn a_host_that_lost_the_node_during_a_deploy_writes_nothing_after_it() {
                 .unwrap()
         }
     });
-    let instance = loop {
-        if let Some(instance) = the_instance(&d) {
-            break instance;
-        }
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    };
+    let instance = eventually_async(Duration::from_secs(30), "the boot's instance", || async {
+        the_instance(&d)
+    })
+    .await;
     let (node, old_host) = (
         instance.node.clone().unwrap(),
         instance.host.clone().unwrap(),
     );
     let allocations = d.allocations();
     // Move the node once the deploy waits on the held Ironic row (past its ownership check).
-    while !waiting_on_a_lock(&d) {
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually_async(
+        Duration::from_secs(30),
+        "a write waiting on the held row",
+        || async { waiting_on_a_lock(&d).then_some(()) },
+    )
+    .await;
     move_node(&d, &node, &old_host, other_than(&old_host)).await;
     drop(held);
 
@@ -189,9 +192,12 @@ async fn a_host_that_lost_the_node_during_a_destroy_deletes_nothing() {
             }),
     );
     // Move the node once the destroy waits on the held Ironic row (past its ownership check).
-    while !waiting_on_a_lock(&d) {
-        actix_rt::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    eventually_async(
+        Duration::from_secs(30),
+        "a write waiting on the held row",
+        || async { waiting_on_a_lock(&d).then_some(()) },
+    )
+    .await;
     move_node(&d, &node, &old_host, other_than(&old_host)).await;
     drop(held);
 

@@ -5,44 +5,42 @@ use diesel::RunQueryDsl;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, create_placement_provider, placement_call as call, placement_race};
+use crate::helpers::{TestApp, create_placement_provider, placement_race};
 
-const ADMIN: Option<&str> = Some("admin");
+const ADMIN: &str = "admin";
 
 /// Creates provider `uuid` with `inventories` and `traits`; returns nothing, asserts success.
 async fn provider(app: &TestApp, uuid: &str, inventories: Value, traits: &[&str]) {
     create_placement_provider(app, uuid).await;
-    let (status, _, body) = call(
-        app,
-        Method::PUT,
-        &format!("/placement/resource_providers/{uuid}/inventories"),
-        Some("1.20"),
-        ADMIN,
-        Some(json!({"resource_provider_generation": 0, "inventories": inventories})),
-    )
-    .await;
+    let (status, _, body) = app
+        .placement(
+            Method::PUT,
+            &format!("/placement/resource_providers/{uuid}/inventories"),
+        )
+        .version("1.20")
+        .token(ADMIN)
+        .json(json!({"resource_provider_generation": 0, "inventories": inventories}))
+        .send()
+        .await;
     assert_eq!(status, 200, "{body}");
     if !traits.is_empty() {
         for name in traits.iter().filter(|name| name.starts_with("CUSTOM_")) {
-            call(
-                app,
-                Method::PUT,
-                &format!("/placement/traits/{name}"),
-                Some("1.6"),
-                ADMIN,
-                None,
-            )
-            .await;
+            app.placement(Method::PUT, &format!("/placement/traits/{name}"))
+                .version("1.6")
+                .token(ADMIN)
+                .send()
+                .await;
         }
-        let (status, _, body) = call(
-            app,
-            Method::PUT,
-            &format!("/placement/resource_providers/{uuid}/traits"),
-            Some("1.6"),
-            ADMIN,
-            Some(json!({"resource_provider_generation": 1, "traits": traits})),
-        )
-        .await;
+        let (status, _, body) = app
+            .placement(
+                Method::PUT,
+                &format!("/placement/resource_providers/{uuid}/traits"),
+            )
+            .version("1.6")
+            .token(ADMIN)
+            .json(json!({"resource_provider_generation": 1, "traits": traits}))
+            .send()
+            .await;
         assert_eq!(status, 200, "{body}");
     }
 }
@@ -92,20 +90,22 @@ async fn three_hosts(app: &TestApp) {
 #[actix_web::test]
 async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
     let app = TestApp::spawn().await;
-    call(
-        &app,
-        Method::PUT,
-        "/placement/resource_classes/CUSTOM_GPU",
-        Some("1.7"),
-        ADMIN,
-        None,
-    )
-    .await;
+    app.placement(Method::PUT, "/placement/resource_classes/CUSTOM_GPU")
+        .version("1.7")
+        .token(ADMIN)
+        .send()
+        .await;
     three_hosts(&app).await;
     let get = |query: &str, version: &'static str| {
         let path = format!("/placement/allocation_candidates?{query}");
         let app = &app;
-        async move { call(app, Method::GET, &path, Some(version), ADMIN, None).await }
+        async move {
+            app.placement(Method::GET, &path)
+                .version(version)
+                .token(ADMIN)
+                .send()
+                .await
+        }
     };
 
     let (status, _, body) = get("resources=VCPU:8,MEMORY_MB:8192", "1.39").await;
@@ -222,26 +222,22 @@ async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
 #[actix_web::test]
 async fn candidates_see_every_committed_write_at_once() {
     let app = TestApp::spawn().await;
-    call(
-        &app,
-        Method::PUT,
-        "/placement/resource_classes/CUSTOM_GPU",
-        Some("1.7"),
-        ADMIN,
-        None,
-    )
-    .await;
+    app.placement(Method::PUT, "/placement/resource_classes/CUSTOM_GPU")
+        .version("1.7")
+        .token(ADMIN)
+        .send()
+        .await;
     three_hosts(&app).await;
     let gpus = || async {
-        let (_, _, body) = call(
-            &app,
-            Method::GET,
-            "/placement/allocation_candidates?resources=CUSTOM_GPU:1",
-            Some("1.39"),
-            ADMIN,
-            None,
-        )
-        .await;
+        let (_, _, body) = app
+            .placement(
+                Method::GET,
+                "/placement/allocation_candidates?resources=CUSTOM_GPU:1",
+            )
+            .version("1.39")
+            .token(ADMIN)
+            .send()
+            .await;
         candidate_uuids(&body)
     };
     assert_eq!(gpus().await, vec![GPU.to_owned()]);
@@ -252,19 +248,17 @@ async fn candidates_see_every_committed_write_at_once() {
     );
 
     let consumer = "c0000000-0000-4000-8000-00000000c001";
-    let (status, _, body) = call(
-        &app,
-        Method::PUT,
-        &format!("/placement/allocations/{consumer}"),
-        Some("1.39"),
-        ADMIN,
-        Some(
+    let (status, _, body) = app
+        .placement(Method::PUT, &format!("/placement/allocations/{consumer}"))
+        .version("1.39")
+        .token(ADMIN)
+        .json(
             json!({"allocations": {GPU: {"resources": {"CUSTOM_GPU": 1}}},
                     "project_id": "p", "user_id": "u", "consumer_generation": null,
                     "consumer_type": "INSTANCE"}),
-        ),
-    )
-    .await;
+        )
+        .send()
+        .await;
     assert_eq!(status, 204, "{body}");
     assert!(gpus().await.is_empty(), "the only GPU is taken");
 
@@ -318,28 +312,25 @@ async fn racing_creators_of_one_consumer_get_one_winner() {
                 .all(|(status, code)| *status == 409 && code == "placement.concurrent_update"),
             "round {round}: {outcomes:?}"
         );
-        let (status, _, body) = call(
-            &app,
-            Method::GET,
-            &format!("/placement/allocations/{consumer}"),
-            Some("1.39"),
-            ADMIN,
-            None,
-        )
-        .await;
+        let (status, _, body) = app
+            .placement(Method::GET, &format!("/placement/allocations/{consumer}"))
+            .version("1.39")
+            .token(ADMIN)
+            .send()
+            .await;
         assert_eq!(status, 200);
         assert_eq!(body["allocations"][BIG]["resources"], json!({"VCPU": 1}));
         assert_eq!(body["consumer_generation"], json!(1));
     }
-    let (_, _, usages) = call(
-        &app,
-        Method::GET,
-        &format!("/placement/resource_providers/{BIG}/usages"),
-        Some("1.39"),
-        ADMIN,
-        None,
-    )
-    .await;
+    let (_, _, usages) = app
+        .placement(
+            Method::GET,
+            &format!("/placement/resource_providers/{BIG}/usages"),
+        )
+        .version("1.39")
+        .token(ADMIN)
+        .send()
+        .await;
     assert_eq!(
         usages["usages"]["VCPU"],
         json!(20),
@@ -399,15 +390,11 @@ async fn readers_see_their_project_usages_and_nothing_else() {
         as_caller("/placement/resource_providers", "admin", None, Some("all")).await,
         403
     );
-    let (status, _, _) = call(
-        &app,
-        Method::GET,
-        "/placement/resource_providers",
-        None,
-        Some("admin:admin"),
-        None,
-    )
-    .await;
+    let (status, _, _) = app
+        .placement(Method::GET, "/placement/resource_providers")
+        .token("admin:admin")
+        .send()
+        .await;
     assert_eq!(status, 200, "user admin of project admin is an admin");
 }
 
@@ -451,25 +438,16 @@ async fn policy_profiles_and_cors_follow_the_settings() {
         },
     )
     .await;
-    let (status, _, _) = call(
-        &open,
-        Method::GET,
-        "/placement/resource_providers",
-        None,
-        Some("anyone"),
-        None,
-    )
-    .await;
+    let (status, _, _) = open
+        .placement(Method::GET, "/placement/resource_providers")
+        .token("anyone")
+        .send()
+        .await;
     assert_eq!(status, 200);
-    let (status, _, _) = call(
-        &open,
-        Method::GET,
-        "/placement/resource_providers",
-        None,
-        None,
-        None,
-    )
-    .await;
+    let (status, _, _) = open
+        .placement(Method::GET, "/placement/resource_providers")
+        .send()
+        .await;
     assert_eq!(status, 401, "a token is still required");
 
     let cors = TestApp::spawn_with(

@@ -6,9 +6,9 @@ use diesel::RunQueryDsl;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, create_placement_provider, placement_call as call, placement_race};
+use crate::helpers::{TestApp, create_placement_provider, placement_race};
 
-const ADMIN: Option<&str> = Some("admin");
+const ADMIN: &str = "admin";
 
 /// Eight writers replace one provider's traits at the same generation, ten rounds: one wins,
 /// seven get 409 `placement.concurrent_update`, and the provider holds the winner's set.
@@ -55,7 +55,12 @@ async fn racing_trait_writers_at_one_generation_get_one_winner() {
                 .all(|(status, code)| *status == 409 && code == "placement.concurrent_update"),
             "round {round}: {outcomes:?}"
         );
-        let (status, _, body) = call(&app, Method::GET, &path, Some("1.6"), ADMIN, None).await;
+        let (status, _, body) = app
+            .placement(Method::GET, &path)
+            .version("1.6")
+            .token(ADMIN)
+            .send()
+            .await;
         assert_eq!(status, 200);
         let mut expected = sets[winners[0]].clone();
         expected.sort();
@@ -95,15 +100,15 @@ async fn providers_racing_into_a_new_aggregate_all_join_it() {
             outcomes.iter().all(|(status, _)| *status == 200),
             "round {round}: {outcomes:?}"
         );
-        let (status, _, body) = call(
-            &app,
-            Method::GET,
-            &format!("/placement/resource_providers?member_of={aggregate}"),
-            Some("1.19"),
-            ADMIN,
-            None,
-        )
-        .await;
+        let (status, _, body) = app
+            .placement(
+                Method::GET,
+                &format!("/placement/resource_providers?member_of={aggregate}"),
+            )
+            .version("1.19")
+            .token(ADMIN)
+            .send()
+            .await;
         assert_eq!(status, 200);
         let mut members: Vec<&str> = body["resource_providers"]
             .as_array()
@@ -134,7 +139,14 @@ async fn link_errors_come_in_placements_order_and_write_nothing() {
     create_placement_provider(&app, rp).await;
     let put = |path: String, version: &'static str, body: Value| {
         let app = &app;
-        async move { call(app, Method::PUT, &path, Some(version), ADMIN, Some(body)).await }
+        async move {
+            app.placement(Method::PUT, &path)
+                .version(version)
+                .token(ADMIN)
+                .json(body)
+                .send()
+                .await
+        }
     };
     let traits = |uuid: &str| format!("/placement/resource_providers/{uuid}/traits");
     let aggregates = |uuid: &str| format!("/placement/resource_providers/{uuid}/aggregates");
@@ -180,7 +192,12 @@ async fn link_errors_come_in_placements_order_and_write_nothing() {
         body["errors"][0]["detail"],
         "No such trait(s): CUSTOM_ALSO_NOPE, CUSTOM_NOPE"
     );
-    let (status, _, body) = call(&app, Method::GET, &traits(rp), Some("1.6"), ADMIN, None).await;
+    let (status, _, body) = app
+        .placement(Method::GET, &traits(rp))
+        .version("1.6")
+        .token(ADMIN)
+        .send()
+        .await;
     assert_eq!(
         (status, body),
         (

@@ -295,23 +295,6 @@ fn write_and_check(
     names: (i64, i64, Option<i64>),
     rows: &AllocationRows,
 ) -> Result<(), AllocationError> {
-    #[derive(QueryableByName)]
-    struct Capacity {
-        #[diesel(sql_type = BigInt)]
-        ord: i64,
-        #[diesel(sql_type = Nullable<Integer>)]
-        class_id: Option<i32>,
-        #[diesel(sql_type = Nullable<Double>)]
-        capacity: Option<f64>,
-        #[diesel(sql_type = BigInt)]
-        used: i64,
-        #[diesel(sql_type = Nullable<Integer>)]
-        min_unit: Option<i32>,
-        #[diesel(sql_type = Nullable<Integer>)]
-        max_unit: Option<i32>,
-        #[diesel(sql_type = Nullable<Integer>)]
-        step_size: Option<i32>,
-    }
     // The consumer is written by the same statement: updated when it exists, inserted when
     // not — where a racing request that created it first makes the insert fail.
     let consumer_sql = if exists {
@@ -361,31 +344,52 @@ fn write_and_check(
         }
         other => other?,
     };
-    for row in checked {
-        let index = usize::try_from(row.ord - 1).unwrap_or(usize::MAX);
-        let (Some(provider), Some(class), Some(amount)) = (
-            rows.providers.get(index).copied(),
-            rows.classes.get(index).cloned(),
-            rows.amounts.get(index).copied(),
-        ) else {
-            continue;
-        };
-        if row.class_id.is_none() {
-            return Err(AllocationError::UnknownClass(class));
-        }
-        let (Some(capacity), Some(min_unit), Some(max_unit), Some(step_size)) =
-            (row.capacity, row.min_unit, row.max_unit, row.step_size)
-        else {
-            return Err(AllocationError::NoInventory { class, provider });
-        };
-        if amount < min_unit || amount > max_unit || amount % step_size.max(1) != 0 {
-            return Err(AllocationError::Constraint { class, provider });
-        }
-        if row.used as f64 > capacity {
-            return Err(AllocationError::Capacity { class, provider });
-        }
+    checked
+        .iter()
+        .try_for_each(|row| refusal(row, rows).map_or(Ok(()), Err))
+}
+
+/// What `write_and_check` read back for one wanted allocation (in the order of the rows).
+#[derive(QueryableByName)]
+struct Capacity {
+    #[diesel(sql_type = BigInt)]
+    ord: i64,
+    #[diesel(sql_type = Nullable<Integer>)]
+    class_id: Option<i32>,
+    #[diesel(sql_type = Nullable<Double>)]
+    capacity: Option<f64>,
+    #[diesel(sql_type = BigInt)]
+    used: i64,
+    #[diesel(sql_type = Nullable<Integer>)]
+    min_unit: Option<i32>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    max_unit: Option<i32>,
+    #[diesel(sql_type = Nullable<Integer>)]
+    step_size: Option<i32>,
+}
+
+/// Why the allocation `row` reads back is refused, if it is: an unknown class, no inventory,
+/// an amount outside min_unit, max_unit and step_size, or usage beyond capacity.
+fn refusal(row: &Capacity, rows: &AllocationRows) -> Option<AllocationError> {
+    let index = usize::try_from(row.ord - 1).ok()?;
+    let provider = rows.providers.get(index).copied()?;
+    let class = rows.classes.get(index).cloned()?;
+    let amount = rows.amounts.get(index).copied()?;
+    if row.class_id.is_none() {
+        return Some(AllocationError::UnknownClass(class));
     }
-    Ok(())
+    let (Some(capacity), Some(min_unit), Some(max_unit), Some(step_size)) =
+        (row.capacity, row.min_unit, row.max_unit, row.step_size)
+    else {
+        return Some(AllocationError::NoInventory { class, provider });
+    };
+    if amount < min_unit || amount > max_unit || amount % step_size.max(1) != 0 {
+        return Some(AllocationError::Constraint { class, provider });
+    }
+    if row.used as f64 > capacity {
+        return Some(AllocationError::Capacity { class, provider });
+    }
+    None
 }
 
 /// One allocation row, as the read APIs show them.

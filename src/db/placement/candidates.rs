@@ -134,6 +134,33 @@ struct NameRow {
 
 fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> {
     let epoch = epoch(conn)?;
+    let (mut providers, position) = load_providers(conn)?;
+    load_facts(conn, &mut providers, &position)?;
+    let classes: Vec<NameRow> =
+        diesel::sql_query("SELECT name::text AS name FROM resource_classes").load(conn)?;
+    let trait_names: Vec<TraitRow> =
+        diesel::sql_query("SELECT id::bigint AS id, name::text AS name FROM traits").load(conn)?;
+    Ok(PlacementSnapshot {
+        epoch,
+        by_uuid: providers
+            .iter()
+            .enumerate()
+            .map(|(index, provider)| (provider.uuid, index))
+            .collect(),
+        providers,
+        classes: classes.into_iter().map(|row| row.name).collect(),
+        traits: trait_names
+            .into_iter()
+            .map(|row| (row.name, row.id))
+            .collect(),
+    })
+}
+
+/// Every provider in id order, with its parent and root as positions in that order; and the
+/// position of each provider id.
+fn load_providers(
+    conn: &mut PgConnection,
+) -> Result<(Vec<Provider>, HashMap<i64, usize>), DbError> {
     let rows: Vec<ProviderRow> = diesel::sql_query(
         "SELECT id, uuid, parent_provider_id AS parent, COALESCE(root_provider_id, id) AS root
            FROM resource_providers ORDER BY id",
@@ -144,7 +171,7 @@ fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> 
         .enumerate()
         .map(|(index, row)| (row.id, index))
         .collect();
-    let mut providers: Vec<Provider> = rows
+    let providers = rows
         .iter()
         .enumerate()
         .map(|(index, row)| Provider {
@@ -154,6 +181,15 @@ fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> 
             facts: ProviderFacts::default(),
         })
         .collect();
+    Ok((providers, position))
+}
+
+/// Fills in each provider's inventories (with their usage), traits and aggregates.
+fn load_facts(
+    conn: &mut PgConnection,
+    providers: &mut [Provider],
+    position: &HashMap<i64, usize>,
+) -> Result<(), DbError> {
     let inventories: Vec<InventoryRow> = diesel::sql_query(
         "SELECT i.resource_provider_id AS id, rc.name::text AS class,
                 ((i.total - i.reserved) * i.allocation_ratio)::float8 AS ceiling,
@@ -201,22 +237,5 @@ fn load_snapshot(conn: &mut PgConnection) -> Result<PlacementSnapshot, DbError> 
             providers[*index].facts.aggregates.insert(row.aggregate);
         }
     }
-    let classes: Vec<NameRow> =
-        diesel::sql_query("SELECT name::text AS name FROM resource_classes").load(conn)?;
-    let trait_names: Vec<TraitRow> =
-        diesel::sql_query("SELECT id::bigint AS id, name::text AS name FROM traits").load(conn)?;
-    Ok(PlacementSnapshot {
-        epoch,
-        by_uuid: providers
-            .iter()
-            .enumerate()
-            .map(|(index, provider)| (provider.uuid, index))
-            .collect(),
-        providers,
-        classes: classes.into_iter().map(|row| row.name).collect(),
-        traits: trait_names
-            .into_iter()
-            .map(|row| (row.name, row.id))
-            .collect(),
-    })
+    Ok(())
 }

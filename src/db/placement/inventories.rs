@@ -92,25 +92,28 @@ pub fn replace_inventories(
     generation: i64,
     rows: &[InventoryRow],
 ) -> Result<Option<i64>, InventoryError> {
-    use diesel::sql_types::{Array, Bool, Nullable};
-    #[derive(QueryableByName)]
-    struct Outcome {
-        #[diesel(sql_type = Nullable<BigInt>)]
-        seen: Option<i64>,
-        #[diesel(sql_type = Nullable<BigInt>)]
-        generation: Option<i64>,
-        #[diesel(sql_type = Nullable<Text>)]
-        unknown: Option<String>,
-        #[diesel(sql_type = Nullable<Text>)]
-        in_use: Option<String>,
-        #[diesel(sql_type = Bool)]
-        found: bool,
-    }
+    use diesel::sql_types::Array;
     let column = |pick: fn(&InventoryRow) -> i32| rows.iter().map(pick).collect::<Vec<i32>>();
     let names: Vec<&str> = rows.iter().map(|row| row.resource_class.as_str()).collect();
     let ratios: Vec<f64> = rows.iter().map(|row| row.allocation_ratio).collect();
-    let outcome: Outcome = crate::db::cached::query(
-        "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
+    let outcome: ReplaceOutcome = crate::db::cached::query(REPLACE_INVENTORIES)
+        .bind::<SqlUuid, _>(provider)
+        .bind::<BigInt, _>(generation)
+        .bind::<Array<Text>, _>(&names)
+        .bind::<Array<Integer>, _>(column(|row| row.total))
+        .bind::<Array<Integer>, _>(column(|row| row.reserved))
+        .bind::<Array<Integer>, _>(column(|row| row.min_unit))
+        .bind::<Array<Integer>, _>(column(|row| row.max_unit))
+        .bind::<Array<Integer>, _>(column(|row| row.step_size))
+        .bind::<Array<Double>, _>(&ratios)
+        .get_result(conn)?;
+    outcome.into_result(generation, provider)
+}
+
+/// `replace_inventories` in one statement: `$1` the provider, `$2` its expected generation,
+/// `$3`…`$9` the rows as columns. Writes only when the provider is at that generation, every
+/// class exists and no class allocations use is dropped.
+const REPLACE_INVENTORIES: &str = "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          wanted AS (
              SELECT t.*, rc.id AS class_id
                FROM unnest($3::text[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[],
@@ -150,38 +153,50 @@ pub fn replace_inventories(
                 (SELECT generation FROM bumped) AS generation,
                 (SELECT name FROM unknown) AS unknown,
                 (SELECT names FROM in_use) AS in_use,
-                (SELECT count(*) FROM written) AS written",
-    )
-    .bind::<SqlUuid, _>(provider)
-    .bind::<BigInt, _>(generation)
-    .bind::<Array<Text>, _>(&names)
-    .bind::<Array<Integer>, _>(column(|row| row.total))
-    .bind::<Array<Integer>, _>(column(|row| row.reserved))
-    .bind::<Array<Integer>, _>(column(|row| row.min_unit))
-    .bind::<Array<Integer>, _>(column(|row| row.max_unit))
-    .bind::<Array<Integer>, _>(column(|row| row.step_size))
-    .bind::<Array<Double>, _>(&ratios)
-    .get_result(conn)?;
-    if !outcome.found {
-        return Ok(None);
+                (SELECT count(*) FROM written) AS written";
+
+/// What the `REPLACE_INVENTORIES` statement found and did.
+#[derive(QueryableByName)]
+struct ReplaceOutcome {
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    seen: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<BigInt>)]
+    generation: Option<i64>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    unknown: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
+    in_use: Option<String>,
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    found: bool,
+}
+
+impl ReplaceOutcome {
+    /// The new generation; `None` for no such provider; or why nothing was written.
+    fn into_result(
+        self,
+        generation: i64,
+        provider: uuid::Uuid,
+    ) -> Result<Option<i64>, InventoryError> {
+        if !self.found {
+            return Ok(None);
+        }
+        if self.seen != Some(generation) {
+            return Err(InventoryError::GenerationConflict);
+        }
+        if let Some(class) = self.unknown {
+            return Err(InventoryError::UnknownInventoryClass { class, provider });
+        }
+        if let Some(classes) = self.in_use {
+            return Err(InventoryError::InUse {
+                class: classes,
+                provider,
+            });
+        }
+        // Seen at the right generation, but another writer bumped it before the lock.
+        self.generation
+            .map(Some)
+            .ok_or(InventoryError::GenerationConflict)
     }
-    if outcome.seen != Some(generation) {
-        return Err(InventoryError::GenerationConflict);
-    }
-    if let Some(class) = outcome.unknown {
-        return Err(InventoryError::UnknownInventoryClass { class, provider });
-    }
-    if let Some(classes) = outcome.in_use {
-        return Err(InventoryError::InUse {
-            class: classes,
-            provider,
-        });
-    }
-    // Seen at the right generation, but another writer bumped it before the lock.
-    outcome
-        .generation
-        .map(Some)
-        .ok_or(InventoryError::GenerationConflict)
 }
 
 /// Writes one class's inventory (insert or update).

@@ -158,7 +158,32 @@ pub async fn list_providers(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PlacementError> {
     let version = version_of(&request);
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(request.query_string())
+    let (filter, rules) = provider_query(request.query_string(), version)?;
+    let cache = state.candidates.clone();
+    let listed = db::run(&state.pool, move |conn| {
+        let providers = db::placement::providers::list_providers(conn, &filter)?;
+        if rules.is_empty() {
+            return Ok(Ok(providers));
+        }
+        // The facts the rules look at are those allocation candidates read: the kept snapshot.
+        let snapshot = db::placement::candidates::snapshot(conn, &cache)?;
+        Ok(admitted(providers, &rules, &snapshot))
+    })
+    .await??;
+    let body: Vec<Value> = listed
+        .iter()
+        .map(|provider| provider_json(provider, version))
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({ "resource_providers": body })))
+}
+
+/// Reads the query of `GET /resource_providers` for `version`: the filter the database
+/// applies, and the rules on inventories, traits and aggregates.
+fn provider_query(
+    query: &str,
+    version: Microversion,
+) -> Result<(ProviderFilter, ProviderRules), PlacementError> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query)
         .map_err(|error| bad_query(format!("malformed query string: {error}")))?;
     let mut filter = ProviderFilter::default();
     let mut rules = ProviderRules::default();
@@ -187,56 +212,50 @@ pub async fn list_providers(
         .parse_member_of(&member_of, version)
         .and_then(|()| rules.parse_required(&required, version))
         .map_err(PlacementError::bad_request)?;
-    let cache = state.candidates.clone();
-    let listed = db::run(&state.pool, move |conn| {
-        let providers = db::placement::providers::list_providers(conn, &filter)?;
-        if rules.is_empty() {
-            return Ok(Ok(providers));
-        }
-        // The facts the rules look at are those allocation candidates read: the kept snapshot.
-        let snapshot = db::placement::candidates::snapshot(conn, &cache)?;
-        let mut missing: Vec<String> = rules
-            .trait_names()
-            .into_iter()
-            .filter(|name| !snapshot.traits.contains_key(name))
-            .collect();
-        if !missing.is_empty() {
-            missing.sort();
-            missing.dedup();
-            return Ok(Err(PlacementError::bad_request(format!(
-                "No such trait(s): {}.",
-                missing.join(", ")
-            ))));
-        }
-        if let Some((class, _)) = rules
-            .resources
-            .iter()
-            .find(|(class, _)| !snapshot.classes.contains(class))
-        {
-            return Ok(Err(PlacementError::bad_request(format!(
-                "Invalid resource class in resources parameter: No such resource class {class}."
-            ))));
-        }
-        // A provider the snapshot lacks was created since and has no inventory, traits or
-        // aggregates yet.
-        let none = crate::domain::placement_filter::ProviderFacts::default();
-        Ok(Ok(providers
-            .into_iter()
-            .filter(|provider| {
-                let facts = snapshot
-                    .by_uuid
-                    .get(&provider.uuid)
-                    .map_or(&none, |index| &snapshot.providers[*index].facts);
-                rules.admits(facts)
-            })
-            .collect()))
-    })
-    .await??;
-    let body: Vec<Value> = listed
-        .iter()
-        .map(|provider| provider_json(provider, version))
+    Ok((filter, rules))
+}
+
+/// The providers `rules` admit, judged on `snapshot`; 400 for a trait or class that does not
+/// exist. A provider the snapshot lacks was created since and has no inventory, traits or
+/// aggregates yet.
+fn admitted(
+    providers: Vec<ProviderRow>,
+    rules: &ProviderRules,
+    snapshot: &db::placement::candidates::PlacementSnapshot,
+) -> Result<Vec<ProviderRow>, PlacementError> {
+    let mut missing: Vec<String> = rules
+        .trait_names()
+        .into_iter()
+        .filter(|name| !snapshot.traits.contains_key(name))
         .collect();
-    Ok(HttpResponse::Ok().json(json!({ "resource_providers": body })))
+    if !missing.is_empty() {
+        missing.sort();
+        missing.dedup();
+        return Err(PlacementError::bad_request(format!(
+            "No such trait(s): {}.",
+            missing.join(", ")
+        )));
+    }
+    if let Some((class, _)) = rules
+        .resources
+        .iter()
+        .find(|(class, _)| !snapshot.classes.contains(class))
+    {
+        return Err(PlacementError::bad_request(format!(
+            "Invalid resource class in resources parameter: No such resource class {class}."
+        )));
+    }
+    let none = crate::domain::placement_filter::ProviderFacts::default();
+    Ok(providers
+        .into_iter()
+        .filter(|provider| {
+            let facts = snapshot
+                .by_uuid
+                .get(&provider.uuid)
+                .map_or(&none, |index| &snapshot.providers[*index].facts);
+            rules.admits(facts)
+        })
+        .collect())
 }
 
 /// Creates a provider: 201 with a Location before 1.20, 200 with the provider from 1.20.

@@ -1,0 +1,258 @@
+//! Driving the `ringmaster` binary: a command with no inherited settings, a running process
+//! whose output is collected, the demo with fast timings, and plain HTTP/1.0 requests to it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+/// A folder for one test under /dev/shm (or the temp dir), removed on drop.
+pub struct TempDir {
+    pub path: std::path::PathBuf,
+}
+
+impl TempDir {
+    pub fn new(label: &str) -> TempDir {
+        let base = if std::path::Path::new("/dev/shm").is_dir() {
+            std::path::PathBuf::from("/dev/shm")
+        } else {
+            std::env::temp_dir()
+        };
+        let path = base.join(format!(
+            "ringmaster-test-{label}-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&path).unwrap();
+        TempDir { path }
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Builds a command for the `ringmaster` binary with no database settings inherited.
+pub fn ringmaster() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ringmaster"));
+    for (name, _) in std::env::vars() {
+        if name.starts_with("RINGMASTER_") || name == "DATABASE_URL" {
+            command.env_remove(name);
+        }
+    }
+    command.env("RUST_LOG", "info");
+    command
+}
+
+/// A running `ringmaster` process whose stdout and stderr are collected line by line.
+pub struct Running {
+    pub child: Child,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+    pub stderr_lines: Vec<String>,
+}
+
+impl Running {
+    pub fn spawn(mut command: Command) -> Running {
+        let mut child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ringmaster");
+        let stdout = lines_of(child.stdout.take().unwrap());
+        let stderr = lines_of(child.stderr.take().unwrap());
+        Running {
+            child,
+            stdout,
+            stderr,
+            stderr_lines: Vec::new(),
+        }
+    }
+
+    /// Waits for the first stdout line containing `needle`.
+    pub fn wait_for_stdout(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.stdout.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        self.collect_stderr();
+        panic!(
+            "no stdout line with {needle:?}; stderr: {:#?}",
+            self.stderr_lines
+        );
+    }
+
+    /// Waits for the process to exit and returns its exit code and all stderr lines.
+    pub fn wait_exit(&mut self, timeout: Duration) -> (Option<i32>, Vec<String>) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Give the reader threads a moment to drain the pipes.
+                std::thread::sleep(Duration::from_millis(100));
+                self.collect_stderr();
+                return (status.code(), self.stderr_lines.clone());
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                self.collect_stderr();
+                panic!(
+                    "ringmaster did not exit within {timeout:?}; stderr: {:#?}",
+                    self.stderr_lines
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn collect_stderr(&mut self) {
+        while let Ok(line) = self.stderr.try_recv() {
+            self.stderr_lines.push(line);
+        }
+    }
+
+    /// Returns what the process wrote to stdout so far, lines joined with newlines.
+    pub fn stdout_text(&mut self) -> String {
+        let mut text = String::new();
+        while let Ok(line) = self.stdout.try_recv() {
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    }
+
+    /// Sends SIGINT, as Ctrl-C does.
+    pub fn interrupt(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn lines_of(stream: impl std::io::Read + Send + 'static) -> Receiver<String> {
+    let (sender, receiver) = channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if sender.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    receiver
+}
+
+/// Runs a finished command and returns (exit code, stdout, stderr).
+pub fn run_to_end(command: &mut Command) -> (Option<i32>, String, String) {
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .expect("run ringmaster");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// Asserts that stderr holds exactly one error line, mentioning `needle`, and no panic.
+pub fn assert_one_error_line(stderr: &[String], needle: &str) {
+    let errors: Vec<&String> = stderr
+        .iter()
+        .filter(|line| line.to_lowercase().contains("error"))
+        .collect();
+    assert!(
+        !stderr
+            .iter()
+            .any(|line| line.contains("panicked") || line.contains("RUST_BACKTRACE")),
+        "no panic expected: {stderr:#?}"
+    );
+    assert_eq!(
+        errors.len(),
+        1,
+        "exactly one error line expected: {stderr:#?}"
+    );
+    assert!(errors[0].starts_with("ringmaster: error: "), "{stderr:#?}");
+    assert!(
+        errors[0].contains(needle),
+        "error line should mention {needle:?}: {stderr:#?}"
+    );
+}
+
+/// Sends one HTTP/1.0 request and returns the status code and body.
+pub fn http(address: &str, method: &str, path: &str) -> (u16, String) {
+    http_json(address, method, path, "")
+}
+
+/// Starts `demo` with the FAST timings on a data directory of its own; returns the folder
+/// (removed on drop), the process and its `host:port`.
+pub fn start_demo(label: &str) -> (TempDir, Running, String) {
+    start_demo_with(label, &[])
+}
+
+/// `start_demo` with more arguments (`--hosts`, `--nodes` …).
+pub fn start_demo_with(label: &str, extra: &[&str]) -> (TempDir, Running, String) {
+    let dir = TempDir::new(label);
+    let mut command = ringmaster();
+    command
+        .args(["demo", "--bind", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path.join("pg"))
+        .args(FAST)
+        .args(extra)
+        .env("RUST_LOG", "warn");
+    let mut demo = Running::spawn(command);
+    let address =
+        address_of(&demo.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    (dir, demo, address)
+}
+
+/// Returns `host:port` from the "listening on http://host:port/" line.
+pub fn address_of(line: &str) -> String {
+    line.rsplit("http://")
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// Flags that make a `serve`/`demo` process react within a couple of seconds.
+pub const FAST: [&str; 8] = [
+    "--report-interval",
+    "200ms",
+    "--service-down-time",
+    "2s",
+    "--rebalance-interval",
+    "200ms",
+    "--update-resources-interval",
+    "500ms",
+];
+
+/// Sends one HTTP/1.0 request with a JSON body and returns the status code and body.
+pub fn http_json(address: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}

@@ -7,6 +7,7 @@ pub mod error;
 pub mod host;
 pub mod identity;
 pub mod instance;
+pub mod listing;
 pub mod node;
 pub mod placement;
 pub mod placement_filter;

@@ -64,54 +64,57 @@ impl Handler<EnrollNodes> for Ironic {
     }
 }
 
-/// Deletes a node from Ironic (refused while an instance is on it).
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), DbError>")]
-pub struct DeleteNode {
-    pub node: Uuid,
+/// Declares a message to the Ironic actor that runs one write of `db::ironic` in its own
+/// transaction, at the actor's clock: `Name { fields } => |message, conn, now| write`.
+macro_rules! ironic_write {
+    ($(#[$doc:meta])* $name:ident { $($field:ident: $ty:ty),* $(,)? }
+     => |$message:ident, $conn:ident, $now:ident| $write:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Message)]
+        #[rtype(result = "Result<(), DbError>")]
+        pub struct $name {
+            $(pub $field: $ty),*
+        }
+
+        impl Handler<$name> for Ironic {
+            type Result = Result<(), DbError>;
+
+            fn handle(&mut self, $message: $name, _: &mut Self::Context) -> Self::Result {
+                let $now = self.clock.now();
+                self.run(|$conn| $write)
+            }
+        }
+    };
 }
 
-impl Handler<DeleteNode> for Ironic {
-    type Result = Result<(), DbError>;
-
-    fn handle(&mut self, message: DeleteNode, _: &mut Self::Context) -> Self::Result {
-        self.run(|conn| ironic::delete_node(conn, message.node))
-    }
+ironic_write! {
+    /// Deletes a node from Ironic (refused while an instance is on it).
+    DeleteNode { node: Uuid } => |message, conn, _now| ironic::delete_node(conn, message.node)
 }
 
-/// Takes (`locked`) or releases the conductor lock of a node.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), DbError>")]
-pub struct LockNode {
-    pub node: Uuid,
-    pub locked: bool,
-}
-
-impl Handler<LockNode> for Ironic {
-    type Result = Result<(), DbError>;
-
-    fn handle(&mut self, message: LockNode, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
+ironic_write! {
+    /// Takes (`locked`) or releases the conductor lock of a node.
+    LockNode { node: Uuid, locked: bool } => |message, conn, now| {
         let conductor = message.locked.then_some(FAULT_CONDUCTOR);
-        self.run(|conn| ironic::set_reservation(conn, message.node, conductor, now))
+        ironic::set_reservation(conn, message.node, conductor, now)
     }
 }
 
-/// Puts a node in maintenance or takes it out.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), DbError>")]
-pub struct SetMaintenance {
-    pub node: Uuid,
-    pub on: bool,
+ironic_write! {
+    /// Puts a node in maintenance or takes it out.
+    SetMaintenance { node: Uuid, on: bool }
+        => |message, conn, now| ironic::set_maintenance(conn, message.node, message.on, now)
 }
 
-impl Handler<SetMaintenance> for Ironic {
-    type Result = Result<(), DbError>;
+ironic_write! {
+    /// Deploys an instance onto a node; fails on a locked node.
+    Deploy { node: Uuid, instance: Uuid }
+        => |message, conn, now| ironic::deploy(conn, message.node, message.instance, now)
+}
 
-    fn handle(&mut self, message: SetMaintenance, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
-        self.run(|conn| ironic::set_maintenance(conn, message.node, message.on, now))
-    }
+ironic_write! {
+    /// Tears an instance down; fails on a locked node.
+    Destroy { node: Uuid } => |message, conn, now| ironic::destroy(conn, message.node, now)
 }
 
 /// Fault injection: from now on Ironic's node listing fails (`fail`) or works again.
@@ -144,38 +147,5 @@ impl Handler<CheckListing> for Ironic {
         } else {
             Ok(())
         }
-    }
-}
-
-/// Deploys an instance onto a node; fails on a locked node.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), DbError>")]
-pub struct Deploy {
-    pub node: Uuid,
-    pub instance: Uuid,
-}
-
-impl Handler<Deploy> for Ironic {
-    type Result = Result<(), DbError>;
-
-    fn handle(&mut self, message: Deploy, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
-        self.run(|conn| ironic::deploy(conn, message.node, message.instance, now))
-    }
-}
-
-/// Tears an instance down; fails on a locked node.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), DbError>")]
-pub struct Destroy {
-    pub node: Uuid,
-}
-
-impl Handler<Destroy> for Ironic {
-    type Result = Result<(), DbError>;
-
-    fn handle(&mut self, message: Destroy, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
-        self.run(|conn| ironic::destroy(conn, message.node, now))
     }
 }

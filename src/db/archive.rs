@@ -434,7 +434,7 @@ pub fn finish_run(
 }
 
 /// One recorded archive run.
-#[derive(Debug, Clone, PartialEq, QueryableByName)]
+#[derive(Debug, Clone, PartialEq, QueryableByName, serde::Serialize)]
 pub struct ArchiveRunRow {
     #[diesel(sql_type = BigInt)]
     pub id: i64,

@@ -165,21 +165,8 @@ pub fn soft_delete_instance(
     Ok(())
 }
 
-/// Which instances a listing shows: filters, and a page (`limit` after `marker`, by uuid).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InstanceFilter {
-    pub host: Option<String>,
-    /// The vm_state.
-    pub state: Option<String>,
-    pub resource_class: Option<String>,
-    /// Only instances whose uuid sorts after this one (the last of the previous page).
-    pub marker: Option<Uuid>,
-    /// Instances whose uuid, name or node starts with it, or whose host or vm_state it is.
-    pub search: Option<String>,
-    /// How many of the selected to skip.
-    pub offset: i64,
-    pub limit: Option<i64>,
-}
+/// Which instances a listing shows (`state`: the vm_state).
+pub type InstanceFilter = crate::domain::listing::ListFilter;
 
 /// Lists the live instances, ordered by uuid.
 pub fn list_instances(conn: &mut PgConnection) -> Result<Vec<Instance>, DbError> {

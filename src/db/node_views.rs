@@ -35,22 +35,8 @@ pub struct NodeView {
     pub owner_epoch: Option<i64>,
 }
 
-/// Which nodes a listing shows: filters, and a page (`limit` nodes after `marker`, by uuid).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeFilter {
-    pub host: Option<String>,
-    /// Ironic's provision state.
-    pub state: Option<String>,
-    pub resource_class: Option<String>,
-    /// Only nodes whose uuid sorts after this one (the last of the previous page).
-    pub marker: Option<Uuid>,
-    /// Nodes whose uuid, name or instance starts with it, or whose owner or provision state
-    /// it is.
-    pub search: Option<String>,
-    /// How many of the selected to skip.
-    pub offset: i64,
-    pub limit: Option<i64>,
-}
+/// Which nodes a listing shows (`state`: Ironic's provision state).
+pub type NodeFilter = crate::domain::listing::ListFilter;
 
 /// Lists every ironic node with its owner, compute node and provider, by uuid.
 pub fn list_node_views(conn: &mut PgConnection) -> Result<Vec<NodeView>, DbError> {
@@ -124,7 +110,7 @@ pub fn count_node_views(conn: &mut PgConnection, filter: &NodeFilter) -> Result<
 }
 
 /// One row of the moves audit log.
-#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName, serde::Serialize)]
 pub struct MoveRow {
     #[diesel(sql_type = BigInt)]
     pub id: i64,

@@ -90,20 +90,6 @@ pub struct RingResponse {
     pub lease_epoch: Option<i64>,
 }
 
-/// One move in `GET /api/v1/moves`.
-#[derive(Debug, Serialize)]
-pub struct MoveResponse {
-    pub id: i64,
-    pub node: String,
-    pub compute_node_uuid: Uuid,
-    pub from_host: Option<String>,
-    pub to_host: String,
-    pub reason: String,
-    pub owner_epoch: i64,
-    pub ring_version: i64,
-    pub moved_at: DateTime<Utc>,
-}
-
 /// Query of `GET /api/v1/moves`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -152,6 +138,19 @@ impl ListQuery {
         }
     }
 
+    /// The filter and page it asks for, checked.
+    pub fn filter(self) -> Result<crate::domain::listing::ListFilter, String> {
+        Ok(crate::domain::listing::ListFilter {
+            limit: self.limit()?,
+            offset: self.offset()?,
+            search: self.search()?,
+            marker: self.marker,
+            host: self.host,
+            state: self.state,
+            resource_class: self.resource_class,
+        })
+    }
+
     /// The search text, when not empty (at most 255 characters).
     pub fn search(&self) -> Result<Option<String>, String> {
         match self.search.as_deref().map(str::trim) {
@@ -164,12 +163,36 @@ impl ListQuery {
     }
 }
 
-/// How many a listing selects in all, counted only for a page (`limit` given).
-pub fn total_of_page(
-    limit: Option<i64>,
-    count: impl FnOnce() -> Result<i64, crate::db::DbError>,
-) -> Result<Option<i64>, crate::db::DbError> {
-    limit.map(|_| count()).transpose()
+/// Reads what `query` selects with `find`, and — for a page (`limit` given) — how many it
+/// selects in all with `count`; a bad query is a 400.
+pub async fn page_of<T, F, C>(
+    pool: &crate::db::Pool,
+    query: ListQuery,
+    find: F,
+    count: C,
+) -> Result<(Vec<T>, Option<i64>), super::error::ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(
+            &mut crate::db::Connection,
+            &crate::domain::listing::ListFilter,
+        ) -> Result<Vec<T>, crate::db::DbError>
+        + Send
+        + 'static,
+    C: FnOnce(
+            &mut crate::db::Connection,
+            &crate::domain::listing::ListFilter,
+        ) -> Result<i64, crate::db::DbError>
+        + Send
+        + 'static,
+{
+    let filter = query.filter().map_err(super::error::ApiError::BadRequest)?;
+    Ok(crate::db::run(pool, move |conn| {
+        let rows = find(conn, &filter)?;
+        let total = filter.limit.map(|_| count(conn, &filter)).transpose()?;
+        Ok((rows, total))
+    })
+    .await?)
 }
 
 /// Adds the `X-Total-Count` header to a page's answer.

@@ -59,24 +59,12 @@ pub async fn list_instances(
     state: web::Data<AppState>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let query = query.into_inner();
-    let filter = db::instances::InstanceFilter {
-        limit: query.limit().map_err(ApiError::BadRequest)?,
-        offset: query.offset().map_err(ApiError::BadRequest)?,
-        search: query.search().map_err(ApiError::BadRequest)?,
-        marker: query.marker,
-        host: query.host,
-        state: query.state,
-        resource_class: query.resource_class,
-    };
-    let (instances, total) = db::run(&state.pool, move |conn| {
-        let instances = db::instances::find_instances(conn, &filter)?;
-        // A page says how many there are in all.
-        let total = super::dto::total_of_page(filter.limit, || {
-            db::instances::count_instances(conn, &filter)
-        })?;
-        Ok((instances, total))
-    })
+    let (instances, total) = super::dto::page_of(
+        &state.pool,
+        query.into_inner(),
+        db::instances::find_instances,
+        db::instances::count_instances,
+    )
     .await?;
     Ok(super::dto::with_total(HttpResponse::Ok(), total)
         .json(instances.into_iter().map(response).collect::<Vec<_>>()))

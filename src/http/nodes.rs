@@ -23,24 +23,12 @@ pub async fn list_nodes(
     state: web::Data<AppState>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let query = query.into_inner();
-    let filter = db::node_views::NodeFilter {
-        limit: query.limit().map_err(ApiError::BadRequest)?,
-        offset: query.offset().map_err(ApiError::BadRequest)?,
-        search: query.search().map_err(ApiError::BadRequest)?,
-        marker: query.marker,
-        host: query.host,
-        state: query.state,
-        resource_class: query.resource_class,
-    };
-    let (nodes, total) = db::run(&state.pool, move |conn| {
-        let nodes = db::node_views::find_node_views(conn, &filter)?;
-        // A page says how many there are in all.
-        let total = super::dto::total_of_page(filter.limit, || {
-            db::node_views::count_node_views(conn, &filter)
-        })?;
-        Ok((nodes, total))
-    })
+    let (nodes, total) = super::dto::page_of(
+        &state.pool,
+        query.into_inner(),
+        db::node_views::find_node_views,
+        db::node_views::count_node_views,
+    )
     .await?;
     let body: Vec<NodeResponse> = nodes
         .into_iter()

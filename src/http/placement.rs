@@ -22,6 +22,14 @@ use actix_web::web;
 
 use error::PlacementError;
 
+/// Registers one path with the handler of each of its methods, as one `web::resource`: a method
+/// it lacks is answered 405 with `Allow`.
+macro_rules! resource {
+    ($config:expr, $path:expr, $($method:ident => $handler:path),+ $(,)?) => {
+        $config.service(web::resource($path)$(.route(web::$method().to($handler)))+)
+    };
+}
+
 /// Registers the Placement routes under `/placement`.
 pub fn configure(config: &mut web::ServiceConfig) {
     config.service(
@@ -46,89 +54,48 @@ pub fn configure(config: &mut web::ServiceConfig) {
 }
 
 /// The version document, resource classes and traits.
+#[rustfmt::skip]
 fn name_routes(config: &mut web::ServiceConfig) {
-    config.service(web::resource(["", "/"]).route(web::get().to(versions::get_versions)));
-    config.service(
-        web::resource("/resource_classes")
-            .route(web::get().to(names::list_resource_classes))
-            .route(web::post().to(names::create_resource_class)),
-    );
-    config.service(
-        web::resource("/resource_classes/{name}")
-            .route(web::get().to(names::show_resource_class))
-            .route(web::put().to(names::put_resource_class))
-            .route(web::delete().to(names::delete_resource_class)),
-    );
-    config.service(web::resource("/traits").route(web::get().to(names::list_traits)));
-    config.service(
-        web::resource("/traits/{name}")
-            .route(web::get().to(names::show_trait))
-            .route(web::put().to(names::put_trait))
-            .route(web::delete().to(names::delete_trait)),
-    );
+    resource!(config, ["", "/"], get => versions::get_versions);
+    resource!(config, "/resource_classes",
+              get => names::list_resource_classes, post => names::create_resource_class);
+    resource!(config, "/resource_classes/{name}", get => names::show_resource_class,
+              put => names::put_resource_class, delete => names::delete_resource_class);
+    resource!(config, "/traits", get => names::list_traits);
+    resource!(config, "/traits/{name}",
+              get => names::show_trait, put => names::put_trait, delete => names::delete_trait);
 }
 
-/// Resource providers and what hangs off each: inventories, traits, aggregates, allocations, usages.
+/// Resource providers and what hangs off each: inventories, traits, aggregates, allocations,
+/// usages.
+#[rustfmt::skip]
 fn provider_routes(config: &mut web::ServiceConfig) {
-    config.service(
-        web::resource("/resource_providers")
-            .route(web::get().to(providers::list_providers))
-            .route(web::post().to(providers::create_provider)),
-    );
-    config.service(
-        web::resource("/resource_providers/{uuid}")
-            .route(web::get().to(providers::show_provider))
-            .route(web::put().to(providers::update_provider))
-            .route(web::delete().to(providers::delete_provider)),
-    );
-    config.service(
-        web::resource("/resource_providers/{uuid}/inventories")
-            .route(web::get().to(inventories::list_inventories))
-            .route(web::post().to(inventories::create_inventory))
-            .route(web::put().to(inventories::put_inventories))
-            .route(web::delete().to(inventories::delete_inventories)),
-    );
-    config.service(
-        web::resource("/resource_providers/{uuid}/inventories/{class}")
-            .route(web::get().to(inventories::show_inventory))
-            .route(web::put().to(inventories::put_inventory))
-            .route(web::delete().to(inventories::delete_inventory)),
-    );
-    config.service(
-        web::resource("/resource_providers/{uuid}/traits")
-            .route(web::get().to(provider_links::list_traits))
-            .route(web::put().to(provider_links::put_traits))
-            .route(web::delete().to(provider_links::delete_traits)),
-    );
-    config.service(
-        web::resource("/resource_providers/{uuid}/aggregates")
-            .route(web::get().to(provider_links::list_aggregates))
-            .route(web::put().to(provider_links::put_aggregates)),
-    );
-    config.service(
-        web::resource("/resource_providers/{uuid}/allocations")
-            .route(web::get().to(allocations::provider_allocations)),
-    );
-    config.service(
-        web::resource("/resource_providers/{uuid}/usages")
-            .route(web::get().to(allocations::provider_usages)),
-    );
+    resource!(config, "/resource_providers",
+              get => providers::list_providers, post => providers::create_provider);
+    resource!(config, "/resource_providers/{uuid}", get => providers::show_provider,
+              put => providers::update_provider, delete => providers::delete_provider);
+    resource!(config, "/resource_providers/{uuid}/inventories",
+              get => inventories::list_inventories, post => inventories::create_inventory,
+              put => inventories::put_inventories, delete => inventories::delete_inventories);
+    resource!(config, "/resource_providers/{uuid}/inventories/{class}",
+              get => inventories::show_inventory, put => inventories::put_inventory,
+              delete => inventories::delete_inventory);
+    resource!(config, "/resource_providers/{uuid}/traits", get => provider_links::list_traits,
+              put => provider_links::put_traits, delete => provider_links::delete_traits);
+    resource!(config, "/resource_providers/{uuid}/aggregates",
+              get => provider_links::list_aggregates, put => provider_links::put_aggregates);
+    resource!(config, "/resource_providers/{uuid}/allocations",
+              get => allocations::provider_allocations);
+    resource!(config, "/resource_providers/{uuid}/usages", get => allocations::provider_usages);
 }
 
 /// Allocations, usages, allocation candidates and the reshaper.
+#[rustfmt::skip]
 fn allocation_routes(config: &mut web::ServiceConfig) {
-    config.service(
-        web::resource("/allocations").route(web::post().to(allocations::post_allocations)),
-    );
-    config.service(
-        web::resource("/allocations/{consumer}")
-            .route(web::get().to(allocations::get_allocations))
-            .route(web::put().to(allocations::put_allocations))
-            .route(web::delete().to(allocations::delete_allocations)),
-    );
-    config.service(web::resource("/usages").route(web::get().to(allocations::usages)));
-    config.service(
-        web::resource("/allocation_candidates").route(web::get().to(candidates::list_candidates)),
-    );
-    config.service(web::resource("/reshaper").route(web::post().to(reshaper::reshape)));
+    resource!(config, "/allocations", post => allocations::post_allocations);
+    resource!(config, "/allocations/{consumer}", get => allocations::get_allocations,
+              put => allocations::put_allocations, delete => allocations::delete_allocations);
+    resource!(config, "/usages", get => allocations::usages);
+    resource!(config, "/allocation_candidates", get => candidates::list_candidates);
+    resource!(config, "/reshaper", post => reshaper::reshape);
 }

@@ -58,13 +58,7 @@ pub fn find_resource_class(
     conn: &mut PgConnection,
     name: &str,
 ) -> Result<Option<NameRow>, DbError> {
-    Ok(
-        diesel::sql_query("SELECT id, name::text AS name FROM resource_classes WHERE name = $1")
-            .bind::<Text, _>(name)
-            .load::<NameRow>(conn)?
-            .into_iter()
-            .next(),
-    )
+    find_name(conn, "resource_classes", name)
 }
 
 /// Creates custom resource class `name`; `false` when it already existed.
@@ -73,9 +67,34 @@ pub fn create_resource_class(
     name: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<bool, DbError> {
-    let created = diesel::sql_query(
-        "INSERT INTO resource_classes (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-    )
+    create_name(conn, "resource_classes", name, now)
+}
+
+/// The row named `name` of `table` (`resource_classes` or `traits`), if there is one.
+fn find_name(
+    conn: &mut PgConnection,
+    table: &'static str,
+    name: &str,
+) -> Result<Option<NameRow>, DbError> {
+    Ok(diesel::sql_query(format!(
+        "SELECT id, name::text AS name FROM {table} WHERE name = $1"
+    ))
+    .bind::<Text, _>(name)
+    .load::<NameRow>(conn)?
+    .into_iter()
+    .next())
+}
+
+/// Inserts `name` into `table` (`resource_classes` or `traits`); `false` when it was there.
+fn create_name(
+    conn: &mut PgConnection,
+    table: &'static str,
+    name: &str,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<bool, DbError> {
+    let created = diesel::sql_query(format!(
+        "INSERT INTO {table} (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING"
+    ))
     .bind::<Text, _>(name)
     .bind::<Timestamptz, _>(now)
     .execute(conn)?;
@@ -207,13 +226,7 @@ pub fn list_traits(
 
 /// Returns trait `name`, if it exists.
 pub fn find_trait(conn: &mut PgConnection, name: &str) -> Result<Option<NameRow>, DbError> {
-    Ok(
-        diesel::sql_query("SELECT id, name::text AS name FROM traits WHERE name = $1")
-            .bind::<Text, _>(name)
-            .load::<NameRow>(conn)?
-            .into_iter()
-            .next(),
-    )
+    find_name(conn, "traits", name)
 }
 
 /// Creates custom trait `name`; `false` when it already existed.
@@ -222,13 +235,7 @@ pub fn create_trait(
     name: &str,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<bool, DbError> {
-    let created = diesel::sql_query(
-        "INSERT INTO traits (name, created_at) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-    )
-    .bind::<Text, _>(name)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
-    Ok(created == 1)
+    create_name(conn, "traits", name, now)
 }
 
 /// Empties Placement as a fresh one is: no providers, inventories, allocations, consumers,

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::placement::names::NameDelete;
+use crate::db::placement::names::{NameDelete, NameRow};
 use crate::http::AppState;
 
 fn custom_name_ok(name: &str) -> bool {
@@ -127,12 +127,7 @@ pub async fn show_resource_class(
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 2)?;
     let name = path.into_inner();
-    let lookup = name.clone();
-    match db::run(&state.pool, move |conn| {
-        db::placement::names::find_resource_class(conn, &lookup)
-    })
-    .await?
-    {
+    match find_name(&state, &name, db::placement::names::find_resource_class).await? {
         Some(class) => Ok(HttpResponse::Ok().json(class_json(&class.name))),
         None => Err(PlacementError::not_found(format!(
             "No such resource class {name}."
@@ -220,22 +215,55 @@ pub async fn delete_resource_class(
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 2)?;
     let name = path.into_inner();
-    let lookup = name.clone();
-    let outcome = db::run(&state.pool, move |conn| {
-        db::placement::names::delete_resource_class(conn, &lookup)
-    })
-    .await?;
+    let refusals = Refusals {
+        missing: format!("No such resource class {name}."),
+        standard: format!(
+            "Error in delete resource class: Cannot delete standard resource class {name}: "
+        ),
+        in_use: format!(
+            "Error in delete resource class: Cannot delete resource class {name}. Class is in use in inventory."
+        ),
+    };
+    delete_name(
+        &state,
+        name,
+        db::placement::names::delete_resource_class,
+        refusals,
+    )
+    .await
+}
+
+/// Looks resource class or trait `name` up with `find`.
+async fn find_name(
+    state: &AppState,
+    name: &str,
+    find: fn(&mut db::Connection, &str) -> Result<Option<NameRow>, db::DbError>,
+) -> Result<Option<NameRow>, PlacementError> {
+    let name = name.to_owned();
+    Ok(db::run(&state.pool, move |conn| find(conn, &name)).await?)
+}
+
+/// Placement's words for a refused delete of a resource class or a trait.
+struct Refusals {
+    missing: String,
+    standard: String,
+    in_use: String,
+}
+
+/// Deletes resource class or trait `name` with `delete` (one guarded statement): 204, or 404,
+/// 400 (a standard one) or 409 (in use) in Placement's words.
+async fn delete_name(
+    state: &AppState,
+    name: String,
+    delete: fn(&mut db::Connection, &str) -> Result<NameDelete, db::DbError>,
+    refusals: Refusals,
+) -> Result<HttpResponse, PlacementError> {
+    let outcome = db::run(&state.pool, move |conn| delete(conn, &name)).await?;
     match outcome {
         NameDelete::Deleted => Ok(HttpResponse::NoContent().finish()),
-        NameDelete::NoSuchName => Err(PlacementError::not_found(format!(
-            "No such resource class {name}."
-        ))),
-        NameDelete::Standard => Err(PlacementError::bad_request(format!(
-            "Error in delete resource class: Cannot delete standard resource class {name}: "
-        ))),
-        NameDelete::InUse => Err(PlacementError::conflict(format!(
-            "Error in delete resource class: Cannot delete resource class {name}. Class is in use in inventory."
-        ))),
+        NameDelete::NoSuchName => Err(PlacementError::not_found(refusals.missing)),
+        NameDelete::Standard => Err(PlacementError::bad_request(refusals.standard)),
+        NameDelete::InUse => Err(PlacementError::conflict(refusals.in_use)),
     }
 }
 
@@ -299,12 +327,7 @@ pub async fn show_trait(
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 6)?;
     let name = path.into_inner();
-    let lookup = name.clone();
-    match db::run(&state.pool, move |conn| {
-        db::placement::names::find_trait(conn, &lookup)
-    })
-    .await?
-    {
+    match find_name(&state, &name, db::placement::names::find_trait).await? {
         Some(_) => Ok(HttpResponse::NoContent().finish()),
         None => Err(PlacementError::not_found(format!(
             "No such trait(s): {name}."
@@ -348,21 +371,10 @@ pub async fn delete_trait(
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 6)?;
     let name = path.into_inner();
-    let lookup = name.clone();
-    let outcome = db::run(&state.pool, move |conn| {
-        db::placement::names::delete_trait(conn, &lookup)
-    })
-    .await?;
-    match outcome {
-        NameDelete::Deleted => Ok(HttpResponse::NoContent().finish()),
-        NameDelete::NoSuchName => Err(PlacementError::not_found(format!(
-            "No such trait(s): {name}."
-        ))),
-        NameDelete::Standard => Err(PlacementError::bad_request(format!(
-            "Cannot delete standard trait {name}."
-        ))),
-        NameDelete::InUse => Err(PlacementError::conflict(format!(
-            "The trait {name} is in use by a resource provider."
-        ))),
-    }
+    let refusals = Refusals {
+        missing: format!("No such trait(s): {name}."),
+        standard: format!("Cannot delete standard trait {name}."),
+        in_use: format!("The trait {name} is in use by a resource provider."),
+    };
+    delete_name(&state, name, db::placement::names::delete_trait, refusals).await
 }

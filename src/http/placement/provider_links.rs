@@ -9,7 +9,8 @@ use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
-use crate::db::placement::provider_links::LinkWrite;
+use crate::db::placement::provider_links::{LinkWrite, provider_aggregates, provider_traits};
+use crate::db::placement::providers::ProviderRow;
 use crate::http::AppState;
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
@@ -27,6 +28,21 @@ fn generation_conflict() -> PlacementError {
         "Resource provider's generation already changed. Please update the generation and try again.",
     )
     .with_code("placement.concurrent_update")
+}
+
+/// The provider of the path (from microversion 1.`minor`) with what `read` reads of it.
+async fn provider_with<T: Send + 'static>(
+    request: &HttpRequest,
+    state: &AppState,
+    path: &str,
+    minor: u16,
+    read: fn(&mut db::Connection, i64) -> Result<T, db::DbError>,
+) -> Result<(ProviderRow, T), PlacementError> {
+    require(request, minor)?;
+    let provider = path_provider(state, path).await?;
+    let id = provider.id;
+    let found = db::run(&state.pool, move |conn| read(conn, id)).await?;
+    Ok((provider, found))
 }
 
 fn generation_field(object: &Map<String, Value>) -> Result<i64, PlacementError> {
@@ -58,13 +74,7 @@ pub async fn list_traits(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
-    require(&request, 6)?;
-    let provider = path_provider(&state, &path).await?;
-    let id = provider.id;
-    let traits = db::run(&state.pool, move |conn| {
-        db::placement::provider_links::provider_traits(conn, id)
-    })
-    .await?;
+    let (provider, traits) = provider_with(&request, &state, &path, 6, provider_traits).await?;
     Ok(HttpResponse::Ok()
         .json(json!({"resource_provider_generation": provider.generation, "traits": traits})))
 }
@@ -160,13 +170,8 @@ pub async fn list_aggregates(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
-    require(&request, 1)?;
-    let provider = path_provider(&state, &path).await?;
-    let id = provider.id;
-    let aggregates = db::run(&state.pool, move |conn| {
-        db::placement::provider_links::provider_aggregates(conn, id)
-    })
-    .await?;
+    let (provider, aggregates) =
+        provider_with(&request, &state, &path, 1, provider_aggregates).await?;
     Ok(HttpResponse::Ok().json(aggregates_body(
         &aggregates,
         provider.generation,

@@ -1,6 +1,6 @@
 //! Compute nodes — who owns which ironic node: claiming nodes, moving them between hosts,
 //! creating providers by adoption, deleting orphans, and the ownership fence every owner's
-//! write takes (`hold_owned`, `hold_one`: the one fence). Each fn is meant to run inside one
+//! write takes (`fence`, and `hold_owned`, `hold_one` over it). Each fn is meant to run inside one
 //! transaction and keeps invariants 1–4, 6 and 7 of DESIGN.md:
 //!
 //! * a node keeps one compute-node uuid forever: a claim reuses a live row, adopts the
@@ -340,19 +340,14 @@ pub fn delete_orphan(
     epoch: OwnerEpoch,
     now: DateTime<Utc>,
 ) -> Result<OrphanOutcome, DbError> {
-    let node = node.to_string();
-    let owned: Vec<ComputeNodeView> = diesel::sql_query(
-        "SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM compute_nodes
-          WHERE hypervisor_hostname = $1 AND deleted = 0 AND host = $2 AND owner_epoch = $3
-          FOR UPDATE",
-    )
-    .bind::<Text, _>(&node)
-    .bind::<Text, _>(host)
-    .bind::<BigInt, _>(epoch.get())
-    .load(conn)?;
-    let Some(compute_node) = owned.into_iter().next() else {
+    let Some(compute_node) = find_compute_node(conn, &node.to_string())? else {
         return Ok(OrphanOutcome::NotOwner);
     };
+    // Through the fence, for update: the compute node's own row is deleted below.
+    if fence(conn, host, &[(compute_node.id, epoch)], RowLock::Update)?.is_empty() {
+        return Ok(OrphanOutcome::NotOwner);
+    }
+    let node = node.to_string();
     #[derive(QueryableByName)]
     struct Facts {
         #[diesel(sql_type = BigInt)]
@@ -435,13 +430,24 @@ pub fn find_compute_node(
     Ok(rows.into_iter().next().map(ComputeNode::from))
 }
 
-/// Holds, for the rest of the transaction, those of `nodes` (compute node, epoch it was read
-/// at) that `host` still owns at that epoch, in id order (as moves lock), shared (boots
-/// claiming a node do not wait); returns the ids held. A node missing from the answer moved.
-pub fn hold_owned(
+/// How `fence` holds the nodes it finds owned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RowLock {
+    /// `FOR SHARE`: writes about the node (boots claiming it do not wait).
+    Share,
+    /// `FOR UPDATE`: the node's own row is about to change (an orphan's delete).
+    Update,
+}
+
+/// The ownership fence (invariant 4), the one check every owner's write goes through: holds,
+/// for the rest of the transaction, those of `nodes` (compute node, epoch it was read at) that
+/// `host` still owns at that epoch, in id order (as moves lock); returns the ids held. A node
+/// missing from the answer moved (or was deleted), and the caller writes nothing for it.
+pub fn fence(
     conn: &mut PgConnection,
     host: &str,
     nodes: &[(i64, OwnerEpoch)],
+    lock: RowLock,
 ) -> Result<Vec<i64>, DbError> {
     if nodes.is_empty() {
         return Ok(Vec::new());
@@ -453,17 +459,35 @@ pub fn hold_owned(
     }
     let ids: Vec<i64> = nodes.iter().map(|(id, _)| *id).collect();
     let epochs: Vec<i64> = nodes.iter().map(|(_, epoch)| epoch.get()).collect();
-    let held: Vec<Held> = super::cached::query(
-        "SELECT c.id FROM compute_nodes c
+    let sql = match lock {
+        RowLock::Share => FENCE_SQL_SHARE,
+        RowLock::Update => FENCE_SQL_UPDATE,
+    };
+    let held: Vec<Held> = super::cached::query(sql)
+        .bind::<Array<BigInt>, _>(&ids)
+        .bind::<Array<BigInt>, _>(&epochs)
+        .bind::<Text, _>(host)
+        .load(conn)?;
+    Ok(held.into_iter().map(|row| row.id).collect())
+}
+
+const FENCE_SQL_SHARE: &str = "SELECT c.id FROM compute_nodes c
            JOIN unnest($1::bigint[], $2::bigint[]) AS t(id, epoch) ON t.id = c.id
           WHERE c.host = $3 AND c.owner_epoch = t.epoch AND c.deleted = 0
-          ORDER BY c.id FOR SHARE OF c",
-    )
-    .bind::<Array<BigInt>, _>(&ids)
-    .bind::<Array<BigInt>, _>(&epochs)
-    .bind::<Text, _>(host)
-    .load(conn)?;
-    Ok(held.into_iter().map(|row| row.id).collect())
+          ORDER BY c.id FOR SHARE OF c";
+
+const FENCE_SQL_UPDATE: &str = "SELECT c.id FROM compute_nodes c
+           JOIN unnest($1::bigint[], $2::bigint[]) AS t(id, epoch) ON t.id = c.id
+          WHERE c.host = $3 AND c.owner_epoch = t.epoch AND c.deleted = 0
+          ORDER BY c.id FOR UPDATE OF c";
+
+/// `fence` for writes about the nodes (shared).
+pub fn hold_owned(
+    conn: &mut PgConnection,
+    host: &str,
+    nodes: &[(i64, OwnerEpoch)],
+) -> Result<Vec<i64>, DbError> {
+    fence(conn, host, nodes, RowLock::Share)
 }
 
 /// `hold_owned` for one node: whether `host` still owns compute node `id` at `epoch`, held for
@@ -474,7 +498,7 @@ pub fn hold_one(
     id: i64,
     epoch: OwnerEpoch,
 ) -> Result<bool, DbError> {
-    Ok(!hold_owned(conn, host, &[(id, epoch)])?.is_empty())
+    Ok(!fence(conn, host, &[(id, epoch)], RowLock::Share)?.is_empty())
 }
 
 /// Returns the ownership change counter: it grows whenever a node is enrolled or deleted, or a

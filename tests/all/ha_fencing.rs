@@ -84,7 +84,7 @@ fn waiting_on_a_lock(d: &TestDeployment) -> bool {
 }
 
 /// Moves `node` from `from` to `to` as an operator would, at its current epoch.
-async fn move_node(d: &TestDeployment, node: &str, from: &str, to: &str) {
+pub(crate) async fn move_node(d: &TestDeployment, node: &str, from: &str, to: &str) {
     let epoch = d
         .nodes()
         .iter()
@@ -111,7 +111,7 @@ async fn move_node(d: &TestDeployment, node: &str, from: &str, to: &str) {
     assert_eq!(moved.len(), 1, "the node moved");
 }
 
-fn other_than(host: &str) -> &'static str {
+pub(crate) fn other_than(host: &str) -> &'static str {
     if host == "cmp-1" { "cmp-2" } else { "cmp-1" }
 }
 

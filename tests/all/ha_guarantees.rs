@@ -265,7 +265,10 @@ async fn boots_never_land_on_a_fenced_host() {
 }
 
 /// A building instance with its allocation, as a spawn that died with its process leaves it.
-fn leave_a_build(d: &TestDeployment, node: &ringmaster::db::node_views::NodeView) -> Uuid {
+pub(crate) fn leave_a_build(
+    d: &TestDeployment,
+    node: &ringmaster::db::node_views::NodeView,
+) -> Uuid {
     let instance = Uuid::new_v4();
     let mut conn = d.db.conn();
     let write = ConsumerAllocations {

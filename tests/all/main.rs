@@ -29,3 +29,4 @@ mod placement_candidates;
 mod placement_inventories;
 mod placement_links;
 mod scripts;
+mod shared_writers;

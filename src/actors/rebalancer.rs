@@ -226,10 +226,8 @@ impl Rebalancer {
                 "rebalancer did not tick for {:.1}s; hosts are given a down time to heartbeat",
                 (now - previous).num_milliseconds() as f64 / 1000.0
             );
-            self.outage = Outage {
-                began: Some(previous),
-                ended: Some(now),
-            };
+            let window = settings.liveness.service_down_time;
+            self.outage = self.outage.gap(previous, now, window);
         }
     }
 
@@ -246,10 +244,8 @@ impl Rebalancer {
             log::warn!(
                 "rebalancer reached the database only after a long wait; hosts are given a down time to heartbeat"
             );
-            self.outage = Outage {
-                began: Some(now),
-                ended: Some(self.clock.now()),
-            };
+            let window = self.settings.liveness.service_down_time;
+            self.outage = self.outage.gap(now, self.clock.now(), window);
         }
         let Some(lease) = decision.lease else {
             if let Some((lost, _)) = self.lease.take() {
@@ -298,15 +294,14 @@ impl Rebalancer {
     ) -> Result<T, RebalanceError> {
         match &result {
             Err(RebalanceError::Db(DbError::Unavailable(_) | DbError::Canceled)) => {
-                if self.outage.began.is_none() || self.outage.ended.is_some() {
+                if !self.outage.is_going_on() {
                     log::warn!(
                         "rebalancer cannot reach the database; hosts are not judged until it is back"
                     );
-                    self.outage = Outage {
-                        began: Some(now),
-                        ended: None,
-                    };
                 }
+                self.outage = self
+                    .outage
+                    .failed(now, self.settings.liveness.service_down_time);
             }
             Err(RebalanceError::Db(DbError::LeadershipLost { epoch, .. })) => {
                 log::warn!(
@@ -317,10 +312,10 @@ impl Rebalancer {
             }
             Err(_) => {}
             Ok(_) => {
-                if self.outage.began.is_some() && self.outage.ended.is_none() {
+                if self.outage.is_going_on() {
                     log::info!("rebalancer reaches the database again");
-                    self.outage.ended = Some(self.clock.now());
                 }
+                self.outage = self.outage.recovered(self.clock.now());
             }
         }
         result

@@ -52,6 +52,61 @@ pub struct Outage {
 }
 
 impl Outage {
+    /// Whether it has begun and not ended.
+    pub fn is_going_on(&self) -> bool {
+        self.began.is_some() && self.ended.is_none()
+    }
+
+    /// The outage as it stands after the database could not be reached at `now`: one going on
+    /// goes on; one that ended within `window` goes on again from when it began (a database
+    /// that comes and goes is one outage); otherwise one begins now.
+    pub fn failed(self, now: DateTime<Utc>, window: chrono::Duration) -> Outage {
+        match (self.began, self.ended) {
+            (Some(_), None) => self,
+            (Some(began), Some(ended)) if now - ended <= window => Outage {
+                began: Some(began),
+                ended: None,
+            },
+            _ => Outage {
+                began: Some(now),
+                ended: None,
+            },
+        }
+    }
+
+    /// The outage as it stands after nothing could be heard from `from` to `to` (a tick far
+    /// later than its interval, a database that answered only after a long wait): merged with
+    /// one going on or ended within `window` (the earliest beginning kept; still going on if it
+    /// was), otherwise that gap alone.
+    pub fn gap(self, from: DateTime<Utc>, to: DateTime<Utc>, window: chrono::Duration) -> Outage {
+        match (self.began, self.ended) {
+            (Some(began), None) => Outage {
+                began: Some(began.min(from)),
+                ended: None,
+            },
+            (Some(began), Some(ended)) if from - ended <= window => Outage {
+                began: Some(began.min(from)),
+                ended: Some(ended.max(to)),
+            },
+            _ => Outage {
+                began: Some(from),
+                ended: Some(to),
+            },
+        }
+    }
+
+    /// The outage as it stands once the database answers again at `now`.
+    pub fn recovered(self, now: DateTime<Utc>) -> Outage {
+        if self.is_going_on() {
+            Outage {
+                began: self.began,
+                ended: Some(now),
+            }
+        } else {
+            self
+        }
+    }
+
     /// Returns the last heartbeat a host is judged by at `now`.
     pub fn credited(
         &self,

@@ -69,30 +69,28 @@ pub fn get_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<Provid
     )
 }
 
-/// Why a provider could not be written.
+/// Why a provider could not be written (structured; the HTTP layer words it as Placement does).
 #[derive(Debug, thiserror::Error)]
 pub enum ProviderError {
-    #[error("Conflicting resource provider name: {0} already exists.")]
+    #[error("provider name {0} is taken")]
     DuplicateName(String),
-    #[error("Conflicting resource provider uuid: {0} already exists.")]
+    #[error("provider uuid {0} is taken")]
     DuplicateUuid(Uuid),
-    #[error(
-        "parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent."
-    )]
+    #[error("a provider cannot be its own parent")]
     SelfParent,
-    #[error("parent provider UUID does not exist.")]
+    #[error("the parent provider does not exist")]
     ParentMissing,
-    #[error("un-parenting a provider is not currently allowed.")]
+    #[error("a provider's parent cannot be removed")]
     Unparent,
-    #[error("re-parenting a provider is not currently allowed.")]
+    #[error("a provider's parent cannot be changed (before 1.37)")]
     Reparent,
-    #[error("creating loop in the provider tree is not allowed.")]
+    #[error("the new parent is a descendant of the provider")]
     Loop,
-    #[error("No resource provider with uuid {0} found")]
+    #[error("no provider {0}")]
     NotFound(Uuid),
-    #[error("Unable to delete resource provider {0}: Resource provider has allocations.")]
+    #[error("provider {0} has allocations")]
     HasAllocations(Uuid),
-    #[error("Unable to delete parent resource provider {0}: It has child resource providers.")]
+    #[error("provider {0} has children")]
     HasChildren(Uuid),
     #[error(transparent)]
     Db(#[from] DbError),

@@ -21,13 +21,9 @@ pub struct ProviderInventory {
 /// Why a reshape was refused; nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum ReshapeError {
-    #[error(
-        "Resource provider {0} in inventories not found: No resource provider with uuid {0} found"
-    )]
+    #[error("provider {0} of the inventories not found")]
     ProviderMissing(Uuid),
-    #[error(
-        "resource provider generation conflict for provider {provider}: actual: {actual}, given: {given}"
-    )]
+    #[error("provider {provider} is at generation {actual}, not {given}")]
     Generation {
         provider: Uuid,
         actual: i64,

@@ -317,3 +317,87 @@ fn a_draining_hosts_nodes_leave_and_a_holding_hosts_stay() {
     assert_eq!(tick.moves[0].reason, MoveReason::Drain);
     assert_eq!(tick.moves[0].epoch, OwnerEpoch(2));
 }
+
+#[test]
+fn an_outage_that_comes_and_goes_keeps_when_it_began() {
+    let window = Duration::seconds(10);
+    let at = |seconds: i64| now() + Duration::seconds(seconds);
+    let outage = Outage::default().failed(at(0), window);
+    assert_eq!(
+        outage,
+        Outage {
+            began: Some(at(0)),
+            ended: None
+        }
+    );
+    // Failing again, or a late tick, while it goes on: it began when it first began.
+    assert_eq!(outage.failed(at(5), window), outage);
+    assert_eq!(
+        outage.gap(at(-2), at(6), window),
+        Outage {
+            began: Some(at(-2)),
+            ended: None
+        }
+    );
+    // Back, then gone again within the window: the same outage, still from its beginning.
+    let back = outage.recovered(at(8));
+    assert_eq!(
+        back,
+        Outage {
+            began: Some(at(0)),
+            ended: Some(at(8))
+        }
+    );
+    assert_eq!(
+        back.failed(at(12), window),
+        Outage {
+            began: Some(at(0)),
+            ended: None
+        }
+    );
+    // A late tick right after it ended widens it; one long after starts anew.
+    assert_eq!(
+        back.gap(at(9), at(14), window),
+        Outage {
+            began: Some(at(0)),
+            ended: Some(at(14))
+        }
+    );
+    assert_eq!(
+        back.gap(at(30), at(34), window),
+        Outage {
+            began: Some(at(30)),
+            ended: Some(at(34))
+        }
+    );
+    assert_eq!(
+        back.failed(at(30), window),
+        Outage {
+            began: Some(at(30)),
+            ended: None
+        }
+    );
+    // Recovering when nothing is going on changes nothing.
+    assert_eq!(back.recovered(at(40)), back);
+}
+
+#[test]
+fn a_host_up_when_an_outage_began_is_credited_however_long_it_came_and_went() {
+    // The database goes away at 0 (the host's last heartbeat), a tick blocked on it is late
+    // at 5, it fails again at 6, and answers at 9: the host is judged by the outage's end.
+    let window = Duration::seconds(3);
+    let liveness = Liveness::with_down_time(window);
+    let at = |seconds: i64| now() + Duration::seconds(seconds);
+    let outage = Outage::default()
+        .failed(at(0), window)
+        .gap(at(0), at(5), window)
+        .failed(at(6), window)
+        .recovered(at(9));
+    assert_eq!(outage.began, Some(at(0)));
+    let credited = outage.credited(Some(at(0)), &liveness, at(11));
+    assert_eq!(
+        credited,
+        Some(at(9)),
+        "not judged for heartbeats the outage held up"
+    );
+}

@@ -123,26 +123,39 @@ fn parse_body(
     })
 }
 
+/// Placement's wording of a refused provider write.
 fn provider_error(error: ProviderError, action: &str, name: &str, uuid: Uuid) -> PlacementError {
+    let invalid = |reason: &str| {
+        PlacementError::bad_request(format!(
+            "Unable to {action} resource provider \"{name}\", {uuid}: {reason}"
+        ))
+    };
     match error {
-        ProviderError::DuplicateName(_) => {
-            PlacementError::conflict(error.to_string()).with_code("placement.duplicate_name")
-        }
-        ProviderError::DuplicateUuid(_) => {
-            PlacementError::conflict(format!("Conflicting resource provider {error}"))
-        }
-        ProviderError::NotFound(_) => PlacementError::not_found(error.to_string()),
-        ProviderError::HasAllocations(_) => PlacementError::conflict(error.to_string())
-            .with_code("placement.resource_provider.inuse"),
-        ProviderError::HasChildren(_) => PlacementError::conflict(error.to_string())
-            .with_code("placement.resource_provider.cannot_delete_parent"),
-        ProviderError::SelfParent
-        | ProviderError::ParentMissing
-        | ProviderError::Unparent
-        | ProviderError::Reparent
-        | ProviderError::Loop => PlacementError::bad_request(format!(
-            "Unable to {action} resource provider \"{name}\", {uuid}: {error}"
+        ProviderError::DuplicateName(taken) => PlacementError::conflict(format!(
+            "Conflicting resource provider name: {taken} already exists."
+        ))
+        .with_code("placement.duplicate_name"),
+        ProviderError::DuplicateUuid(taken) => PlacementError::conflict(format!(
+            "Conflicting resource provider uuid: {taken} already exists."
         )),
+        ProviderError::NotFound(missing) => {
+            PlacementError::not_found(format!("No resource provider with uuid {missing} found"))
+        }
+        ProviderError::HasAllocations(busy) => PlacementError::conflict(format!(
+            "Unable to delete resource provider {busy}: Resource provider has allocations."
+        ))
+        .with_code("placement.resource_provider.inuse"),
+        ProviderError::HasChildren(parent) => PlacementError::conflict(format!(
+            "Unable to delete parent resource provider {parent}: It has child resource providers."
+        ))
+        .with_code("placement.resource_provider.cannot_delete_parent"),
+        ProviderError::SelfParent => invalid(
+            "parent provider UUID cannot be same as UUID. Please set parent provider UUID to None if there is no parent.",
+        ),
+        ProviderError::ParentMissing => invalid("parent provider UUID does not exist."),
+        ProviderError::Unparent => invalid("un-parenting a provider is not currently allowed."),
+        ProviderError::Reparent => invalid("re-parenting a provider is not currently allowed."),
+        ProviderError::Loop => invalid("creating loop in the provider tree is not allowed."),
         ProviderError::Db(db) => db.into(),
     }
 }

@@ -80,12 +80,18 @@ fn parse(
 
 fn reshape_error(error: ReshapeError) -> PlacementError {
     match error {
-        ReshapeError::ProviderMissing(_) => {
-            PlacementError::bad_request(error.to_string()).with_code(NOT_FOUND_CODE)
-        }
-        ReshapeError::Generation { .. } => {
-            PlacementError::conflict(error.to_string()).with_code("placement.concurrent_update")
-        }
+        ReshapeError::ProviderMissing(provider) => PlacementError::bad_request(format!(
+            "Resource provider {provider} in inventories not found: No resource provider with uuid {provider} found"
+        ))
+        .with_code(NOT_FOUND_CODE),
+        ReshapeError::Generation {
+            provider,
+            actual,
+            given,
+        } => PlacementError::conflict(format!(
+            "resource provider generation conflict for provider {provider}: actual: {actual}, given: {given}"
+        ))
+        .with_code("placement.concurrent_update"),
         ReshapeError::Inventory(
             InventoryError::UnknownClass(class)
             | InventoryError::UnknownInventoryClass { class, .. },

@@ -11,4 +11,5 @@ pub mod config;
 pub mod db;
 pub mod domain;
 pub mod http;
+pub mod ironic_api;
 pub mod script;

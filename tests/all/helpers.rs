@@ -1,10 +1,12 @@
 //! Test fixtures, by concern: the PostgreSQL server and per-test databases (`database`), the
 //! in-process app (`app`), the `ringmaster` binary (`process`), a message-driven deployment
-//! (`deployment`), Placement requests (`placement`) and waiting (`wait`).
+//! (`deployment`), a real Ironic (`ironic`), Placement requests (`placement`) and waiting
+//! (`wait`).
 
 mod app;
 mod database;
 mod deployment;
+mod ironic;
 mod placement;
 mod process;
 mod wait;
@@ -12,6 +14,7 @@ mod wait;
 pub use app::*;
 pub use database::*;
 pub use deployment::*;
+pub use ironic::*;
 pub use placement::*;
 pub use process::*;
 pub use wait::*;

@@ -24,6 +24,7 @@ mod ha_fencing;
 mod ha_guarantees;
 mod ha_identity;
 mod ha_incidents;
+mod ironic_api;
 mod placement_api;
 mod placement_candidates;
 mod placement_inventories;

@@ -1,0 +1,309 @@
+//! A real OpenStack Ironic over its REST API (issue 16): connecting with the API microversion
+//! negotiated (and a clear refusal of a server older than ringmaster needs), `noauth` or
+//! `http_basic` authentication, and the node listing — one paginated read of only the fields
+//! used, optionally of one conductor group or shard, as Nova's ironic driver reads it.
+//!
+//! The gateway to Ironic, as `db` is the gateway to PostgreSQL: IO only, no policy.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use uuid::Uuid;
+
+/// The oldest API ringmaster speaks: node `resource_class` (1.21), `traits` in a listing
+/// (1.37) and the `conductor_group` filter (1.46).
+pub const MIN_VERSION: ApiVersion = ApiVersion(1, 46);
+/// The newest API ringmaster asks for: the `shard` filter (1.82).
+pub const MAX_VERSION: ApiVersion = ApiVersion(1, 82);
+/// The header that carries the microversion.
+const VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Version";
+/// Nodes per page of a listing.
+pub const PAGE_SIZE: usize = 1000;
+/// The fields of a node the listing reads.
+const NODE_FIELDS: &str = "uuid,name,resource_class,provision_state,power_state,maintenance,\
+                           last_error,instance_uuid,reservation,traits,properties";
+
+/// An Ironic API microversion, `major.minor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ApiVersion(pub u16, pub u16);
+
+impl ApiVersion {
+    /// Reads `1.46`.
+    pub fn parse(text: &str) -> Option<ApiVersion> {
+        let (major, minor) = text.trim().split_once('.')?;
+        Some(ApiVersion(major.parse().ok()?, minor.parse().ok()?))
+    }
+}
+
+impl std::fmt::Display for ApiVersion {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "{}.{}", self.0, self.1)
+    }
+}
+
+/// How ringmaster authenticates to Ironic: as standalone Ironic deployments run it.
+#[derive(Clone, PartialEq, Eq)]
+pub enum IronicAuth {
+    /// `auth_strategy = noauth`.
+    None,
+    /// `auth_strategy = http_basic`.
+    Basic { user: String, password: String },
+}
+
+impl std::fmt::Debug for IronicAuth {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IronicAuth::None => formatter.write_str("None"),
+            IronicAuth::Basic { user, .. } => write!(formatter, "Basic({user}, ..)"),
+        }
+    }
+}
+
+/// Which nodes a listing reads, as Nova's `[ironic] conductor_group` and `shard` choose them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeSelection {
+    pub conductor_group: Option<String>,
+    pub shard: Option<String>,
+}
+
+/// Why talking to Ironic failed.
+#[derive(Debug, thiserror::Error)]
+pub enum IronicError {
+    #[error("cannot reach Ironic at {url}: {reason}")]
+    Unreachable { url: String, reason: String },
+    #[error("Ironic at {url} speaks API {min} to {max}; ringmaster needs at least {MIN_VERSION}")]
+    TooOld {
+        url: String,
+        min: ApiVersion,
+        max: ApiVersion,
+    },
+    #[error("Ironic at {url} does not say which API versions it speaks")]
+    NoVersion { url: String },
+    #[error("Ironic refused {what}: {status} {detail}")]
+    Refused {
+        what: String,
+        status: u16,
+        detail: String,
+    },
+    #[error("Ironic answered {what} with a body ringmaster cannot read: {reason}")]
+    BadAnswer { what: String, reason: String },
+    #[error("listing nodes by shard needs Ironic API 1.82; {url} speaks {max} at most")]
+    NoShards { url: String, max: ApiVersion },
+}
+
+/// A node as the listing reads it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct IronicNodeRecord {
+    pub uuid: Uuid,
+    pub name: Option<String>,
+    pub resource_class: Option<String>,
+    pub provision_state: String,
+    pub power_state: Option<String>,
+    pub maintenance: bool,
+    pub last_error: Option<String>,
+    pub instance_uuid: Option<Uuid>,
+    /// The conductor holding the node's lock, when one does.
+    pub reservation: Option<String>,
+    #[serde(default)]
+    pub traits: Vec<String>,
+    #[serde(default)]
+    pub properties: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A connection to one Ironic: its URL, the negotiated microversion, the credentials.
+#[derive(Debug, Clone)]
+pub struct IronicApi {
+    base: String,
+    version: ApiVersion,
+    max_version: ApiVersion,
+    auth: IronicAuth,
+    client: reqwest::Client,
+}
+
+#[derive(Deserialize)]
+struct Root {
+    default_version: Option<VersionDoc>,
+}
+
+#[derive(Deserialize)]
+struct VersionDoc {
+    version: String,
+    min_version: String,
+}
+
+#[derive(Deserialize)]
+struct NodePage {
+    nodes: Vec<IronicNodeRecord>,
+    next: Option<String>,
+}
+
+impl IronicApi {
+    /// Connects to the Ironic at `url` (`http://host:port`, with or without `/v1`): reads its
+    /// version document and settles on the newest version both speak, refusing a server older
+    /// than `MIN_VERSION`.
+    pub async fn connect(url: &str, auth: IronicAuth) -> Result<IronicApi, IronicError> {
+        let base = url.trim_end_matches('/').trim_end_matches("/v1").to_owned();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .map_err(|error| IronicError::Unreachable {
+                url: base.clone(),
+                reason: error.to_string(),
+            })?;
+        let unreachable = |error: reqwest::Error| IronicError::Unreachable {
+            url: base.clone(),
+            reason: error.to_string(),
+        };
+        let root: Root = client
+            .get(format!("{base}/"))
+            .send()
+            .await
+            .map_err(unreachable)?
+            .json()
+            .await
+            .map_err(|error| IronicError::BadAnswer {
+                what: "its version document".to_owned(),
+                reason: error.to_string(),
+            })?;
+        let doc = root
+            .default_version
+            .ok_or_else(|| IronicError::NoVersion { url: base.clone() })?;
+        let (Some(min), Some(max)) = (
+            ApiVersion::parse(&doc.min_version),
+            ApiVersion::parse(&doc.version),
+        ) else {
+            return Err(IronicError::NoVersion { url: base });
+        };
+        if max < MIN_VERSION {
+            return Err(IronicError::TooOld {
+                url: base,
+                min,
+                max,
+            });
+        }
+        Ok(IronicApi {
+            version: max.min(MAX_VERSION),
+            max_version: max,
+            base,
+            auth,
+            client,
+        })
+    }
+
+    /// The microversion this connection speaks.
+    pub fn version(&self) -> ApiVersion {
+        self.version
+    }
+
+    /// The URL of the Ironic (without `/v1`).
+    pub fn url(&self) -> &str {
+        &self.base
+    }
+
+    /// A GET of `path` (under `/v1`) with the version header and the credentials.
+    fn get(&self, path_and_query: &str) -> reqwest::RequestBuilder {
+        let request = self
+            .client
+            .get(format!("{}/v1{path_and_query}", self.base))
+            .header(VERSION_HEADER, self.version.to_string());
+        match &self.auth {
+            IronicAuth::None => request,
+            IronicAuth::Basic { user, password } => request.basic_auth(user, Some(password)),
+        }
+    }
+
+    /// Lists the nodes `selection` chooses, `PAGE_SIZE` at a time by marker, only the fields
+    /// ringmaster uses; returns every page's nodes and how many requests it took.
+    pub async fn list_nodes(
+        &self,
+        selection: &NodeSelection,
+    ) -> Result<(Vec<IronicNodeRecord>, usize), IronicError> {
+        if selection.shard.is_some() && self.max_version < ApiVersion(1, 82) {
+            return Err(IronicError::NoShards {
+                url: self.base.clone(),
+                max: self.max_version,
+            });
+        }
+        let mut query = vec![
+            ("fields", NODE_FIELDS.replace(' ', "")),
+            ("limit", PAGE_SIZE.to_string()),
+        ];
+        if let Some(group) = &selection.conductor_group {
+            query.push(("conductor_group", group.clone()));
+        }
+        if let Some(shard) = &selection.shard {
+            query.push(("shard", shard.clone()));
+        }
+        let mut nodes = Vec::new();
+        let mut requests = 0;
+        let mut marker: Option<Uuid> = None;
+        loop {
+            let mut page_query = query.clone();
+            if let Some(marker) = marker {
+                page_query.push(("marker", marker.to_string()));
+            }
+            let encoded = serde_urlencoded::to_string(&page_query).map_err(|error| {
+                IronicError::BadAnswer {
+                    what: "the node listing's query".to_owned(),
+                    reason: error.to_string(),
+                }
+            })?;
+            let page: NodePage = self
+                .read(&format!("/nodes?{encoded}"), "the node listing")
+                .await?;
+            requests += 1;
+            let full = page.nodes.len() >= PAGE_SIZE;
+            marker = page.nodes.last().map(|node| node.uuid);
+            nodes.extend(page.nodes);
+            if page.next.is_none() || !full || marker.is_none() {
+                return Ok((nodes, requests));
+            }
+        }
+    }
+
+    /// GETs `path` and reads its JSON answer; `what` names it in errors.
+    async fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        what: &str,
+    ) -> Result<T, IronicError> {
+        let response = self
+            .get(path)
+            .send()
+            .await
+            .map_err(|error| IronicError::Unreachable {
+                url: self.base.clone(),
+                reason: error.to_string(),
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            let detail = response.text().await.unwrap_or_default();
+            return Err(IronicError::Refused {
+                what: what.to_owned(),
+                status: status.as_u16(),
+                detail: detail.chars().take(300).collect(),
+            });
+        }
+        response
+            .json()
+            .await
+            .map_err(|error| IronicError::BadAnswer {
+                what: what.to_owned(),
+                reason: error.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_read_and_order_as_numbers() {
+        assert_eq!(ApiVersion::parse("1.115"), Some(ApiVersion(1, 115)));
+        assert!(ApiVersion(1, 115) > ApiVersion(1, 82));
+        assert!(ApiVersion(1, 9) < MIN_VERSION);
+        assert_eq!(ApiVersion::parse("one"), None);
+        assert_eq!(ApiVersion(1, 46).to_string(), "1.46");
+    }
+}

@@ -110,19 +110,6 @@ const CHECKS: &[(u8, &str)] = &[
          HAVING sum(a.used) > (inv.total - inv.reserved) * inv.allocation_ratio",
     ),
     (
-        12,
-        "SELECT format('instance %s is %s but holds allocations (a leaked claim)',
-                       i.uuid, CASE WHEN i.deleted <> 0 THEN 'deleted' ELSE i.vm_state END) AS message
-           FROM instances i
-          WHERE (i.deleted <> 0 OR i.vm_state NOT IN ('building', 'active'))
-            AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = i.uuid)
-            AND NOT EXISTS (SELECT 1 FROM ironic_nodes n WHERE n.instance_uuid = i.uuid)
-         UNION ALL
-         SELECT format('archived instance %s holds allocations (a leaked claim)', s.uuid) AS message
-           FROM shadow_instances s
-          WHERE EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = s.uuid)",
-    ),
-    (
         8,
         "SELECT format('pci device %s has no compute node', p.id) AS message
            FROM pci_devices p WHERE p.compute_node_id IS NULL",
@@ -154,6 +141,35 @@ pub struct AuditClock {
 
 /// The default build timeout, as `--instance-build-timeout` has it.
 pub const DEFAULT_BUILD_TIMEOUT_SECONDS: i64 = 600;
+
+/// Invariant 12: allocations held by an instance that is neither building nor active (nor on
+/// an Ironic node), or by an archived one. The states are bound as `VmState` spells them.
+fn leaked_claims(conn: &mut PgConnection) -> Result<Vec<Violation>, DbError> {
+    use crate::domain::instance::VmState;
+    let findings: Vec<Finding> = diesel::sql_query(
+        "SELECT format('instance %s is %s but holds allocations (a leaked claim)',
+                       i.uuid, CASE WHEN i.deleted <> 0 THEN $1 ELSE i.vm_state END) AS message
+           FROM instances i
+          WHERE (i.deleted <> 0 OR i.vm_state NOT IN ($2, $3))
+            AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = i.uuid)
+            AND NOT EXISTS (SELECT 1 FROM ironic_nodes n WHERE n.instance_uuid = i.uuid)
+         UNION ALL
+         SELECT format('archived instance %s holds allocations (a leaked claim)', s.uuid) AS message
+           FROM shadow_instances s
+          WHERE EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = s.uuid)",
+    )
+    .bind::<diesel::sql_types::Text, _>(VmState::Deleted.as_str())
+    .bind::<diesel::sql_types::Text, _>(VmState::Building.as_str())
+    .bind::<diesel::sql_types::Text, _>(VmState::Active.as_str())
+    .load(conn)?;
+    Ok(findings
+        .into_iter()
+        .map(|finding| Violation {
+            invariant: 12,
+            message: finding.message,
+        })
+        .collect())
+}
 
 /// Runs every check, judging time by the database's clock and the default build timeout, and
 /// returns the violations found (empty when all invariants hold).
@@ -205,6 +221,7 @@ pub fn check_invariants_at(
             message: finding.message,
         }));
     }
+    violations.extend(leaked_claims(conn)?);
     for table in ARCHIVABLE_TABLES {
         // Invariant 9: in its table or its shadow, never both; a live row is never archived
         // unless it rode along with its archived lifecycle parent (task_log is archived by

@@ -5,8 +5,7 @@ use std::fmt;
 use uuid::Uuid;
 
 /// Nova's vm_state of an instance, of those ringmaster's instances go through. In SQL it is
-/// the text `as_str` gives, which the `db` layer binds (only the audit's fixed checks spell
-/// states in their text).
+/// the text `as_str` gives, which the `db` layer binds: no statement spells a state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum VmState {
     /// Being built: claimed, its deploy not yet settled.

@@ -294,3 +294,57 @@ async fn every_caller_of_the_consumer_deleter_leaves_no_empty_consumer() {
     );
     d.audit();
 }
+
+/// What the consumer deleter prevents, the audit reports: an instance in error or deleted that
+/// still holds its allocations is a leaked claim (invariant 12), named with its state.
+#[actix_web::test]
+async fn the_audit_names_a_claim_an_ended_instance_still_holds() {
+    let d = TestDeployment::start(&["cmp-1"], 2).await;
+    let instance = d.boot("vm-1").await.unwrap();
+    // As a buggy deleter would leave it: the instance ended, its node freed, its claim kept.
+    count(
+        &d,
+        &format!(
+            "WITH freed AS (UPDATE ironic_nodes SET instance_uuid = NULL, provision_state = 'available'
+                             WHERE instance_uuid = '{0}' RETURNING 1),
+                  ended AS (UPDATE instances SET vm_state = 'error' WHERE uuid = '{0}' RETURNING 1)
+             SELECT (SELECT count(*) FROM freed) + (SELECT count(*) FROM ended) AS n",
+            instance.uuid
+        ),
+    );
+    let leaks = |d: &TestDeployment| -> Vec<String> {
+        ringmaster::db::audit::check_invariants(&mut d.db.conn())
+            .unwrap()
+            .into_iter()
+            .filter(|v| v.invariant == 12)
+            .map(|v| v.message)
+            .collect()
+    };
+    assert_eq!(
+        leaks(&d),
+        [format!(
+            "instance {} is error but holds allocations (a leaked claim)",
+            instance.uuid
+        )]
+    );
+    count(
+        &d,
+        &format!(
+            "WITH gone AS (UPDATE instances SET deleted = id, deleted_at = now() WHERE uuid = '{}' RETURNING 1)
+             SELECT count(*) AS n FROM gone",
+            instance.uuid
+        ),
+    );
+    assert_eq!(
+        leaks(&d),
+        [format!(
+            "instance {} is deleted but holds allocations (a leaked claim)",
+            instance.uuid
+        )]
+    );
+    // The consumer deleter ends it.
+    ringmaster::db::placement::allocations::delete_consumer(&mut d.db.conn(), instance.uuid)
+        .unwrap();
+    assert!(leaks(&d).is_empty());
+    d.audit();
+}

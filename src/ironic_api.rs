@@ -225,7 +225,7 @@ impl IronicApi {
             });
         }
         let mut query = vec![
-            ("fields", NODE_FIELDS.replace(' ', "")),
+            ("fields", NODE_FIELDS.to_owned()),
             ("limit", PAGE_SIZE.to_string()),
         ];
         if let Some(group) = &selection.conductor_group {
@@ -252,10 +252,11 @@ impl IronicApi {
                 .read(&format!("/nodes?{encoded}"), "the node listing")
                 .await?;
             requests += 1;
-            let full = page.nodes.len() >= PAGE_SIZE;
+            // A full page with a `next` link: the rest follows the last node of this one.
+            let full = page.nodes.len() >= PAGE_SIZE && page.next.is_some();
             marker = page.nodes.last().map(|node| node.uuid);
             nodes.extend(page.nodes);
-            if page.next.is_none() || !full || marker.is_none() {
+            if !full {
                 return Ok((nodes, requests));
             }
         }

@@ -50,16 +50,8 @@ impl serde::Serialize for NodeUuid {
 pub struct HostName(String);
 
 impl HostName {
-    pub fn new(name: impl Into<String>) -> HostName {
-        HostName(name.into())
-    }
-
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-
-    pub fn into_string(self) -> String {
-        self.0
     }
 }
 

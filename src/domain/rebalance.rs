@@ -107,16 +107,19 @@ impl Outage {
         }
     }
 
-    /// Returns the last heartbeat a host is judged by at `now`.
+    /// Returns the last heartbeat a host is judged by at `now`. Hosts are judged only on what
+    /// was just read from the database, so an outage still going on ends at `now` for this:
+    /// the first tick that reaches the database again credits as the next ones do.
     pub fn credited(
         &self,
         last_seen_up: Option<DateTime<Utc>>,
         liveness: &Liveness,
         now: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
-        let (Some(began), Some(ended)) = (self.began, self.ended) else {
+        let Some(began) = self.began else {
             return last_seen_up;
         };
+        let ended = self.ended.unwrap_or(now);
         let was_up = last_seen_up.is_some_and(|seen| seen >= began - liveness.service_down_time);
         if was_up && now - ended <= liveness.service_down_time {
             last_seen_up.map(|seen| seen.max(ended))

@@ -401,3 +401,34 @@ fn a_host_up_when_an_outage_began_is_credited_however_long_it_came_and_went() {
         "not judged for heartbeats the outage held up"
     );
 }
+
+#[test]
+fn the_first_tick_that_reaches_the_database_again_credits_the_outage() {
+    // The database went away at 0 with the host's last heartbeat; the first tick that reads
+    // again, at 8, still has the outage going on: it credits it as ending now.
+    let liveness = Liveness::with_down_time(Duration::seconds(3));
+    let at = |seconds: i64| now() + Duration::seconds(seconds);
+    let going_on = Outage::default().failed(at(0), Duration::seconds(3));
+    assert_eq!(
+        going_on.credited(Some(at(0)), &liveness, at(8)),
+        Some(at(8))
+    );
+    let host = Host {
+        last_seen_up: Some(at(0)),
+        ..host("cmp-1", 0)
+    };
+    let judged = judge(
+        &[host],
+        0,
+        going_on,
+        &liveness,
+        at(8),
+        &RingMemory::default(),
+    );
+    assert!(matches!(judged, Judged::Changed(quiet) if quiet.eligible == ["cmp-1"]));
+    // A host not heard from before the outage began gets no credit.
+    assert_eq!(
+        going_on.credited(Some(at(-10)), &liveness, at(8)),
+        Some(at(-10))
+    );
+}

@@ -128,7 +128,7 @@ fn failover(
     let settings = ActorSettings::driven_by_messages(chrono::Duration::seconds(10));
     let system = actix::System::new();
     system.block_on(async move {
-        let actors = spawn_all(pool, clock.clone(), settings);
+        let actors = spawn_all(pool, clock.clone(), settings, None);
         for host in &hosts {
             actors.hosts.start(host).await?.send(Heartbeat).await??;
         }

@@ -5,6 +5,7 @@
 pub mod archiver;
 pub mod compute_host;
 pub mod ironic;
+pub mod node_source;
 pub mod rebalancer;
 pub mod registry;
 pub mod scheduler;
@@ -21,6 +22,7 @@ use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
 use compute_host::{ComputeHost, Crash, HostError, HostSettings};
 use ironic::Ironic;
+use node_source::{IronicDriver, NodeSource};
 use rebalancer::Rebalancer;
 use registry::Registry;
 use scheduler::Scheduler;
@@ -30,7 +32,10 @@ use scheduler::Scheduler;
 pub struct Actors {
     pub archiver: Addr<archiver::Archiver>,
     pub registry: Addr<Registry>,
+    /// The simulated Ironic (the admin API's enroll, lock and delete speak to it).
     pub ironic: Addr<Ironic>,
+    /// Where this process's nodes come from: the simulated Ironic or a real one.
+    pub node_source: NodeSource,
     pub rebalancer: Addr<Rebalancer>,
     pub scheduler: Addr<Scheduler>,
     pub hosts: HostDirectory,
@@ -77,8 +82,14 @@ impl Actors {
 }
 
 /// Starts the registry (one thread), Ironic, the archiver, the rebalancer and the scheduler, and an
-/// arbiter for the compute hosts. Call inside an actix system.
-pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Actors {
+/// arbiter for the compute hosts; with `real_ironic`, its listing loop too (the nodes come from
+/// it then). Call inside an actix system.
+pub fn spawn_all(
+    pool: Pool,
+    clock: SharedClock,
+    settings: ActorSettings,
+    real_ironic: Option<Arc<IronicDriver>>,
+) -> Actors {
     let process = Uuid::new_v4();
     let presence = Arc::new(Presence::new(process));
     let registry = {
@@ -98,6 +109,10 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
             archiver::Archiver::new(pool.clone(), clock.clone())
         })
     };
+    let node_source = match real_ironic {
+        Some(driver) => NodeSource::Ironic(driver),
+        None => NodeSource::Simulated(ironic.clone()),
+    };
     let hosts = HostDirectory {
         hosts: Arc::new(Mutex::new(BTreeMap::new())),
         factory: Arc::new(HostFactory {
@@ -105,12 +120,15 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
             clock: clock.clone(),
             settings: settings.host,
             registry: registry.clone(),
-            ironic: ironic.clone(),
+            node_source: node_source.clone(),
             presence,
             arbiter: Arbiter::new().handle(),
             relay: std::sync::Once::new(),
         }),
     };
+    if let Some(driver) = node_source.driver() {
+        driver.start_listing(hosts.clone(), settings.host.update_resources_interval);
+    }
     let rebalancer = Rebalancer::new(
         pool.clone(),
         clock.clone(),
@@ -132,6 +150,7 @@ pub fn spawn_all(pool: Pool, clock: SharedClock, settings: ActorSettings) -> Act
         archiver,
         registry,
         ironic,
+        node_source,
         rebalancer,
         scheduler,
         hosts,
@@ -146,7 +165,7 @@ struct HostFactory {
     clock: SharedClock,
     settings: HostSettings,
     registry: Addr<Registry>,
-    ironic: Addr<Ironic>,
+    node_source: NodeSource,
     presence: Arc<Presence>,
     arbiter: ArbiterHandle,
     /// Starts the spawn relay with this process's first host.
@@ -194,7 +213,7 @@ impl HostDirectory {
                 factory.clock.clone(),
                 factory.settings,
                 factory.registry.clone(),
-                factory.ironic.clone(),
+                factory.node_source.clone(),
                 factory.presence.clone(),
             )
         });

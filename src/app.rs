@@ -44,6 +44,8 @@ pub enum AppError {
     Startup(DbError),
     #[error("cannot start host {0}: {1}")]
     Host(String, HostError),
+    #[error("{0}")]
+    Ironic(crate::ironic_api::IronicError),
 }
 
 /// A process of the deployment, built: its actors running, its HTTP server bound.
@@ -89,7 +91,12 @@ pub async fn start_deployment(
     clock: SharedClock,
     deployment: &DeploymentConfig,
 ) -> Result<Actors, AppError> {
-    let actors = actors::spawn_all(pool.clone(), clock, deployment.actors);
+    let real_ironic = match &deployment.ironic {
+        Some(settings) => Some(connect_ironic(settings, &pool, &clock).await?),
+        None => None,
+    };
+    let simulated = real_ironic.is_none();
+    let actors = actors::spawn_all(pool.clone(), clock, deployment.actors, real_ironic);
     for host in &deployment.hosts {
         actors
             .hosts
@@ -117,10 +124,42 @@ pub async fn start_deployment(
             humantime::format_duration(interval)
         );
     }
-    if let Some(count) = deployment.nodes {
+    if let Some(count) = deployment.nodes.filter(|_| simulated) {
         enroll_demo_nodes(&pool, &actors, count, &deployment.resource_class).await?;
     }
     Ok(actors)
+}
+
+/// Connects to the real Ironic `settings` name: a server older than ringmaster needs (or one
+/// that does not say its versions) stops the start; an Ironic that does not answer yet is
+/// connected to by the first listing that reaches it (hosts keep what they own meanwhile).
+async fn connect_ironic(
+    settings: &crate::config::IronicSettings,
+    pool: &Pool,
+    clock: &SharedClock,
+) -> Result<std::sync::Arc<actors::node_source::IronicDriver>, AppError> {
+    use crate::ironic_api::{IronicApi, IronicError};
+    let api = match IronicApi::connect(&settings.url, settings.auth.clone()).await {
+        Ok(api) => {
+            log::info!(
+                "nodes come from ironic at {} (API {})",
+                settings.url,
+                api.version()
+            );
+            Some(api)
+        }
+        Err(unreachable @ IronicError::Unreachable { .. }) => {
+            log::warn!("{unreachable}; nodes stay as they are until it answers");
+            None
+        }
+        Err(other) => return Err(AppError::Ironic(other)),
+    };
+    Ok(std::sync::Arc::new(actors::node_source::IronicDriver::new(
+        settings.clone(),
+        api,
+        pool.clone(),
+        clock.clone(),
+    )))
 }
 
 /// Enrolls `count` simulated nodes of `resource_class` when Ironic has none.

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod archive;
+mod ironic;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -140,6 +141,8 @@ pub struct ServeArgs {
     /// a failover) before it exits with an error.
     #[arg(long, env = "RINGMASTER_DATABASE_GRACE", default_value = "60s", value_parser = parse_duration)]
     pub database_grace: Duration,
+    #[command(flatten)]
+    pub ironic: ironic::IronicArgs,
 }
 
 /// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
@@ -274,6 +277,7 @@ fn config(
     }
     let hosts = args.hosts.clone().unwrap_or_default();
     check_host_names(&hosts)?;
+    let ironic = args.ironic.settings()?;
     Ok(Config {
         database,
         pool_size: database_args.db_pool_size,
@@ -309,6 +313,7 @@ fn config(
                     lease,
                 },
             },
+            ironic,
         },
     })
 }

@@ -144,7 +144,45 @@ pub struct DeploymentConfig {
     /// How often to archive deleted rows; `None` for never.
     pub archive_interval: Option<std::time::Duration>,
     pub actors: ActorSettings,
+    /// A real Ironic to take the nodes from; `None`: the simulated one.
+    pub ironic: Option<IronicSettings>,
 }
+
+/// A real Ironic as the node source (issue 16).
+#[derive(Debug, Clone)]
+pub struct IronicSettings {
+    /// Ironic's API endpoint, `http://host:port` (with or without `/v1`).
+    pub url: String,
+    pub auth: crate::ironic_api::IronicAuth,
+    /// Only the nodes of this conductor group or shard.
+    pub selection: crate::ironic_api::NodeSelection,
+    /// The image every deploy asks for (`instance_info/image_source`).
+    pub image_source: String,
+    /// How often a deploy or a tear-down reads the node while Ironic works on it.
+    pub poll_interval: Duration,
+    /// How long a deploy or a tear-down may take before it fails.
+    pub deploy_timeout: Duration,
+    /// How often a request refused with `409 NodeLocked` is sent again, with backoff.
+    pub lock_retries: u32,
+}
+
+impl IronicSettings {
+    /// Settings for the Ironic at `url` with no credentials and the defaults.
+    pub fn new(url: &str) -> IronicSettings {
+        IronicSettings {
+            url: url.to_owned(),
+            auth: crate::ironic_api::IronicAuth::None,
+            selection: crate::ironic_api::NodeSelection::default(),
+            image_source: DEFAULT_IMAGE_SOURCE.to_owned(),
+            poll_interval: Duration::from_millis(500),
+            deploy_timeout: Duration::from_secs(1800),
+            lock_retries: 8,
+        }
+    }
+}
+
+/// The image a deploy asks for unless told otherwise.
+pub const DEFAULT_IMAGE_SOURCE: &str = "http://127.0.0.1/images/ringmaster.qcow2";
 
 /// The actors' settings.
 #[derive(Debug, Clone, Copy)]

@@ -13,6 +13,7 @@ pub mod error;
 pub mod hosts;
 pub mod instances;
 pub mod ironic;
+pub mod ironic_mirror;
 pub mod leases;
 pub mod models;
 pub mod node_reports;

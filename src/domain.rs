@@ -8,6 +8,7 @@ pub mod host;
 pub mod identity;
 pub mod instance;
 pub mod listing;
+pub mod mirror;
 pub mod node;
 pub mod placement;
 pub mod placement_filter;

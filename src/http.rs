@@ -82,6 +82,7 @@ pub fn configure(
                     .route("/nodes/{uuid}", web::delete().to(nodes::delete_node))
                     .route("/nodes/{uuid}/lock", web::post().to(nodes::lock_node))
                     .route("/nodes/{uuid}/unlock", web::post().to(nodes::unlock_node))
+                    .route("/node-source", web::get().to(nodes::get_node_source))
                     .route("/ring", web::get().to(deployment::get_ring))
                     .route("/moves", web::get().to(deployment::list_moves))
                     .route("/timeline", web::get().to(deployment::get_timeline))

@@ -91,6 +91,56 @@ pub enum IronicError {
     NoShards { url: String, max: ApiVersion },
 }
 
+impl IronicError {
+    /// Says whether Ironic answered `409 NodeLocked`: a conductor holds the node for now, and
+    /// the same request may succeed later.
+    pub fn is_node_locked(&self) -> bool {
+        matches!(self, IronicError::Refused { status: 409, detail, .. }
+            if detail.contains("locked") || detail.contains("NodeLocked"))
+    }
+
+    /// Says whether Ironic could not be reached at all (nothing was done).
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, IronicError::Unreachable { .. })
+    }
+}
+
+/// One operation of a JSON patch (RFC 6902), as Ironic's node PATCH takes it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PatchOp {
+    pub op: &'static str,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<serde_json::Value>,
+}
+
+impl PatchOp {
+    /// Adds (or replaces) `path` with `value`.
+    pub fn add(path: &str, value: serde_json::Value) -> PatchOp {
+        PatchOp {
+            op: "add",
+            path: path.to_owned(),
+            value: Some(value),
+        }
+    }
+
+    /// Removes `path`.
+    pub fn remove(path: &str) -> PatchOp {
+        PatchOp {
+            op: "remove",
+            path: path.to_owned(),
+            value: None,
+        }
+    }
+}
+
+/// One interface's answer in a node validation.
+#[derive(Debug, Clone, Deserialize)]
+pub struct InterfaceCheck {
+    pub result: Option<bool>,
+    pub reason: Option<String>,
+}
+
 /// A node as the listing reads it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct IronicNodeRecord {
@@ -202,9 +252,14 @@ impl IronicApi {
 
     /// A GET of `path` (under `/v1`) with the version header and the credentials.
     fn get(&self, path_and_query: &str) -> reqwest::RequestBuilder {
+        self.request(reqwest::Method::GET, path_and_query)
+    }
+
+    /// A request of `path` (under `/v1`) with the version header and the credentials.
+    fn request(&self, method: reqwest::Method, path_and_query: &str) -> reqwest::RequestBuilder {
         let request = self
             .client
-            .get(format!("{}/v1{path_and_query}", self.base))
+            .request(method, format!("{}/v1{path_and_query}", self.base))
             .header(VERSION_HEADER, self.version.to_string());
         match &self.auth {
             IronicAuth::None => request,
@@ -262,14 +317,63 @@ impl IronicApi {
         }
     }
 
-    /// GETs `path` and reads its JSON answer; `what` names it in errors.
-    async fn read<T: serde::de::DeserializeOwned>(
+    /// Reads node `uuid` (the fields a listing reads).
+    pub async fn get_node(&self, uuid: Uuid) -> Result<IronicNodeRecord, IronicError> {
+        self.read(
+            &format!("/nodes/{uuid}?fields={NODE_FIELDS}"),
+            &format!("the read of node {uuid}"),
+        )
+        .await
+    }
+
+    /// Patches node `uuid` with `ops`.
+    pub async fn patch_node(&self, uuid: Uuid, ops: &[PatchOp]) -> Result<(), IronicError> {
+        let request = self
+            .request(reqwest::Method::PATCH, &format!("/nodes/{uuid}"))
+            .json(ops);
+        self.send(request, &format!("the update of node {uuid}"))
+            .await
+    }
+
+    /// Validates node `uuid`'s interfaces; returns each interface's answer by name.
+    pub async fn validate_node(
         &self,
-        path: &str,
+        uuid: Uuid,
+    ) -> Result<std::collections::BTreeMap<String, InterfaceCheck>, IronicError> {
+        self.read(
+            &format!("/nodes/{uuid}/validate"),
+            &format!("the validation of node {uuid}"),
+        )
+        .await
+    }
+
+    /// Asks Ironic to take node `uuid` to provision state `target` (`active`, `deleted`).
+    pub async fn set_provision_state(&self, uuid: Uuid, target: &str) -> Result<(), IronicError> {
+        let request = self
+            .request(
+                reqwest::Method::PUT,
+                &format!("/nodes/{uuid}/states/provision"),
+            )
+            .json(&serde_json::json!({ "target": target }));
+        self.send(
+            request,
+            &format!("the provision request {target:?} for node {uuid}"),
+        )
+        .await
+    }
+
+    /// Sends a write and reads only its status; `what` names it in errors.
+    async fn send(&self, request: reqwest::RequestBuilder, what: &str) -> Result<(), IronicError> {
+        self.answer(request, what).await.map(drop)
+    }
+
+    /// Sends `request`; returns its answer when it succeeded, else why not (`what` names it).
+    async fn answer(
+        &self,
+        request: reqwest::RequestBuilder,
         what: &str,
-    ) -> Result<T, IronicError> {
-        let response = self
-            .get(path)
+    ) -> Result<reqwest::Response, IronicError> {
+        let response = request
             .send()
             .await
             .map_err(|error| IronicError::Unreachable {
@@ -277,15 +381,25 @@ impl IronicApi {
                 reason: error.to_string(),
             })?;
         let status = response.status();
-        if !status.is_success() {
-            let detail = response.text().await.unwrap_or_default();
-            return Err(IronicError::Refused {
-                what: what.to_owned(),
-                status: status.as_u16(),
-                detail: detail.chars().take(300).collect(),
-            });
+        if status.is_success() {
+            return Ok(response);
         }
-        response
+        let detail = response.text().await.unwrap_or_default();
+        Err(IronicError::Refused {
+            what: what.to_owned(),
+            status: status.as_u16(),
+            detail: fault_text(&detail),
+        })
+    }
+
+    /// GETs `path` and reads its JSON answer; `what` names it in errors.
+    async fn read<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        what: &str,
+    ) -> Result<T, IronicError> {
+        self.answer(self.get(path), what)
+            .await?
             .json()
             .await
             .map_err(|error| IronicError::BadAnswer {
@@ -293,6 +407,28 @@ impl IronicApi {
                 reason: error.to_string(),
             })
     }
+}
+
+/// Ironic's error text: the `faultstring` inside its `error_message` envelope when there is
+/// one, else the body as it came; at most 300 characters.
+fn fault_text(body: &str) -> String {
+    #[derive(Deserialize)]
+    struct Envelope {
+        error_message: String,
+    }
+    #[derive(Deserialize)]
+    struct Fault {
+        faultstring: String,
+    }
+    let text = serde_json::from_str::<Envelope>(body)
+        .ok()
+        .map(|envelope| {
+            serde_json::from_str::<Fault>(&envelope.error_message)
+                .map(|fault| fault.faultstring)
+                .unwrap_or(envelope.error_message)
+        })
+        .unwrap_or_else(|| body.to_owned());
+    text.chars().take(300).collect()
 }
 
 #[cfg(test)]
@@ -306,5 +442,19 @@ mod tests {
         assert!(ApiVersion(1, 9) < MIN_VERSION);
         assert_eq!(ApiVersion::parse("one"), None);
         assert_eq!(ApiVersion(1, 46).to_string(), "1.46");
+    }
+
+    #[test]
+    fn ironic_faults_are_read_out_of_their_envelope() {
+        let body = r#"{"error_message": "{\"faultcode\": \"Client\", \"faultstring\": \"Node x is locked by host c1, please retry after the current operation is completed.\", \"debuginfo\": null}"}"#;
+        let text = fault_text(body);
+        assert!(text.starts_with("Node x is locked by host c1"), "{text}");
+        let locked = IronicError::Refused {
+            what: "w".into(),
+            status: 409,
+            detail: text,
+        };
+        assert!(locked.is_node_locked());
+        assert_eq!(fault_text("plain"), "plain");
     }
 }

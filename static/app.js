@@ -103,6 +103,16 @@ function renderHosts(hosts) {
   });
 }
 
+// Ironic's provision state with what else keeps the node from taking an instance.
+function nodeState(node) {
+  const notes = [];
+  if (node.locked) notes.push("locked");
+  if (node.maintenance) notes.push("maintenance");
+  if (node.power_state) notes.push(node.power_state);
+  const text = node.provision_state + (notes.length ? ` (${notes.join(", ")})` : "");
+  return node.last_error ? `${text}: ${node.last_error}` : text;
+}
+
 const nodesTable = new VirtualTable({
   scroller: $("#nodes-scroller"),
   tbody: $("#nodes tbody"),
@@ -119,7 +129,7 @@ const nodesTable = new VirtualTable({
     owner.dataset.owner = node.host || "";
     owner.append(swatch(node.host), node.host || "—");
     return [short(node.uuid), owner, short(node.compute_node_uuid), short(node.resource_provider_uuid),
-      short(node.instance_uuid), node.provision_state + (node.locked ? " (locked)" : ""), lock];
+      short(node.instance_uuid), nodeState(node), lock];
   },
 });
 
@@ -159,10 +169,24 @@ function renderTimeline(entries) {
   $("#moves").replaceChildren(...items);
 }
 
+// Where the nodes come from: the simulated Ironic, or a real one with its last listing.
+function describeSource(source) {
+  if (!source || source.kind !== "ironic") return "Node source: the simulated Ironic";
+  const version = source.api_version ? ` (API ${source.api_version})` : "";
+  const listing = source.listing || {};
+  const last = listing.error
+    ? `last listing failed: ${listing.error}`
+    : listing.last_success
+      ? `last listing ${new Date(listing.last_success).toLocaleTimeString()}: ${numbers.format(listing.nodes)} nodes in ${listing.requests} request(s)`
+      : "not listed yet";
+  return `Node source: Ironic at ${source.url}${version}; ${last}`;
+}
+
 function renderRing(ring) {
   const algorithm = ring.algorithm === "default" ? "default ring: shares, no positions" : `${ring.algorithm} ring`;
   $("#ring-meta").textContent = `v${ring.version}, ${algorithm}, ${numbers.format(ring.nodes)} nodes`;
   ownership.render(hostNames, ring.counts, ring.nodes);
+  $("#node-source").textContent = describeSource(ring.node_source);
 }
 
 function renderArchiveRuns(runs) {

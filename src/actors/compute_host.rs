@@ -24,7 +24,7 @@ use actix::prelude::*;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::ironic::Ironic;
+use super::node_source::NodeSource;
 use super::registry::Registry;
 use crate::db::presence::Presence;
 use crate::db::{self, DbError, Pool};
@@ -72,7 +72,7 @@ pub struct ComputeHost {
     clock: SharedClock,
     settings: HostSettings,
     registry: Addr<Registry>,
-    ironic: Addr<Ironic>,
+    node_source: NodeSource,
     presence: Arc<Presence>,
     /// When this actor started: builds on its nodes older than this have nobody working on
     /// them (their spawn died with the process or actor that ran it).
@@ -92,7 +92,7 @@ impl ComputeHost {
         clock: SharedClock,
         settings: HostSettings,
         registry: Addr<Registry>,
-        ironic: Addr<Ironic>,
+        node_source: NodeSource,
         presence: Arc<Presence>,
     ) -> ComputeHost {
         let started_at = clock.now();
@@ -102,7 +102,7 @@ impl ComputeHost {
             clock,
             settings,
             registry,
-            ironic,
+            node_source,
             presence,
             started_at,
             last_heartbeat_ok: None,
@@ -121,7 +121,7 @@ impl ComputeHost {
         Build {
             pool: self.pool.clone(),
             clock: self.clock.clone(),
-            ironic: self.ironic.clone(),
+            node_source: self.node_source.clone(),
             host: self.name.clone(),
         }
     }

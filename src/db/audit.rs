@@ -45,8 +45,11 @@ const CHECKS: &[(u8, &str)] = &[
         "SELECT format('ironic node %s has %s live compute nodes', n.uuid, count(c.id)) AS message
            FROM ironic_nodes n
            LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
-          WHERE n.provision_state <> 'enroll'
-          GROUP BY n.uuid HAVING count(c.id) <> 1",
+          GROUP BY n.uuid, n.source, n.provision_state, n.first_owned_at
+         HAVING count(c.id) > 1
+             OR (count(c.id) = 0
+                 AND CASE WHEN n.source = 'ironic' THEN n.first_owned_at IS NOT NULL
+                          ELSE n.provision_state <> 'enroll' END)",
     ),
     (
         1,

@@ -119,16 +119,29 @@ pub fn claim_nodes(
     .bind::<Timestamptz, _>(now)
     .load(conn)?;
     let claimed: Vec<ComputeNode> = claimed.into_iter().map(ComputeNode::from).collect();
-    if claimed.len() < claims.len() {
-        report_unclaimable(conn, claims, &claimed)?;
-    }
+    finish_claims(conn, claims, &claimed, now)?;
+    Ok(claimed)
+}
 
+/// What follows the claim of `claims` that gave `claimed` their compute nodes: each gets its
+/// provider, the simulator's enrolled nodes become available, a real Ironic's are marked
+/// owned; the nodes left unclaimed are reported.
+fn finish_claims(
+    conn: &mut PgConnection,
+    claims: &[NodeClaim],
+    claimed: &[ComputeNode],
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    if claimed.len() < claims.len() {
+        report_unclaimable(conn, claims, claimed)?;
+    }
     let uuids: Vec<Uuid> = claimed.iter().map(|node| node.uuid).collect();
     let names: Vec<String> = claimed.iter().map(|node| node.node.to_string()).collect();
     ensure_providers(conn, &uuids, &names, now)?;
     let node_uuids: Vec<Uuid> = claims.iter().map(|claim| claim.node).collect();
     super::ironic::make_available(conn, &node_uuids, now)?;
-    Ok(claimed)
+    let owned: Vec<Uuid> = claimed.iter().map(|node| node.node.uuid()).collect();
+    super::ironic_mirror::mark_owned(conn, &owned, now)
 }
 
 /// Logs each claimed-for node that got no compute node because the uuid it would keep is held
@@ -541,4 +554,26 @@ pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnership>, DbErro
             epoch: row.owner_epoch,
         })
         .collect())
+}
+
+/// Returns (host, node) for each of `nodes` that has a live compute node.
+pub fn owners_of(
+    conn: &mut PgConnection,
+    nodes: &[Uuid],
+) -> Result<Vec<(String, String)>, DbError> {
+    #[derive(QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Text)]
+        host: String,
+        #[diesel(sql_type = Text)]
+        node: String,
+    }
+    let names: Vec<String> = nodes.iter().map(Uuid::to_string).collect();
+    let rows: Vec<Row> = super::cached::query(
+        "SELECT host::text AS host, hypervisor_hostname::text AS node FROM compute_nodes
+          WHERE hypervisor_hostname = ANY($1) AND deleted = 0",
+    )
+    .bind::<Array<Text>, _>(&names)
+    .load(conn)?;
+    Ok(rows.into_iter().map(|row| (row.host, row.node)).collect())
 }

@@ -1,5 +1,6 @@
 //! The simulated Ironic's node table: enroll, list, delete, the conductor lock, deploy and
-//! destroy. Ironic deletes nodes for real; a deploy or destroy on a locked node fails.
+//! destroy. Ironic deletes nodes for real; a deploy or destroy on a locked node fails. With a
+//! real Ironic the same table is its listing's mirror (`db::ironic_mirror`).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -17,24 +18,36 @@ pub struct IronicNodeRow {
     pub name: Option<String>,
     pub resource_class: String,
     pub provision_state: String,
+    pub power_state: Option<String>,
     pub maintenance: bool,
     pub instance_uuid: Option<Uuid>,
     pub reservation: Option<String>,
+    pub traits: Vec<Option<String>>,
+    pub source: String,
 }
 
 impl From<IronicNodeRow> for IronicNode {
     fn from(row: IronicNodeRow) -> Self {
+        let simulated = row.source == SIMULATED;
         IronicNode {
             uuid: row.uuid,
             name: row.name,
             resource_class: row.resource_class,
             provision_state: ProvisionState::parse(&row.provision_state),
+            power_state: row.power_state,
             maintenance: row.maintenance,
             instance_uuid: row.instance_uuid,
             reservation: row.reservation,
+            traits: (!simulated).then(|| row.traits.into_iter().flatten().collect()),
+            simulated,
         }
     }
 }
+
+/// The `source` of a row the simulator wrote.
+pub const SIMULATED: &str = "simulated";
+/// The `source` of a row mirrored from a real Ironic.
+pub const MIRRORED: &str = "ironic";
 
 /// A node to enroll.
 #[derive(Debug, Clone, Insertable)]
@@ -95,6 +108,16 @@ pub fn get_node(conn: &mut PgConnection, uuid: Uuid) -> Result<IronicNode, DbErr
         .ok_or_else(|| DbError::NotFound(format!("ironic node {uuid}")))
 }
 
+/// Returns node `uuid`'s disk size (its `local_gb` property), 0 when unknown.
+pub fn local_gb(conn: &mut PgConnection, uuid: Uuid) -> Result<i32, DbError> {
+    Ok(ironic_nodes::table
+        .filter(ironic_nodes::uuid.eq(uuid))
+        .select(ironic_nodes::local_gb)
+        .first(conn)
+        .optional()?
+        .unwrap_or(0))
+}
+
 /// Deletes node `uuid` from Ironic; refused while an instance is on it.
 pub fn delete_node(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {
     let node = get_node(conn, uuid)?;
@@ -148,7 +171,8 @@ pub fn set_maintenance(
     node_found(uuid, updated)
 }
 
-/// Marks enrolled nodes available once a compute host has claimed them.
+/// Marks enrolled simulated nodes available once a compute host has claimed them (a real
+/// Ironic's nodes are its operator's to manage).
 pub fn make_available(
     conn: &mut PgConnection,
     uuids: &[Uuid],
@@ -157,6 +181,7 @@ pub fn make_available(
     Ok(diesel::update(
         ironic_nodes::table
             .filter(ironic_nodes::uuid.eq_any(uuids))
+            .filter(ironic_nodes::source.eq(SIMULATED))
             .filter(ironic_nodes::provision_state.eq(ProvisionState::Enroll.as_str())),
     )
     .set((

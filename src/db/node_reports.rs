@@ -16,6 +16,10 @@ use super::DbError;
 use crate::domain::instance::VmState;
 use crate::domain::node::{ComputeNode, IronicNode, NodeInventory, OwnerEpoch, ProvisionState};
 
+/// The fault an active instance gets, once, when a real Ironic no longer shows it on its node.
+pub const INSTANCE_GONE: &str = "ironic no longer shows this instance on its node (torn down or re-associated outside \
+     ringmaster); its node is kept for it until it is deleted";
+
 #[derive(Debug, QueryableByName)]
 struct OwnedRow {
     #[diesel(sql_type = BigInt)]
@@ -42,6 +46,14 @@ struct OwnedRow {
     instance_uuid: Option<Uuid>,
     #[diesel(sql_type = Nullable<Text>)]
     reservation: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    power_state: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    source: Option<String>,
+    #[diesel(sql_type = Array<Text>)]
+    node_traits: Vec<String>,
+    #[diesel(sql_type = Array<Text>)]
+    provider_traits: Vec<String>,
     #[diesel(sql_type = Bool)]
     has_provider: bool,
     #[diesel(sql_type = Bool)]
@@ -56,6 +68,8 @@ struct OwnedRow {
     devices: i64,
     #[diesel(sql_type = Bool)]
     build_deployed: bool,
+    #[diesel(sql_type = Nullable<SqlUuid>)]
+    instance_gone: Option<Uuid>,
 }
 
 /// A compute node a host owns, as a tracker pass sees it.
@@ -69,10 +83,16 @@ pub struct OwnedNode {
     pub allocated: bool,
     /// The inventory its provider has now, per class: (class, total, reserved).
     pub inventory: Vec<NodeInventory>,
+    /// Its provider's traits now, sorted (read only for a real Ironic's nodes).
+    pub provider_traits: Vec<String>,
     /// Its live PCI device rows.
     pub devices: i64,
     /// Whether Ironic shows deployed an instance still `building` on it.
     pub build_deployed: bool,
+    /// An instance `active` on the node that a real Ironic no longer shows there (torn down
+    /// or re-associated behind ringmaster's back), not reported yet: it gets the fault
+    /// `INSTANCE_GONE` and keeps its claim, so its node is not re-used.
+    pub instance_gone: Option<Uuid>,
 }
 
 impl OwnedNode {
@@ -109,7 +129,14 @@ pub fn owned_nodes(
         "SELECT c.id, c.uuid, c.host, c.hypervisor_hostname::uuid AS hypervisor_hostname, c.owner_epoch,
                 n.uuid AS ironic_uuid, n.name::text AS name, n.resource_class::text AS resource_class,
                 n.provision_state::text AS provision_state, n.maintenance, n.instance_uuid,
-                n.reservation::text AS reservation,
+                n.reservation::text AS reservation, n.power_state::text AS power_state,
+                n.source::text AS source,
+                COALESCE(n.traits, '{}') AS node_traits,
+                CASE WHEN n.source = 'ironic' THEN COALESCE(
+                    (SELECT array_agg(t.name::text ORDER BY t.name COLLATE \"C\")
+                       FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
+                      WHERE rpt.resource_provider_id = rp.id), '{}')
+                ELSE '{}' END AS provider_traits,
                 rp.id IS NOT NULL AS has_provider,
                 EXISTS (SELECT 1 FROM allocations a WHERE a.resource_provider_id = rp.id) AS allocated,
                 COALESCE(inv.classes, '{}') AS inventory_classes,
@@ -120,7 +147,15 @@ pub fn owned_nodes(
                 (n.provision_state = 'active' AND n.instance_uuid IS NOT NULL
                  AND EXISTS (SELECT 1 FROM instances i
                               WHERE i.uuid = n.instance_uuid AND i.deleted = 0
-                                AND i.vm_state = $3)) IS TRUE AS build_deployed
+                                AND i.vm_state = $3)) IS TRUE AS build_deployed,
+                CASE WHEN n.source = 'ironic' THEN
+                    (SELECT i.uuid FROM instances i
+                      WHERE i.node = c.hypervisor_hostname AND i.deleted = 0 AND i.vm_state = $4
+                        AND n.instance_uuid IS DISTINCT FROM i.uuid
+                        AND NOT EXISTS (SELECT 1 FROM instance_faults f
+                                         WHERE f.instance_uuid = i.uuid AND f.message = $5)
+                      ORDER BY i.id LIMIT 1)
+                END AS instance_gone
            FROM compute_nodes c
            LEFT JOIN ironic_nodes n ON n.uuid = c.hypervisor_hostname::uuid
            LEFT JOIN LATERAL (SELECT id FROM resource_providers WHERE uuid = c.uuid) rp ON TRUE
@@ -136,6 +171,8 @@ pub fn owned_nodes(
     .bind::<Text, _>(host)
     .bind::<Nullable<Array<Text>>, _>(only)
     .bind::<Text, _>(VmState::Building.as_str())
+    .bind::<Text, _>(VmState::Active.as_str())
+    .bind::<Text, _>(INSTANCE_GONE)
     .load(conn)?;
     Ok(rows.into_iter().map(OwnedNode::from).collect())
 }
@@ -153,6 +190,8 @@ impl From<OwnedRow> for OwnedNode {
                 reserved,
             })
             .collect();
+        let simulated = row.source.as_deref() != Some(super::ironic::MIRRORED);
+        let node_traits = row.node_traits;
         OwnedNode {
             ironic: row.ironic_uuid.map(|uuid| IronicNode {
                 uuid,
@@ -164,6 +203,9 @@ impl From<OwnedRow> for OwnedNode {
                 maintenance: row.maintenance.unwrap_or(false),
                 instance_uuid: row.instance_uuid,
                 reservation: row.reservation,
+                power_state: row.power_state,
+                traits: (!simulated).then_some(node_traits),
+                simulated,
             }),
             compute_node: ComputeNode {
                 id: row.id,
@@ -175,8 +217,10 @@ impl From<OwnedRow> for OwnedNode {
             has_provider: row.has_provider,
             allocated: row.allocated,
             inventory,
+            provider_traits: row.provider_traits,
             devices: row.devices,
             build_deployed: row.build_deployed,
+            instance_gone: row.instance_gone,
         }
     }
 }
@@ -239,6 +283,61 @@ pub fn write_inventories(
     .bind::<Array<Text>, _>(&classes)
     .bind::<Array<Integer>, _>(&totals)
     .bind::<Array<Integer>, _>(&reserved)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    Ok(())
+}
+
+/// Makes each provider of `reports` carry exactly its node's traits (as Nova's ironic driver
+/// sets a provider's traits from its node's), creating the custom traits it needs and bumping
+/// those providers' generations: four statements whatever the number. Call only while
+/// holding the nodes.
+pub fn write_traits(
+    conn: &mut PgConnection,
+    reports: &[(Uuid, Vec<String>)],
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let providers: Vec<Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
+    let (pair_providers, pair_traits): (Vec<Uuid>, Vec<&str>) = reports
+        .iter()
+        .flat_map(|(uuid, traits)| traits.iter().map(move |name| (*uuid, name.as_str())))
+        .unzip();
+    super::cached::query(
+        "INSERT INTO traits (name, created_at)
+         SELECT DISTINCT name, $2 FROM unnest($1::text[]) AS t(name)
+          WHERE NOT EXISTS (SELECT 1 FROM traits x WHERE x.name = t.name)
+         ON CONFLICT (name) DO NOTHING",
+    )
+    .bind::<Array<Text>, _>(&pair_traits)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    super::cached::query(
+        "WITH wanted AS (
+             SELECT rp.id AS provider_id, t.id AS trait_id
+               FROM unnest($2::uuid[], $3::text[]) AS w(provider, name)
+               JOIN resource_providers rp ON rp.uuid = w.provider
+               JOIN traits t ON t.name = w.name
+         ),
+         targets AS (SELECT id FROM resource_providers WHERE uuid = ANY($1)),
+         removed AS (
+             DELETE FROM resource_provider_traits rpt USING targets
+              WHERE rpt.resource_provider_id = targets.id
+                AND NOT EXISTS (SELECT 1 FROM wanted w WHERE w.provider_id = rpt.resource_provider_id
+                                                        AND w.trait_id = rpt.trait_id)
+         ),
+         added AS (
+             INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
+             SELECT provider_id, trait_id FROM wanted ON CONFLICT DO NOTHING
+         )
+         UPDATE resource_providers SET generation = generation + 1, updated_at = $4
+          WHERE id IN (SELECT id FROM targets)",
+    )
+    .bind::<Array<SqlUuid>, _>(&providers)
+    .bind::<Array<SqlUuid>, _>(&pair_providers)
+    .bind::<Array<Text>, _>(&pair_traits)
     .bind::<Timestamptz, _>(now)
     .execute(conn)?;
     Ok(())

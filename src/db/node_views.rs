@@ -33,6 +33,13 @@ pub struct NodeView {
     pub resource_provider_uuid: Option<Uuid>,
     #[diesel(sql_type = Nullable<BigInt>)]
     pub owner_epoch: Option<i64>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub power_state: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub last_error: Option<String>,
+    /// `simulated` or `ironic` (a real Ironic's listing).
+    #[diesel(sql_type = Text)]
+    pub source: String,
 }
 
 /// Which nodes a listing shows (`state`: Ironic's provision state).
@@ -85,7 +92,8 @@ pub fn find_node_views(
         "SELECT n.uuid, n.name::text AS name, n.resource_class::text AS resource_class,
                 n.provision_state::text AS provision_state, n.reservation::text AS reservation,
                 n.maintenance, n.instance_uuid, c.host::text AS host, c.uuid AS compute_node_uuid,
-                rp.uuid AS resource_provider_uuid, c.owner_epoch
+                rp.uuid AS resource_provider_uuid, c.owner_epoch,
+                n.power_state::text AS power_state, n.last_error, n.source::text AS source
            {NODE_VIEW_SELECTION}
           ORDER BY n.uuid
           OFFSET $7 LIMIT $8"

@@ -249,10 +249,10 @@ diesel::table! {
         name -> Nullable<Varchar>,
         #[max_length = 80]
         resource_class -> Varchar,
-        #[max_length = 15]
+        #[max_length = 40]
         provision_state -> Varchar,
-        #[max_length = 15]
-        power_state -> Varchar,
+        #[max_length = 40]
+        power_state -> Nullable<Varchar>,
         maintenance -> Bool,
         maintenance_reason -> Nullable<Text>,
         instance_uuid -> Nullable<Uuid>,
@@ -266,6 +266,10 @@ diesel::table! {
         conductor_group -> Varchar,
         created_at -> Timestamptz,
         updated_at -> Nullable<Timestamptz>,
+        traits -> Array<Nullable<Text>>,
+        #[max_length = 16]
+        source -> Varchar,
+        first_owned_at -> Nullable<Timestamptz>,
     }
 }
 

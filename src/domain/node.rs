@@ -43,17 +43,24 @@ impl ProvisionState {
     }
 }
 
-/// A node of the simulated Ironic.
+/// A node of the node source: the simulated Ironic or a real one's listing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IronicNode {
     pub uuid: Uuid,
     pub name: Option<String>,
     pub resource_class: String,
     pub provision_state: ProvisionState,
+    /// Ironic's power state; `None` while Ironic does not know it.
+    pub power_state: Option<String>,
     pub maintenance: bool,
     pub instance_uuid: Option<Uuid>,
     /// The conductor lock: set while a conductor works on the node.
     pub reservation: Option<String>,
+    /// The node's traits, which become its provider's; `None` for a simulated node (the
+    /// simulator has no traits, so its providers keep the ones given through Placement).
+    pub traits: Option<Vec<String>>,
+    /// Whether the simulator owns the node (then its owner makes an enrolled node available).
+    pub simulated: bool,
 }
 
 impl IronicNode {
@@ -62,11 +69,13 @@ impl IronicNode {
         self.instance_uuid.is_some() || self.provision_state == ProvisionState::Active
     }
 
-    /// Says whether the node cannot take an instance now: in maintenance, locked, or in a
-    /// state other than available.
+    /// Says whether the node cannot take an instance now, as Nova's ironic driver judges it:
+    /// in maintenance, locked, its power in error, or in a state other than available (a
+    /// failed deploy or clean with its `last_error`, `manageable`, `enroll`, cleaning, …).
     pub fn is_unavailable(&self) -> bool {
         self.maintenance
             || self.reservation.is_some()
+            || self.power_state.as_deref() == Some(POWER_ERROR)
             || self.provision_state != ProvisionState::Available
     }
 
@@ -84,6 +93,9 @@ impl IronicNode {
         }
     }
 }
+
+/// Ironic's power state of a node whose power it cannot manage.
+pub const POWER_ERROR: &str = "error";
 
 /// The one-unit inventory of a bare-metal node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,9 +143,12 @@ mod tests {
             name: None,
             resource_class: "baremetal-gold".to_owned(),
             provision_state: ProvisionState::Available,
+            power_state: Some("power off".to_owned()),
             maintenance: false,
             instance_uuid: None,
             reservation: None,
+            traits: None,
+            simulated: true,
         }
     }
 
@@ -172,7 +187,15 @@ mod tests {
             provision_state: ProvisionState::Enroll,
             ..node()
         };
-        for unavailable in [in_maintenance, locked, enrolling] {
+        let failed = IronicNode {
+            provision_state: ProvisionState::parse("deploy failed"),
+            ..node()
+        };
+        let power_lost = IronicNode {
+            power_state: Some(POWER_ERROR.to_owned()),
+            ..node()
+        };
+        for unavailable in [in_maintenance, locked, enrolling, failed, power_lost] {
             assert_eq!(unavailable.inventory(false).reserved, 1, "{unavailable:?}");
             assert_eq!(
                 unavailable.inventory(true).reserved,
@@ -191,6 +214,15 @@ mod tests {
             ..node()
         };
         assert_eq!(used.inventory(false).reserved, 0);
+    }
+
+    #[test]
+    fn an_unknown_power_state_does_not_reserve_as_fake_hardware_reports_none() {
+        let unknown = IronicNode {
+            power_state: None,
+            ..node()
+        };
+        assert_eq!(unknown.inventory(false).reserved, 0);
     }
 
     #[test]

@@ -34,6 +34,7 @@ pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiErr
         counts: counts.into_iter().collect(),
         leader: ring.leader,
         lease_epoch: ring.lease_epoch,
+        node_source: super::nodes::node_source_view(&state.actors.node_source),
     }))
 }
 

@@ -46,8 +46,14 @@ pub struct NodeResponse {
     pub owner_epoch: Option<i64>,
     pub instance_uuid: Option<Uuid>,
     pub provision_state: String,
+    /// Ironic's power state (`null` while Ironic does not know it).
+    pub power_state: Option<String>,
     pub locked: bool,
     pub maintenance: bool,
+    /// Ironic's last error on the node.
+    pub last_error: Option<String>,
+    /// Where the node comes from: `simulated` or `ironic`.
+    pub source: String,
 }
 
 /// Body of `POST /api/v1/nodes`: a count of new nodes, or the nodes themselves.
@@ -88,6 +94,20 @@ pub struct RingResponse {
     pub leader: bool,
     /// The epoch of the rebalancer lease it leads under, when it leads.
     pub lease_epoch: Option<i64>,
+    /// Where the nodes come from (`GET /api/v1/node-source`).
+    pub node_source: NodeSourceResponse,
+}
+
+/// `GET /api/v1/node-source`: where this process's nodes come from.
+#[derive(Debug, Serialize)]
+pub struct NodeSourceResponse {
+    /// `simulated` (the built-in Ironic) or `ironic` (a real one).
+    pub kind: &'static str,
+    pub url: Option<String>,
+    /// The Ironic API version negotiated.
+    pub api_version: Option<String>,
+    /// What the last listing of the real Ironic did.
+    pub listing: Option<crate::actors::node_source::ListingStatus>,
 }
 
 /// Query of `GET /api/v1/moves`.

@@ -1,11 +1,14 @@
-//! `/api/v1/nodes`: the simulated Ironic's nodes with their owners; enroll, delete, lock and
-//! unlock (fault injection).
+//! `/api/v1/nodes`: the nodes with their owners; enroll, delete, lock and unlock (fault
+//! injection) in the simulated Ironic — refused with 409 naming the Ironic way when the nodes
+//! come from a real Ironic. `/api/v1/node-source`: where the nodes come from.
 
 use actix_web::{HttpResponse, web};
 use uuid::Uuid;
 
 use super::AppState;
-use super::dto::{EnrollNodesRequest, EnrollNodesResponse, ListQuery, NodeResponse};
+use super::dto::{
+    EnrollNodesRequest, EnrollNodesResponse, ListQuery, NodeResponse, NodeSourceResponse,
+};
 use super::error::ApiError;
 use super::validate;
 use crate::actors::ironic::{DeleteNode, EnrollNodes};
@@ -42,11 +45,46 @@ pub async fn list_nodes(
             owner_epoch: node.owner_epoch,
             instance_uuid: node.instance_uuid,
             provision_state: node.provision_state,
+            power_state: node.power_state,
             locked: node.reservation.is_some(),
             maintenance: node.maintenance,
+            last_error: node.last_error,
+            source: node.source,
         })
         .collect();
     Ok(super::dto::with_total(HttpResponse::Ok(), total).json(body))
+}
+
+/// Refuses a change to the simulated Ironic while the nodes come from a real one, naming how
+/// to do it there.
+fn simulated_only(state: &AppState, how: &str) -> Result<(), ApiError> {
+    match state.actors.node_source.driver() {
+        None => Ok(()),
+        Some(driver) => Err(ApiError::Actor {
+            kind: crate::domain::error::ErrorKind::Conflict,
+            message: format!(
+                "the nodes come from Ironic at {}: {how} there (ringmaster picks the change up \
+                 at its next listing)",
+                driver.url()
+            ),
+        }),
+    }
+}
+
+/// Says where the nodes come from: `simulated`, or `ironic` with its URL, API version and
+/// what its last listing did.
+pub async fn get_node_source(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(node_source_view(&state.actors.node_source))
+}
+
+/// The node source as the admin API and the dashboard show it.
+pub fn node_source_view(source: &crate::actors::node_source::NodeSource) -> NodeSourceResponse {
+    NodeSourceResponse {
+        kind: source.kind(),
+        url: source.driver().map(|driver| driver.url().to_owned()),
+        api_version: source.driver().and_then(|driver| driver.api_version()),
+        listing: source.driver().map(|driver| driver.status()),
+    }
 }
 
 /// Enrolls `count` new nodes of `resource_class`, or the `nodes` given; the rebalancer then
@@ -55,6 +93,10 @@ pub async fn enroll_nodes(
     state: web::Data<AppState>,
     body: web::Json<EnrollNodesRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    simulated_only(
+        &state,
+        "enroll nodes with `openstack baremetal node create` (then `manage` and `provide`)",
+    )?;
     let body = body.into_inner();
     let nodes: Vec<NewIronicNode> = match (body.count, body.nodes) {
         (Some(count), None) => {
@@ -109,6 +151,10 @@ pub async fn delete_node(
     state: web::Data<AppState>,
     path: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
+    simulated_only(
+        &state,
+        "delete nodes with `openstack baremetal node delete`",
+    )?;
     state
         .actors
         .ironic
@@ -124,6 +170,10 @@ pub async fn lock_node(
     state: web::Data<AppState>,
     path: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
+    simulated_only(
+        &state,
+        "take a node out of service with `openstack baremetal node maintenance set`",
+    )?;
     state.actors.set_node_lock(path.into_inner(), true).await?;
     Ok(HttpResponse::NoContent().finish())
 }
@@ -133,6 +183,10 @@ pub async fn unlock_node(
     state: web::Data<AppState>,
     path: web::Path<Uuid>,
 ) -> Result<HttpResponse, ApiError> {
+    simulated_only(
+        &state,
+        "put a node back in service with `openstack baremetal node maintenance unset`",
+    )?;
     state.actors.set_node_lock(path.into_inner(), false).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -60,7 +60,7 @@ pub async fn run(script: &Script, url: &str) -> Result<usize, String> {
     let mut settings = ActorSettings::driven_by_messages(down_time);
     settings.host.pci_devices_per_node = script.config.pci_devices;
     settings.rebalancer.algorithm = script.config.ring.parse().unwrap_or_default();
-    let actors = spawn_all(pool.clone(), clock.clone(), settings);
+    let actors = spawn_all(pool.clone(), clock.clone(), settings, None);
     let mut run = Run {
         actors,
         clock,

@@ -175,7 +175,7 @@ async fn a_frozen_leader_loses_its_lease_and_its_late_moves_are_refused() {
     let d = TestDeployment::start(&THREE, 6).await;
     let old_lease = d.lease().await;
     // A second process on the same database and clock.
-    let other = ringmaster::actors::spawn_all(d.db.pool(), d.clock.clone(), quiet_settings());
+    let other = ringmaster::actors::spawn_all(d.db.pool(), d.clock.clone(), quiet_settings(), None);
     let follower = other.rebalancer.send(RebalanceNow).await.unwrap().unwrap();
     assert!(!follower.leader, "one leader while the lease is renewed");
 

@@ -25,6 +25,8 @@ mod ha_guarantees;
 mod ha_identity;
 mod ha_incidents;
 mod ironic_api;
+mod ironic_driver;
+mod ironic_source;
 mod placement_api;
 mod placement_candidates;
 mod placement_inventories;

@@ -6,11 +6,12 @@ use actix::prelude::*;
 use uuid::Uuid;
 
 use super::{ComputeHost, HostError};
-use crate::actors::ironic::{Deploy, Destroy, Ironic};
+use crate::actors::node_source::{DeployRequest, Fence, NodeSource, SourceError};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::identity::OwnerEpoch;
 use crate::domain::instance::VmState;
+use crate::domain::mirror::ListedNode;
 
 /// Deploys instance `instance` on node `node` through Ironic.
 #[derive(Debug, Message)]
@@ -95,7 +96,7 @@ impl Handler<TakeSpawns> for ComputeHost {
 pub(super) struct Build {
     pub(super) pool: Pool,
     pub(super) clock: SharedClock,
-    pub(super) ironic: Addr<Ironic>,
+    pub(super) node_source: NodeSource,
     pub(super) host: String,
 }
 
@@ -106,7 +107,7 @@ impl Build {
         let Build {
             pool,
             clock,
-            ironic,
+            node_source,
             host,
         } = self.clone();
         let owned = require_owned(&pool, &host, &spawn.node).await?;
@@ -128,21 +129,22 @@ impl Build {
             })
             .await;
         let deployed = match claimed {
-            Ok(true) => ironic
-                .send(Deploy {
-                    node: owned.ironic,
-                    instance,
-                })
-                .await?
-                .map_err(HostError::from),
+            Ok(true) => {
+                let request = deploy_request(&pool, &owned, instance).await?;
+                node_source
+                    .deploy(&request, &owned.fence(&pool))
+                    .await
+                    .map_err(|error| owned.source_error(error))
+            }
             Ok(false) => return Err(HostError::BuildEnded(instance)),
             Err(failure) => Err(failure),
         };
         match deployed {
-            Ok(()) => {
+            Ok(shown) => {
                 let now = clock.now();
                 let activated = owned
                     .write(&pool, move |conn| {
+                        mirror(conn, shown.as_ref(), now)?;
                         db::instances::activate_build(conn, instance, now)
                     })
                     .await?;
@@ -150,7 +152,10 @@ impl Build {
                     return Ok(VmState::Active);
                 }
                 // Settled while Ironic deployed it: undo the deploy, nothing holds it.
-                if let Err(error) = ironic.send(Destroy { node: owned.ironic }).await? {
+                if let Err(error) = node_source
+                    .destroy(owned.ironic, instance, &owned.fence(&pool))
+                    .await
+                {
                     log::warn!(
                         "host {host}: instance {instance} was deployed after its build ended; \
                          tearing it down failed: {error}"
@@ -161,6 +166,10 @@ impl Build {
             // Ownership lost on the way: the new owner acts for the node now.
             Err(lost @ HostError::NotOwner { .. }) => Err(lost),
             Err(failure) => {
+                log::warn!(
+                    "host {host}: deploy of instance {instance} on node {} failed: {failure}",
+                    owned.node
+                );
                 let text = failure.to_string();
                 let now = clock.now();
                 owned
@@ -207,10 +216,10 @@ impl Handler<DestroyInstance> for ComputeHost {
         if let Err(fenced) = self.require_lease() {
             return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
         }
-        let (pool, clock, ironic, host) = (
+        let (pool, clock, node_source, host) = (
             self.pool.clone(),
             self.clock.clone(),
-            self.ironic.clone(),
+            self.node_source.clone(),
             self.name.clone(),
         );
         AtomicResponse::new(Box::pin(
@@ -224,22 +233,35 @@ impl Handler<DestroyInstance> for ComputeHost {
                     Some(node) => Some(require_owned(&pool, &host, node).await?),
                     None => None,
                 };
-                if let Some(owned) = &owned
-                    && let Err(failure) = ironic.send(Destroy { node: owned.ironic }).await?
-                {
-                    let text = failure.to_string();
-                    let now = clock.now();
-                    let fault_text = text.clone();
-                    owned
-                        .write(&pool, move |conn| {
-                            db::instances::add_fault(conn, instance, &fault_text, &host, now)?;
-                            db::instances::set_state(conn, instance, VmState::Error, None, now)
-                        })
-                        .await?;
-                    return Err(HostError::Ironic(text));
-                }
+                let torn_down = match &owned {
+                    Some(owned) => node_source
+                        .destroy(owned.ironic, instance, &owned.fence(&pool))
+                        .await
+                        .map_err(|error| owned.source_error(error)),
+                    None => Ok(None),
+                };
+                let shown = match torn_down {
+                    Ok(shown) => shown,
+                    Err(lost @ HostError::NotOwner { .. }) => return Err(lost),
+                    Err(failure) => {
+                        let Some(owned) = &owned else {
+                            return Err(failure);
+                        };
+                        let text = failure.to_string();
+                        let now = clock.now();
+                        let fault_text = text.clone();
+                        owned
+                            .write(&pool, move |conn| {
+                                db::instances::add_fault(conn, instance, &fault_text, &host, now)?;
+                                db::instances::set_state(conn, instance, VmState::Error, None, now)
+                            })
+                            .await?;
+                        return Err(HostError::Ironic(text));
+                    }
+                };
                 let now = clock.now();
                 write_for(owned.as_ref(), &pool, move |conn| {
+                    mirror(conn, shown.as_ref(), now)?;
                     db::placement::allocations::delete_consumer(conn, instance)?;
                     db::instances::soft_delete_instance(conn, instance, now)
                 })
@@ -294,6 +316,75 @@ impl Owned {
             host: self.host.clone(),
             node: self.node.clone(),
         })
+    }
+}
+
+impl Owned {
+    /// The fence a node source checks before each write it sends for this node: the node still
+    /// this host's at the epoch it was found at.
+    fn fence(&self, pool: &Pool) -> Fence {
+        let (pool, host, id, epoch) = (
+            pool.clone(),
+            self.host.clone(),
+            self.compute_node_id,
+            self.epoch,
+        );
+        std::sync::Arc::new(move || {
+            let (pool, host) = (pool.clone(), host.clone());
+            Box::pin(async move {
+                db::transaction(&pool, move |conn| {
+                    db::compute_nodes::hold_one(conn, &host, id, epoch)
+                })
+                .await
+                .unwrap_or(false)
+            })
+        })
+    }
+
+    /// A node source's refusal as the host says it.
+    fn source_error(&self, error: SourceError) -> HostError {
+        match error {
+            SourceError::Fenced(_) => HostError::NotOwner {
+                host: self.host.clone(),
+                node: self.node.clone(),
+            },
+            SourceError::Mailbox(mailbox) => HostError::Mailbox(mailbox),
+            SourceError::Failed(reason) => HostError::Ironic(reason),
+        }
+    }
+}
+
+/// What a deploy of `instance` on `owned`'s node asks Ironic for: its display name, and the
+/// node's disk as the root size.
+async fn deploy_request(
+    pool: &Pool,
+    owned: &Owned,
+    instance: Uuid,
+) -> Result<DeployRequest, HostError> {
+    let node = owned.ironic;
+    let (display_name, root_gb) = db::run(pool, move |conn| {
+        let found = db::instances::get_instance(conn, instance)?;
+        let root_gb = db::ironic::local_gb(conn, node)?;
+        Ok((found.name.unwrap_or_else(|| instance.to_string()), root_gb))
+    })
+    .await?;
+    Ok(DeployRequest {
+        node: owned.ironic,
+        instance,
+        display_name,
+        root_gb,
+    })
+}
+
+/// Writes the node as its source showed it after a deploy or a tear-down into the mirror.
+fn mirror(
+    conn: &mut db::Connection,
+    shown: Option<&ListedNode>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbError> {
+    match shown {
+        Some(node) => db::ironic_mirror::refresh_node(conn, node, now),
+        None => Ok(()),
     }
 }
 

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{ComputeHost, HostError, HostSettings, TakeSpawns};
-use crate::actors::ironic::Ironic;
+use crate::actors::node_source::NodeSource;
 use crate::actors::registry::{CreateProvider, DeleteOrphan, Registry};
 use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
 use crate::db::instances::BuildOutcome;
@@ -37,6 +37,9 @@ pub struct TrackerReport {
     pub builds_failed: Vec<Uuid>,
     /// Nodes enrolled in Ironic again while their compute node lived, made available.
     pub nodes_made_available: Vec<String>,
+    /// Active instances a real Ironic no longer shows on their node: reported with a fault,
+    /// once (their claim kept, so the node is not re-used until the instance is deleted).
+    pub instances_gone: Vec<Uuid>,
     /// Nodes found as they were: nothing written for them.
     pub unchanged: usize,
     /// Whether the pass found nothing changed anywhere since its last one, and so read none of
@@ -135,7 +138,7 @@ impl ComputeHost {
             host: self.name.clone(),
             clock: self.clock.clone(),
             registry: self.registry.clone(),
-            ironic: self.ironic.clone(),
+            node_source: self.node_source.clone(),
             settings: self.settings,
             last_ok: self.last_heartbeat_ok,
             started_at: self.started_at,
@@ -173,7 +176,7 @@ struct TrackerPass {
     host: String,
     clock: SharedClock,
     registry: Addr<Registry>,
-    ironic: Addr<Ironic>,
+    node_source: NodeSource,
     settings: HostSettings,
     last_ok: Option<DateTime<Utc>>,
     started_at: DateTime<Utc>,
@@ -190,9 +193,9 @@ impl TrackerPass {
     async fn run(self) -> Result<TrackerReport, HostError> {
         // Ironic's listing first: a pass that cannot list its nodes writes nothing, and takes
         // no node for gone.
-        self.ironic
-            .send(crate::actors::ironic::CheckListing)
-            .await?
+        self.node_source
+            .check_listing()
+            .await
             .map_err(HostError::Ironic)?;
         let (changes_seen, pending_spawns, owned) = self.read().await?;
         let skipped = owned.is_none();
@@ -222,6 +225,7 @@ impl TrackerPass {
         report.builds_finished = written.finished;
         report.builds_failed = written.failed;
         report.nodes_made_available = written.made_available;
+        report.instances_gone = written.gone;
         log_settled(&self.host, &report);
         if !skipped {
             report.devices_freed = free_lagging_devices(&self.pool, &self.clock, owned_ids).await?;
@@ -354,6 +358,11 @@ fn log_settled(host: &str, report: &TrackerReport) {
     for node in &report.nodes_made_available {
         log::info!("host {host}: node {node} was enrolled again: available");
     }
+    for instance in &report.instances_gone {
+        log::warn!(
+            "host {host}: ironic no longer shows instance {instance} on its node: reported, its claim and node kept"
+        );
+    }
 }
 
 /// What the writing transaction of a tracker pass did.
@@ -364,6 +373,7 @@ struct PassWrites {
     finished: Vec<Uuid>,
     failed: Vec<Uuid>,
     made_available: Vec<String>,
+    gone: Vec<Uuid>,
 }
 
 /// What a tracker pass found changed on the nodes it owns: only these are written.
@@ -371,14 +381,18 @@ struct PassWrites {
 struct PassChanges {
     /// Every node with a change: (compute node, epoch read at).
     nodes: Vec<ComputeNode>,
-    /// Inventories that differ from the provider's: (provider, inventory).
-    inventories: Vec<(i64, Uuid, crate::domain::node::NodeInventory)>,
-    /// Nodes short of their simulated PCI devices.
-    devices: Vec<i64>,
+    /// Inventories that differ from the provider's: (compute node, (provider, inventory)).
+    inventories: Vec<(i64, (Uuid, crate::domain::node::NodeInventory))>,
+    /// Nodes short of their simulated PCI devices: (compute node, compute node).
+    devices: Vec<(i64, i64)>,
     /// Nodes with a build Ironic finished.
     builds: Vec<(i64, String)>,
-    /// Nodes Ironic has back in `enroll`.
+    /// Nodes the simulator has back in `enroll`.
     enrolled: Vec<(i64, Uuid)>,
+    /// Providers whose traits differ from their node's: (compute node, (provider, traits)).
+    traits: Vec<(i64, (Uuid, Vec<String>))>,
+    /// Active instances Ironic no longer shows on their node: (compute node, instance).
+    gone: Vec<(i64, Uuid)>,
     unchanged: usize,
 }
 
@@ -387,9 +401,10 @@ impl PassChanges {
     fn add(&mut self, node: OwnedNode, mut ironic: IronicNode, devices: u32) {
         let id = node.compute_node.id;
         let mut changed = false;
-        // A node enrolled in Ironic again while its compute node lived: this host manages
-        // it, so it makes it available (as a first claim does), keeping its identity.
-        if ironic.provision_state == ProvisionState::Enroll {
+        // A simulated node enrolled again while its compute node lived: this host manages
+        // it, so it makes it available (as a first claim does), keeping its identity. A real
+        // Ironic's nodes are its operator's to manage.
+        if ironic.simulated && ironic.provision_state == ProvisionState::Enroll {
             self.enrolled.push((id, ironic.uuid));
             ironic.provision_state = ProvisionState::Available;
             changed = true;
@@ -397,15 +412,25 @@ impl PassChanges {
         let inventory = ironic.inventory(node.allocated);
         if !node.reports(&inventory) {
             self.inventories
-                .push((id, node.compute_node.uuid, inventory));
+                .push((id, (node.compute_node.uuid, inventory)));
+            changed = true;
+        }
+        if let Some(traits) = ironic.traits.take()
+            && traits != node.provider_traits
+        {
+            self.traits.push((id, (node.compute_node.uuid, traits)));
             changed = true;
         }
         if node.devices < i64::from(devices) {
-            self.devices.push(id);
+            self.devices.push((id, id));
             changed = true;
         }
         if node.build_deployed {
             self.builds.push((id, node.compute_node.node.to_string()));
+            changed = true;
+        }
+        if let Some(instance) = node.instance_gone {
+            self.gone.push((id, instance));
             changed = true;
         }
         if changed {
@@ -429,22 +454,7 @@ impl PassChanges {
         devices: u32,
         now: DateTime<Utc>,
     ) -> Result<PassWrites, DbError> {
-        let mut to_hold: Vec<(i64, OwnerEpoch)> = self
-            .nodes
-            .iter()
-            .map(|node| (node.id, node.owner_epoch))
-            .chain(
-                stale
-                    .iter()
-                    .map(|build| (build.compute_node_id, OwnerEpoch(build.owner_epoch))),
-            )
-            .collect();
-        to_hold.sort_unstable();
-        to_hold.dedup();
-        let held: std::collections::HashSet<i64> =
-            db::compute_nodes::hold_owned(conn, host, &to_hold)?
-                .into_iter()
-                .collect();
+        let held = self.hold(conn, host, stale)?;
         let mut written = PassWrites {
             lost: self
                 .nodes
@@ -454,36 +464,23 @@ impl PassChanges {
                 .collect(),
             ..PassWrites::default()
         };
-        let inventories: Vec<(Uuid, crate::domain::node::NodeInventory)> = self
-            .inventories
-            .iter()
-            .filter(|(id, _, _)| held.contains(id))
-            .map(|(_, provider, inventory)| (*provider, inventory.clone()))
-            .collect();
+        let inventories = held_only(&self.inventories, &held);
         db::node_reports::write_inventories(conn, &inventories, now)?;
         written.reported = inventories.len();
-        let short: Vec<i64> = self
-            .devices
-            .iter()
-            .copied()
-            .filter(|id| held.contains(id))
-            .collect();
-        db::pci::sync_devices(conn, &short, devices, now)?;
-        let builds: Vec<String> = self
-            .builds
-            .iter()
-            .filter(|(id, _)| held.contains(id))
-            .map(|(_, node)| node.clone())
-            .collect();
+        db::node_reports::write_traits(conn, &held_only(&self.traits, &held), now)?;
+        db::pci::sync_devices(conn, &held_only(&self.devices, &held), devices, now)?;
+        let builds = held_only(&self.builds, &held);
         written.finished = db::node_reports::finish_deployed_builds(conn, &builds, now)?;
-        let available: Vec<Uuid> = self
-            .enrolled
-            .iter()
-            .filter(|(id, _)| held.contains(id))
-            .map(|(_, uuid)| *uuid)
-            .collect();
+        let available = held_only(&self.enrolled, &held);
         db::ironic::make_available(conn, &available, now)?;
         written.made_available = available.iter().map(Uuid::to_string).collect();
+        // Reported once (a fault), the instance kept as it is with its claim: its node is not
+        // re-used behind the back of whoever owns the instance.
+        for instance in held_only(&self.gone, &held) {
+            let fault = db::node_reports::INSTANCE_GONE;
+            db::instances::add_fault(conn, instance, fault, host, now)?;
+            written.gone.push(instance);
+        }
         // Builds nobody works on any more end in error and give their node back; they are
         // settled under the node's row lock like every other write of the pass.
         for build in stale
@@ -499,6 +496,40 @@ impl PassChanges {
         }
         Ok(written)
     }
+
+    /// Holds (fences) the changed nodes and those of the `stale` builds at the epochs read;
+    /// returns the compute nodes `host` still owns.
+    fn hold(
+        &self,
+        conn: &mut db::Connection,
+        host: &str,
+        stale: &[db::instances::StaleBuild],
+    ) -> Result<std::collections::HashSet<i64>, DbError> {
+        let mut to_hold: Vec<(i64, OwnerEpoch)> = self
+            .nodes
+            .iter()
+            .map(|node| (node.id, node.owner_epoch))
+            .chain(
+                stale
+                    .iter()
+                    .map(|build| (build.compute_node_id, OwnerEpoch(build.owner_epoch))),
+            )
+            .collect();
+        to_hold.sort_unstable();
+        to_hold.dedup();
+        Ok(db::compute_nodes::hold_owned(conn, host, &to_hold)?
+            .into_iter()
+            .collect())
+    }
+}
+
+/// The items of the compute nodes in `held`, from (compute node, item) pairs.
+fn held_only<T: Clone>(items: &[(i64, T)], held: &std::collections::HashSet<i64>) -> Vec<T> {
+    items
+        .iter()
+        .filter(|(id, _)| held.contains(id))
+        .map(|(_, item)| item.clone())
+        .collect()
 }
 
 /// Frees, device by device by key, the PCI devices still allocated to instances that are

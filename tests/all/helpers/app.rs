@@ -119,6 +119,7 @@ pub fn test_deployment_config(hosts: &[&str]) -> ringmaster::config::DeploymentC
         resource_class: "baremetal".to_owned(),
         archive_interval: None,
         actors: quiet_settings(),
+        ironic: None,
     }
 }
 

@@ -15,18 +15,7 @@ impl TestDeployment {
     /// Starts `hosts`, enrolls `nodes` nodes of class `baremetal`, gives them owners and runs
     /// every host's tracker pass; the invariants hold at the end.
     pub async fn start(hosts: &[&str], nodes: usize) -> TestDeployment {
-        let db = TestDb::new();
-        let pool = db.pool();
-        let clock = std::sync::Arc::new(ringmaster::domain::clock::ManualClock::new(
-            chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
-        ));
-        // The production start path, hosts included (`app::start_deployment`).
-        let actors =
-            ringmaster::app::start_deployment(pool, clock.clone(), &test_deployment_config(hosts))
-                .await
-                .expect("start the deployment");
-        let deployment = TestDeployment { actors, clock, db };
-        deployment.heartbeat(hosts).await;
+        let deployment = Self::start_with(test_deployment_config(hosts)).await;
         if nodes > 0 {
             deployment.enroll(nodes).await;
             let report = deployment.rebalance().await;
@@ -42,6 +31,41 @@ impl TestDeployment {
         }
         deployment.audit();
         deployment
+    }
+
+    /// Starts `config`'s hosts the production way (`app::start_deployment`) on a manual clock
+    /// and a database of their own, and has each heartbeat once.
+    pub async fn start_with(config: ringmaster::config::DeploymentConfig) -> TestDeployment {
+        let db = TestDb::new();
+        let pool = db.pool();
+        let clock = std::sync::Arc::new(ringmaster::domain::clock::ManualClock::new(
+            chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+        ));
+        let actors = ringmaster::app::start_deployment(pool, clock.clone(), &config)
+            .await
+            .expect("start the deployment");
+        let deployment = TestDeployment { actors, clock, db };
+        let hosts: Vec<&str> = config.hosts.iter().map(String::as_str).collect();
+        deployment.heartbeat(&hosts).await;
+        deployment
+    }
+
+    /// Serves the admin API and Placement of this deployment on a random loopback port;
+    /// returns its address (`http://127.0.0.1:PORT`). The server stops with the test's system.
+    pub fn serve(&self) -> String {
+        let config = ringmaster::config::ServerConfig {
+            bind: "127.0.0.1:0".to_owned(),
+            admin_token: None,
+            placement: Default::default(),
+            handle_signals: false,
+            database_grace: std::time::Duration::from_secs(60),
+        };
+        let application =
+            ringmaster::app::Application::build(&config, self.db.pool(), self.actors.clone())
+                .expect("bind the server");
+        let address = format!("http://{}", application.local_addr());
+        actix_rt::spawn(application.run_until_stopped(None));
+        address
     }
 
     pub async fn enroll(&self, count: usize) -> Vec<uuid::Uuid> {
@@ -230,5 +254,55 @@ pub fn boot_request(name: &str, pci_devices: u32) -> ringmaster::actors::schedul
         project: "project".to_owned(),
         user: "user".to_owned(),
         pci_devices,
+    }
+}
+
+impl TestDeployment {
+    /// Every inventory: (provider, class, total, reserved), by provider and class.
+    pub fn inventories(&self) -> Vec<(uuid::Uuid, String, i32, i32)> {
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Uuid)]
+            provider: uuid::Uuid,
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            class: String,
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            total: i32,
+            #[diesel(sql_type = diesel::sql_types::Integer)]
+            reserved: i32,
+        }
+        use diesel::RunQueryDsl;
+        diesel::sql_query(
+            "SELECT rp.uuid AS provider, rc.name::text AS class, i.total, i.reserved
+               FROM inventories i JOIN resource_providers rp ON rp.id = i.resource_provider_id
+               JOIN resource_classes rc ON rc.id = i.resource_class_id ORDER BY 1, 2",
+        )
+        .load::<Row>(&mut self.db.conn())
+        .unwrap()
+        .into_iter()
+        .map(|row| (row.provider, row.class, row.total, row.reserved))
+        .collect()
+    }
+
+    /// The traits of provider `provider`, sorted.
+    pub fn provider_traits(&self, provider: uuid::Uuid) -> Vec<String> {
+        #[derive(diesel::QueryableByName)]
+        struct Row {
+            #[diesel(sql_type = diesel::sql_types::Text)]
+            name: String,
+        }
+        use diesel::RunQueryDsl;
+        diesel::sql_query(
+            "SELECT t.name::text AS name FROM resource_provider_traits rpt
+               JOIN traits t ON t.id = rpt.trait_id
+               JOIN resource_providers rp ON rp.id = rpt.resource_provider_id
+              WHERE rp.uuid = $1 ORDER BY 1",
+        )
+        .bind::<diesel::sql_types::Uuid, _>(provider)
+        .load::<Row>(&mut self.db.conn())
+        .unwrap()
+        .into_iter()
+        .map(|row| row.name)
+        .collect()
     }
 }

@@ -1,0 +1,531 @@
+//! A real Ironic as the node source, doing what Nova's ironic driver does: one paginated
+//! listing per tracker interval per process, mirrored into `ironic_nodes` (only the nodes that
+//! changed are written; a failed or empty listing changes nothing); deploys (`instance_uuid` and
+//! `instance_info`, validate, `active`, poll) and tear-downs (`deleted`, poll until available)
+//! with `409 NodeLocked` retried with backoff; every write sent to Ironic checked against the
+//! host's fence first.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{DeployRequest, Fence, SourceError};
+use crate::actors::HostDirectory;
+use crate::actors::compute_host::RefreshNodes;
+pub use crate::config::IronicSettings;
+use crate::db::{self, Pool};
+use crate::domain::clock::SharedClock;
+use crate::domain::mirror::{self, ListedNode};
+use crate::ironic_api::{IronicApi, IronicError, IronicNodeRecord, PatchOp};
+
+/// Provision states from which Ironic tears an instance down (`deleted`).
+const TEARABLE: &[&str] = &[
+    "active",
+    "deploy failed",
+    "error",
+    "wait call-back",
+    "rescue",
+    "rescue failed",
+    "rescue wait",
+    "unrescue failed",
+];
+/// Provision states of a node that carries nothing and is not being worked on.
+const CLEAN: &[&str] = &["available", "manageable", "enroll"];
+/// The longest wait between two tries of a locked node.
+const MAX_LOCK_BACKOFF: Duration = Duration::from_secs(4);
+
+/// What the last listing did, for the tracker passes, the admin API and the dashboard.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ListingStatus {
+    /// When the last listing ended (worked or not).
+    pub at: Option<DateTime<Utc>>,
+    /// When a listing last worked.
+    pub last_success: Option<DateTime<Utc>>,
+    /// Nodes the last working listing showed.
+    pub nodes: usize,
+    /// Requests the last working listing took (pages).
+    pub requests: usize,
+    /// Nodes it found changed (written to the mirror).
+    pub changed: usize,
+    /// How long it took, in milliseconds, writing included.
+    pub took_ms: u64,
+    /// Why the last listing failed; `None` when it worked.
+    pub error: Option<String>,
+    /// Listings done so far by this process.
+    pub listings: u64,
+    /// Requests sent to Ironic so far by this process: listings, deploys, tear-downs.
+    pub requests_total: u64,
+}
+
+/// A real Ironic, as this process talks to it.
+pub struct IronicDriver {
+    settings: IronicSettings,
+    pool: Pool,
+    clock: SharedClock,
+    /// The connection, once the API version is negotiated (the first listing retries it).
+    api: Mutex<Option<IronicApi>>,
+    status: Mutex<ListingStatus>,
+    /// Whether a listing loop runs (then a pass reads its status instead of listing).
+    looping: std::sync::atomic::AtomicBool,
+    /// Serializes listings run on demand (no loop: tests driven by messages).
+    on_demand: tokio::sync::Mutex<()>,
+    requests: AtomicU64,
+}
+
+impl IronicDriver {
+    /// A driver for the Ironic `settings` name; `api` is the connection made at start, if
+    /// Ironic answered then (else the first listing connects).
+    pub fn new(
+        settings: IronicSettings,
+        api: Option<IronicApi>,
+        pool: Pool,
+        clock: SharedClock,
+    ) -> IronicDriver {
+        IronicDriver {
+            settings,
+            pool,
+            clock,
+            api: Mutex::new(api),
+            status: Mutex::new(ListingStatus::default()),
+            looping: std::sync::atomic::AtomicBool::new(false),
+            on_demand: tokio::sync::Mutex::new(()),
+            requests: AtomicU64::new(0),
+        }
+    }
+
+    /// The Ironic's URL.
+    pub fn url(&self) -> &str {
+        &self.settings.url
+    }
+
+    /// The negotiated API version, once connected.
+    pub fn api_version(&self) -> Option<String> {
+        self.api
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|api| api.version().to_string())
+    }
+
+    /// What the last listing did.
+    pub fn status(&self) -> ListingStatus {
+        let mut status = self
+            .status
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        status.requests_total = self.requests.load(Ordering::Relaxed);
+        status
+    }
+
+    /// Starts the listing loop: one listing every `interval`, for every host of this process;
+    /// after a listing that changed nodes, their owners here report them at once.
+    pub fn start_listing(self: &Arc<Self>, hosts: HostDirectory, interval: Duration) {
+        if interval.is_zero() {
+            return;
+        }
+        self.looping.store(true, Ordering::SeqCst);
+        let driver = Arc::downgrade(self);
+        actix::spawn(async move {
+            loop {
+                let Some(running) = driver.upgrade() else {
+                    break;
+                };
+                if let Ok(changed) = running.list_once().await {
+                    refresh_owners(&running.pool, &hosts, changed).await;
+                }
+                drop(running);
+                actix_rt::time::sleep(interval).await;
+            }
+        });
+    }
+
+    /// Says whether the node listing works: the loop's last listing, or one now when no loop
+    /// runs.
+    pub async fn check_listing(&self) -> Result<(), String> {
+        if !self.looping.load(Ordering::SeqCst) {
+            let _one_at_a_time = self.on_demand.lock().await;
+            return self.list_once().await.map(|_| ());
+        }
+        let status = self.status();
+        match (status.error, status.last_success) {
+            (Some(error), _) => Err(error),
+            (None, Some(_)) => Ok(()),
+            (None, None) => Err(format!(
+                "Ironic at {} has not been listed yet",
+                self.settings.url
+            )),
+        }
+    }
+
+    /// Lists the nodes and applies the listing to the mirror; returns the nodes it changed.
+    /// A failure (Ironic unreachable, an error, an empty listing) changes nothing and is
+    /// logged once.
+    pub async fn list_once(&self) -> Result<Vec<Uuid>, String> {
+        let started = Instant::now();
+        let listed_at = self.clock.now();
+        let outcome = self.list_and_mirror(listed_at).await;
+        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
+        status.at = Some(self.clock.now());
+        status.listings += 1;
+        match outcome {
+            Ok((nodes, requests, changed)) => {
+                status.last_success = status.at;
+                status.nodes = nodes;
+                status.requests = requests;
+                status.changed = changed.len();
+                status.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                status.error = None;
+                Ok(changed)
+            }
+            Err(error) => {
+                log::warn!(
+                    "ironic listing failed, nothing changed (hosts keep what they own): {error}"
+                );
+                status.error = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    async fn list_and_mirror(
+        &self,
+        listed_at: DateTime<Utc>,
+    ) -> Result<(usize, usize, Vec<Uuid>), String> {
+        let api = self.connection().await.map_err(|error| error.to_string())?;
+        let (records, requests) = api
+            .list_nodes(&self.settings.selection)
+            .await
+            .map_err(|error| error.to_string())?;
+        self.count(requests);
+        let total = records.len();
+        let listed: Vec<ListedNode> = records.into_iter().filter_map(listed_node).collect();
+        if listed.len() < total {
+            log::warn!(
+                "ironic lists {} nodes without a resource class: ringmaster leaves them out",
+                total - listed.len()
+            );
+        }
+        let clock = self.clock.clone();
+        let changed = db::run(&self.pool, move |conn| {
+            let current = db::ironic_mirror::mirrored_nodes(conn)?;
+            let changes = match mirror::compare(&current, listed) {
+                Ok(changes) => changes,
+                Err(refused) => return Ok(Err(refused.to_string())),
+            };
+            if changes.is_empty() {
+                return Ok(Ok(Vec::new()));
+            }
+            let mut changed: Vec<Uuid> = changes.upserts.iter().map(|node| node.uuid).collect();
+            changed.extend(&changes.removals);
+            db::in_transaction(conn, |conn| {
+                db::ironic_mirror::apply(conn, &changes, clock.now(), Some(listed_at))
+            })?;
+            Ok(Ok(changed))
+        })
+        .await
+        .map_err(|error| error.to_string())??;
+        Ok((total, requests, changed))
+    }
+
+    /// The connection, negotiating the API version first when there is none yet.
+    async fn connection(&self) -> Result<IronicApi, IronicError> {
+        if let Some(api) = self
+            .api
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return Ok(api);
+        }
+        self.count(1);
+        let api = IronicApi::connect(&self.settings.url, self.settings.auth.clone()).await?;
+        log::info!(
+            "ironic at {} answers: API {}",
+            self.settings.url,
+            api.version()
+        );
+        *self.api.lock().unwrap_or_else(PoisonError::into_inner) = Some(api.clone());
+        Ok(api)
+    }
+
+    fn count(&self, requests: usize) {
+        self.requests
+            .fetch_add(u64::try_from(requests).unwrap_or(0), Ordering::Relaxed);
+    }
+
+    /// Deploys as Nova's driver does: `instance_uuid` and `instance_info`, validation,
+    /// `active`, then polls until `active` (done) or `deploy failed`/`error`. A deploy that
+    /// fails leaves the node clean (torn down, its `instance_uuid` and `instance_info` gone).
+    pub async fn deploy(
+        &self,
+        request: &DeployRequest,
+        fence: &Fence,
+    ) -> Result<ListedNode, SourceError> {
+        let api = self.connection().await.map_err(failed)?;
+        let node = request.node;
+        let ops = vec![
+            PatchOp::add("/instance_uuid", serde_json::json!(request.instance)),
+            PatchOp::add(
+                "/instance_info/image_source",
+                serde_json::json!(self.settings.image_source),
+            ),
+            PatchOp::add("/instance_info/root_gb", serde_json::json!(request.root_gb)),
+            PatchOp::add(
+                "/instance_info/display_name",
+                serde_json::json!(request.display_name),
+            ),
+        ];
+        self.write(fence, node, || api.patch_node(node, &ops))
+            .await?;
+        match self.validate_and_deploy(&api, node, fence).await {
+            Ok(record) => Ok(record),
+            Err(SourceError::Fenced(node)) => Err(SourceError::Fenced(node)),
+            Err(failure) => {
+                if let Err(cleanup) = self.tear_down(&api, node, request.instance, fence).await {
+                    log::warn!(
+                        "node {node}: cleaning up after the failed deploy of instance {} failed: {cleanup}",
+                        request.instance
+                    );
+                }
+                Err(failure)
+            }
+        }
+    }
+
+    async fn validate_and_deploy(
+        &self,
+        api: &IronicApi,
+        node: Uuid,
+        fence: &Fence,
+    ) -> Result<ListedNode, SourceError> {
+        self.count(1);
+        let checks = api.validate_node(node).await.map_err(failed)?;
+        for interface in ["deploy", "power", "boot", "management"] {
+            if let Some(check) = checks.get(interface)
+                && check.result == Some(false)
+            {
+                return Err(SourceError::Failed(format!(
+                    "ironic node {node} failed validation of its {interface} interface: {}",
+                    check.reason.as_deref().unwrap_or("no reason given")
+                )));
+            }
+        }
+        self.write(fence, node, || api.set_provision_state(node, "active"))
+            .await?;
+        let record = self
+            .wait_for(api, node, "deploy", |state| {
+                matches!(state, "active" | "deploy failed" | "error")
+            })
+            .await?;
+        if record.provision_state == "active" {
+            return listed_node(record).ok_or_else(|| {
+                SourceError::Failed(format!("ironic node {node} lost its resource class"))
+            });
+        }
+        Err(SourceError::Failed(format!(
+            "ironic failed to deploy node {node}: {}{}",
+            record.provision_state,
+            record
+                .last_error
+                .map(|error| format!(": {error}"))
+                .unwrap_or_default()
+        )))
+    }
+
+    /// Tears `instance` down from `node` as Nova's driver does: `deleted`, then polls until
+    /// the node is available again (`clean failed` is reported), then clears what the deploy
+    /// set. A node that carries another instance is left alone.
+    pub async fn destroy(
+        &self,
+        node: Uuid,
+        instance: Uuid,
+        fence: &Fence,
+    ) -> Result<ListedNode, SourceError> {
+        let api = self.connection().await.map_err(failed)?;
+        let record = self.tear_down(&api, node, instance, fence).await?;
+        listed_node(record)
+            .ok_or_else(|| SourceError::Failed(format!("ironic node {node} has no resource class")))
+    }
+
+    async fn tear_down(
+        &self,
+        api: &IronicApi,
+        node: Uuid,
+        instance: Uuid,
+        fence: &Fence,
+    ) -> Result<IronicNodeRecord, SourceError> {
+        let deadline = Instant::now() + self.settings.deploy_timeout;
+        let mut requested = false;
+        let record = loop {
+            self.count(1);
+            let record = api.get_node(node).await.map_err(failed)?;
+            if let Some(other) = record.instance_uuid.filter(|other| *other != instance) {
+                return Err(SourceError::Failed(format!(
+                    "ironic node {node} carries instance {other}, not {instance}: left alone"
+                )));
+            }
+            let state = record.provision_state.as_str();
+            if CLEAN.contains(&state) {
+                break record;
+            }
+            if state == "clean failed" {
+                return Err(SourceError::Failed(format!(
+                    "ironic node {node} failed cleaning after the tear-down of instance {instance}: {}",
+                    record.last_error.as_deref().unwrap_or("no error given")
+                )));
+            }
+            if TEARABLE.contains(&state) && !requested {
+                self.write(fence, node, || api.set_provision_state(node, "deleted"))
+                    .await?;
+                requested = true;
+            } else if Instant::now() > deadline {
+                return Err(SourceError::Failed(format!(
+                    "ironic node {node} was not torn down within {}: still {state}",
+                    humantime::format_duration(self.settings.deploy_timeout)
+                )));
+            }
+            actix_rt::time::sleep(self.settings.poll_interval).await;
+        };
+        if record.instance_uuid == Some(instance) {
+            let ops = [
+                PatchOp::remove("/instance_uuid"),
+                PatchOp::remove("/instance_info"),
+            ];
+            self.write(fence, node, || api.patch_node(node, &ops))
+                .await?;
+            self.count(1);
+            return api.get_node(node).await.map_err(failed);
+        }
+        Ok(record)
+    }
+
+    /// Reads `node` every poll interval until `done` says its state is final, for at most the
+    /// deploy timeout; a read that fails is tried again until then.
+    async fn wait_for(
+        &self,
+        api: &IronicApi,
+        node: Uuid,
+        what: &str,
+        done: impl Fn(&str) -> bool,
+    ) -> Result<IronicNodeRecord, SourceError> {
+        let deadline = Instant::now() + self.settings.deploy_timeout;
+        loop {
+            actix_rt::time::sleep(self.settings.poll_interval).await;
+            self.count(1);
+            let last = match api.get_node(node).await {
+                Ok(record) if done(&record.provision_state) => return Ok(record),
+                Ok(record) => record.provision_state,
+                Err(error) => error.to_string(),
+            };
+            if Instant::now() > deadline {
+                return Err(SourceError::Failed(format!(
+                    "ironic node {node}: the {what} did not finish within {} (last seen: {last})",
+                    humantime::format_duration(self.settings.deploy_timeout)
+                )));
+            }
+        }
+    }
+
+    /// Sends one write for `node` while the host holds it: the fence is checked before each
+    /// try, and a `409 NodeLocked` is tried again with backoff up to the configured limit.
+    async fn write<F, Fut>(&self, fence: &Fence, node: Uuid, send: F) -> Result<(), SourceError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<(), IronicError>>,
+    {
+        let mut backoff = Duration::from_millis(250);
+        let mut tries = 0;
+        loop {
+            if !fence().await {
+                return Err(SourceError::Fenced(node));
+            }
+            tries += 1;
+            self.count(1);
+            match send().await {
+                Ok(()) => return Ok(()),
+                Err(locked) if locked.is_node_locked() => {
+                    if tries > self.settings.lock_retries {
+                        return Err(SourceError::Failed(format!(
+                            "ironic node {node} stayed locked by a conductor through {tries} tries: {locked}"
+                        )));
+                    }
+                    log::debug!("ironic node {node} is locked; trying again in {backoff:?}");
+                    actix_rt::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_LOCK_BACKOFF);
+                }
+                Err(other) => return Err(failed(other)),
+            }
+        }
+    }
+}
+
+fn failed(error: IronicError) -> SourceError {
+    SourceError::Failed(error.to_string())
+}
+
+/// A listed node in the mirror's terms; `None` for a node without a resource class (nothing
+/// can be scheduled to it, as in Nova).
+fn listed_node(record: IronicNodeRecord) -> Option<ListedNode> {
+    let property = |name: &str| -> i32 {
+        match record.properties.get(name) {
+            Some(serde_json::Value::Number(number)) => number
+                .as_i64()
+                .and_then(|value| i32::try_from(value).ok())
+                .unwrap_or(0),
+            Some(serde_json::Value::String(text)) => text.trim().parse().unwrap_or(0),
+            _ => 0,
+        }
+    };
+    let (cpus, memory_mb, local_gb) = (
+        property("cpus"),
+        property("memory_mb"),
+        property("local_gb"),
+    );
+    Some(ListedNode {
+        uuid: record.uuid,
+        name: record.name,
+        resource_class: record.resource_class.filter(|class| !class.is_empty())?,
+        provision_state: record.provision_state,
+        power_state: record.power_state,
+        maintenance: record.maintenance,
+        last_error: record.last_error,
+        instance_uuid: record.instance_uuid,
+        reservation: record.reservation,
+        traits: mirror::normalize_traits(record.traits),
+        cpus,
+        memory_mb,
+        local_gb,
+    })
+}
+
+/// Has the owners of `changed` nodes that run in this process report them now, so that a
+/// change in Ironic (maintenance, a new or deleted node) shows within the listing's pass.
+async fn refresh_owners(pool: &Pool, hosts: &HostDirectory, changed: Vec<Uuid>) {
+    if changed.is_empty() {
+        return;
+    }
+    let owners = db::run(pool, move |conn| {
+        db::compute_nodes::owners_of(conn, &changed)
+    })
+    .await;
+    let owners = match owners {
+        Ok(owners) => owners,
+        Err(error) => {
+            log::debug!("owners of changed ironic nodes not read: {error}");
+            return;
+        }
+    };
+    let mut by_host: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (host, node) in owners {
+        by_host.entry(host).or_default().push(node);
+    }
+    for (host, nodes) in by_host {
+        if let Some(address) = hosts.get(&host) {
+            address.do_send(RefreshNodes { nodes });
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The command line of a real Ironic as the node source (`serve` and `demo`, issue 16).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::config::{ConfigError, DEFAULT_IMAGE_SOURCE, IronicSettings};
+use crate::ironic_api::{IronicAuth, NodeSelection};
+
+/// Where the nodes come from: a real Ironic, or (without `--ironic-url`) the simulated one.
+#[derive(Debug, Args)]
+pub struct IronicArgs {
+    /// Take the nodes from the Ironic at this URL (http://host:6385) instead of the simulated
+    /// Ironic.
+    #[arg(long, env = "RINGMASTER_IRONIC_URL")]
+    pub ironic_url: Option<String>,
+    /// User for Ironic's http_basic authentication (with --ironic-password-file); without it,
+    /// no credentials are sent (noauth).
+    #[arg(
+        long,
+        env = "RINGMASTER_IRONIC_USER",
+        requires = "ironic_password_file"
+    )]
+    pub ironic_user: Option<String>,
+    /// File whose first line is the password of --ironic-user.
+    #[arg(
+        long,
+        env = "RINGMASTER_IRONIC_PASSWORD_FILE",
+        requires = "ironic_user"
+    )]
+    pub ironic_password_file: Option<PathBuf>,
+    /// Only the nodes of this Ironic conductor group (Nova's [ironic] conductor_group).
+    #[arg(long, env = "RINGMASTER_IRONIC_CONDUCTOR_GROUP")]
+    pub ironic_conductor_group: Option<String>,
+    /// Only the nodes of this Ironic shard (Nova's [ironic] shard; Ironic API 1.82).
+    #[arg(long, env = "RINGMASTER_IRONIC_SHARD")]
+    pub ironic_shard: Option<String>,
+    /// The image a deploy asks Ironic for (instance_info/image_source).
+    #[arg(long, env = "RINGMASTER_IRONIC_IMAGE_SOURCE", default_value = DEFAULT_IMAGE_SOURCE)]
+    pub ironic_image_source: String,
+    /// How often a deploy or a tear-down reads its node while Ironic works on it.
+    #[arg(long, env = "RINGMASTER_IRONIC_POLL_INTERVAL", default_value = "500ms", value_parser = super::parse_duration)]
+    pub ironic_poll_interval: Duration,
+    /// How long a deploy or a tear-down in Ironic may take before it fails.
+    #[arg(long, env = "RINGMASTER_IRONIC_DEPLOY_TIMEOUT", default_value = "30m", value_parser = super::parse_duration)]
+    pub ironic_deploy_timeout: Duration,
+    /// How often a request Ironic refuses with 409 NodeLocked is sent again (with backoff).
+    #[arg(long, env = "RINGMASTER_IRONIC_LOCK_RETRIES", default_value_t = 8)]
+    pub ironic_lock_retries: u32,
+}
+
+impl IronicArgs {
+    /// The settings of the real Ironic, if one is named; the password file must be readable
+    /// and not empty.
+    pub fn settings(&self) -> Result<Option<IronicSettings>, ConfigError> {
+        let Some(url) = &self.ironic_url else {
+            let stray = [
+                self.ironic_user.as_ref().map(|_| "--ironic-user"),
+                self.ironic_conductor_group
+                    .as_ref()
+                    .map(|_| "--ironic-conductor-group"),
+                self.ironic_shard.as_ref().map(|_| "--ironic-shard"),
+            ];
+            if let Some(flag) = stray.into_iter().flatten().next() {
+                return Err(ConfigError::Invalid(format!(
+                    "{flag} needs --ironic-url (the simulated Ironic has no such setting)"
+                )));
+            }
+            return Ok(None);
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(ConfigError::Invalid(format!(
+                "--ironic-url {url:?} is not an http:// URL"
+            )));
+        }
+        if url.starts_with("https://") {
+            return Err(ConfigError::Invalid(
+                "--ironic-url: https is not supported yet; put Ironic behind http on a trusted \
+                 network"
+                    .to_owned(),
+            ));
+        }
+        let auth = match (&self.ironic_user, &self.ironic_password_file) {
+            (Some(user), Some(file)) => IronicAuth::Basic {
+                user: user.clone(),
+                password: read_password(file)?,
+            },
+            _ => IronicAuth::None,
+        };
+        if self.ironic_poll_interval.is_zero() || self.ironic_deploy_timeout.is_zero() {
+            return Err(ConfigError::Invalid(
+                "--ironic-poll-interval and --ironic-deploy-timeout must be above zero".to_owned(),
+            ));
+        }
+        Ok(Some(IronicSettings {
+            url: url.clone(),
+            auth,
+            selection: NodeSelection {
+                conductor_group: self.ironic_conductor_group.clone(),
+                shard: self.ironic_shard.clone(),
+            },
+            image_source: self.ironic_image_source.clone(),
+            poll_interval: self.ironic_poll_interval,
+            deploy_timeout: self.ironic_deploy_timeout,
+            lock_retries: self.ironic_lock_retries,
+        }))
+    }
+}
+
+/// Reads the first line of `file`.
+fn read_password(file: &std::path::Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(file).map_err(|error| {
+        ConfigError::Invalid(format!(
+            "--ironic-password-file {}: {error}",
+            file.display()
+        ))
+    })?;
+    let password = text.lines().next().unwrap_or("").to_owned();
+    if password.is_empty() {
+        return Err(ConfigError::Invalid(format!(
+            "--ironic-password-file {} is empty",
+            file.display()
+        )));
+    }
+    Ok(password)
+}

@@ -1,0 +1,184 @@
+//! `ironic_nodes` as the mirror of a real Ironic's listing (issue 16): read it in the
+//! listing's terms, and apply what a listing changed — the new and changed nodes in one
+//! upsert, the gone ones in one delete, nothing at all when nothing changed (every write of
+//! this table wakes the tracker passes and the rebalancer).
+
+use diesel::prelude::*;
+use diesel::sql_types::{Array, Jsonb, Nullable, Timestamptz, Uuid as SqlUuid};
+use uuid::Uuid;
+
+use super::DbError;
+use super::ironic::MIRRORED;
+use super::schema::ironic_nodes;
+use crate::domain::mirror::{ListedNode, MirrorChanges};
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = ironic_nodes, check_for_backend(diesel::pg::Pg))]
+struct MirrorRow {
+    uuid: Uuid,
+    name: Option<String>,
+    resource_class: String,
+    provision_state: String,
+    power_state: Option<String>,
+    maintenance: bool,
+    last_error: Option<String>,
+    instance_uuid: Option<Uuid>,
+    reservation: Option<String>,
+    traits: Vec<Option<String>>,
+    cpus: i32,
+    memory_mb: i32,
+    local_gb: i32,
+}
+
+impl From<MirrorRow> for ListedNode {
+    fn from(row: MirrorRow) -> Self {
+        ListedNode {
+            uuid: row.uuid,
+            name: row.name,
+            resource_class: row.resource_class,
+            provision_state: row.provision_state,
+            power_state: row.power_state,
+            maintenance: row.maintenance,
+            last_error: row.last_error,
+            instance_uuid: row.instance_uuid,
+            reservation: row.reservation,
+            traits: row.traits.into_iter().flatten().collect(),
+            cpus: row.cpus,
+            memory_mb: row.memory_mb,
+            local_gb: row.local_gb,
+        }
+    }
+}
+
+/// Reads every row of the mirror as a listing shows nodes (simulated rows included: a
+/// process with a real Ironic replaces them).
+pub fn mirrored_nodes(conn: &mut PgConnection) -> Result<Vec<ListedNode>, DbError> {
+    let rows = ironic_nodes::table
+        .order(ironic_nodes::uuid.asc())
+        .select(MirrorRow::as_select())
+        .load(conn)?;
+    Ok(rows.into_iter().map(ListedNode::from).collect())
+}
+
+/// The JSON document one upsert reads its rows from.
+fn as_document(nodes: &[ListedNode]) -> serde_json::Value {
+    nodes
+        .iter()
+        .map(|node| {
+            serde_json::json!({
+                "uuid": node.uuid,
+                "name": node.name,
+                "resource_class": node.resource_class,
+                "provision_state": node.provision_state,
+                "power_state": node.power_state,
+                "maintenance": node.maintenance,
+                "last_error": node.last_error,
+                "instance_uuid": node.instance_uuid,
+                "reservation": node.reservation,
+                "traits": node.traits,
+                "cpus": node.cpus,
+                "memory_mb": node.memory_mb,
+                "local_gb": node.local_gb,
+            })
+        })
+        .collect()
+}
+
+/// Writes `changes` (call inside a transaction): one upsert of the new and changed nodes and
+/// one delete of the gone ones; nothing when there is nothing to write. A rename or an
+/// instance that moved between two nodes in one listing is checked at commit. With
+/// `listed_at`, rows written after it (a deploy or a tear-down read the node since the listing
+/// started) are left as they are: a listing never undoes a newer read.
+pub fn apply(
+    conn: &mut PgConnection,
+    changes: &MirrorChanges,
+    now: chrono::DateTime<chrono::Utc>,
+    listed_at: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<(), DbError> {
+    if !changes.upserts.is_empty() {
+        super::cached::query(
+            "INSERT INTO ironic_nodes (uuid, name, resource_class, provision_state, power_state,
+                                       maintenance, last_error, instance_uuid, reservation,
+                                       traits, cpus, memory_mb, local_gb, source, created_at,
+                                       updated_at)
+             SELECT r.uuid, r.name, r.resource_class, r.provision_state, r.power_state,
+                    r.maintenance, r.last_error, r.instance_uuid, r.reservation,
+                    COALESCE(r.traits, '{}'), r.cpus, r.memory_mb, r.local_gb, $2, $3, $3
+               FROM jsonb_to_recordset($1) AS r(uuid uuid, name text, resource_class text,
+                    provision_state text, power_state text, maintenance boolean,
+                    last_error text, instance_uuid uuid, reservation text, traits text[],
+                    cpus integer, memory_mb integer, local_gb integer)
+             ON CONFLICT (uuid) DO UPDATE
+                SET name = EXCLUDED.name, resource_class = EXCLUDED.resource_class,
+                    provision_state = EXCLUDED.provision_state,
+                    power_state = EXCLUDED.power_state, maintenance = EXCLUDED.maintenance,
+                    last_error = EXCLUDED.last_error, instance_uuid = EXCLUDED.instance_uuid,
+                    reservation = EXCLUDED.reservation, traits = EXCLUDED.traits,
+                    cpus = EXCLUDED.cpus, memory_mb = EXCLUDED.memory_mb,
+                    local_gb = EXCLUDED.local_gb, source = EXCLUDED.source,
+                    updated_at = EXCLUDED.updated_at
+              WHERE $4::timestamptz IS NULL OR ironic_nodes.updated_at IS NULL
+                 OR ironic_nodes.updated_at <= $4",
+        )
+        .bind::<Jsonb, _>(as_document(&changes.upserts))
+        .bind::<diesel::sql_types::Text, _>(MIRRORED)
+        .bind::<Timestamptz, _>(now)
+        .bind::<Nullable<Timestamptz>, _>(listed_at)
+        .execute(conn)?;
+    }
+    if !changes.removals.is_empty() {
+        super::cached::query(
+            "DELETE FROM ironic_nodes
+              WHERE uuid = ANY($1)
+                AND ($2::timestamptz IS NULL OR updated_at IS NULL OR updated_at <= $2)",
+        )
+        .bind::<Array<SqlUuid>, _>(&changes.removals)
+        .bind::<Nullable<Timestamptz>, _>(listed_at)
+        .execute(conn)?;
+    }
+    Ok(())
+}
+
+/// Writes one node as Ironic showed it just now (after a deploy or a tear-down), unless the
+/// mirror already shows it so.
+pub fn refresh_node(
+    conn: &mut PgConnection,
+    node: &ListedNode,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbError> {
+    let current: Option<ListedNode> = ironic_nodes::table
+        .filter(ironic_nodes::uuid.eq(node.uuid))
+        .select(MirrorRow::as_select())
+        .first(conn)
+        .optional()?
+        .map(ListedNode::from);
+    if current.as_ref() == Some(node) {
+        return Ok(());
+    }
+    let changes = MirrorChanges {
+        upserts: vec![node.clone()],
+        removals: Vec::new(),
+    };
+    apply(conn, &changes, now, None)
+}
+
+/// Records that mirrored nodes `uuids` have an owner now: from then on the audit expects
+/// exactly one live compute node for each (before, a new node waits for its first claim).
+pub fn mark_owned(
+    conn: &mut PgConnection,
+    uuids: &[Uuid],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbError> {
+    if uuids.is_empty() {
+        return Ok(());
+    }
+    super::cached::query(
+        "UPDATE ironic_nodes SET first_owned_at = $2
+          WHERE uuid = ANY($1) AND first_owned_at IS NULL AND source = $3",
+    )
+    .bind::<Array<SqlUuid>, _>(uuids)
+    .bind::<Timestamptz, _>(now)
+    .bind::<diesel::sql_types::Text, _>(MIRRORED)
+    .execute(conn)?;
+    Ok(())
+}

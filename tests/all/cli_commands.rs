@@ -80,3 +80,55 @@ fn heartbeat_and_down_time_flags_fit_together() {
     assert_eq!(code, Some(1), "{stderr}");
     assert_one_error_line(&lines(&stderr), "cannot use the database");
 }
+
+/// The real-Ironic flags are checked before anything starts, each error naming its flag: a
+/// URL that is not http, a password file that cannot be read, a filter without an Ironic, a
+/// user without a password file.
+#[test]
+fn ironic_flags_are_checked_by_name() {
+    let cases: [(&[&str], i32, &str); 4] = [
+        (
+            &["--ironic-url", "ftp://ironic"],
+            2,
+            "--ironic-url \"ftp://ironic\" is not an http:// URL",
+        ),
+        (
+            &[
+                "--ironic-url",
+                "http://127.0.0.1:6385",
+                "--ironic-user",
+                "ringmaster",
+                "--ironic-password-file",
+                "/nonexistent/ironic-password",
+            ],
+            2,
+            "--ironic-password-file /nonexistent/ironic-password",
+        ),
+        (
+            &["--ironic-conductor-group", "rack-1"],
+            2,
+            "--ironic-conductor-group needs --ironic-url",
+        ),
+        (
+            &[
+                "--ironic-url",
+                "http://127.0.0.1:6385",
+                "--ironic-user",
+                "ringmaster",
+            ],
+            2,
+            "--ironic-password-file",
+        ),
+    ];
+    for (flags, expected, needle) in cases {
+        let (code, _, stderr) = run_to_end(
+            ringmaster()
+                .args(["serve", "--bind", "127.0.0.1:0"])
+                .args(flags)
+                .env("DATABASE_URL", "not a url at all"),
+        );
+        assert_eq!(code, Some(expected), "{flags:?}: {stderr}");
+        assert!(stderr.contains(needle), "{flags:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

@@ -110,6 +110,30 @@ async fn an_ironic_older_than_ringmaster_needs_is_refused_by_name() {
     assert!(gone.to_string().contains(&url), "{gone}");
 }
 
+/// `serve --ironic-url` against an Ironic older than ringmaster needs stops at start with one
+/// error line naming the versions (exit 1).
+#[actix_web::test]
+async fn serve_refuses_an_ironic_older_than_it_needs_in_one_line() {
+    let (url, server) = stand_in("1.30");
+    let db = crate::helpers::TestDb::new();
+    let (code, _, stderr) = actix_web::rt::task::spawn_blocking({
+        let (url, database) = (url.clone(), db.url().to_owned());
+        move || {
+            crate::helpers::run_to_end(
+                crate::helpers::ringmaster()
+                    .args(["serve", "--bind", "127.0.0.1:0", "--ironic-url", &url])
+                    .env("DATABASE_URL", database),
+            )
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, Some(1), "{stderr}");
+    let lines: Vec<String> = stderr.lines().map(str::to_owned).collect();
+    crate::helpers::assert_one_error_line(&lines, "ringmaster needs at least 1.46");
+    server.stop(false).await;
+}
+
 #[actix_web::test]
 async fn http_basic_credentials_are_sent_and_a_refusal_is_reported() {
     let (url, server) = stand_in("1.99");

@@ -13,7 +13,10 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::helpers::{RealIronic, TestDeployment, eventually_async, test_deployment_config};
+use crate::helpers::{
+    RealIronic, TestDeployment, eventually, eventually_async, http, start_demo_with,
+    test_deployment_config,
+};
 
 const HOSTS: [&str; 3] = ["cmp-1", "cmp-2", "cmp-3"];
 
@@ -196,8 +199,20 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
     ironic.set_maintenance(plain[0], true).await;
     d.track(&HOSTS).await;
     assert_eq!(reserved(plain[0]), Some(1));
-    let view = d.nodes().into_iter().find(|n| n.uuid == plain[0]).unwrap();
-    assert!(view.maintenance);
+    let listed: Vec<Value> = reqwest::get(format!("{address}/api/v1/nodes"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let shown = listed
+        .iter()
+        .find(|node| node["uuid"] == json!(plain[0]))
+        .expect("listed");
+    assert_eq!(shown["maintenance"], true);
+    assert_eq!(shown["provision_state"], "available");
+    assert_eq!(shown["source"], "ironic");
+    assert!(shown.get("power_state").is_some() && shown.get("last_error").is_some());
     d.audit();
     ironic.set_maintenance(plain[0], false).await;
     d.track(&HOSTS).await;
@@ -249,6 +264,64 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
     for node in &plain {
         assert_eq!(reserved(*node), Some(1), "{node} in maintenance");
     }
+    d.audit();
+}
+
+#[actix_web::test]
+async fn the_admin_api_names_the_ironic_way_instead_of_touching_the_simulator() {
+    let ironic = RealIronic::start();
+    let nodes = ironic.enroll(2);
+    let d = deployment_on(&ironic, &HOSTS[..1]).await;
+    let address = d.serve();
+    let client = reqwest::Client::new();
+    let node = nodes[0];
+    let refusals = [
+        (
+            client
+                .post(format!("{address}/api/v1/nodes"))
+                .json(&json!({"count": 1})),
+            "openstack baremetal node create",
+        ),
+        (
+            client.delete(format!("{address}/api/v1/nodes/{node}")),
+            "openstack baremetal node delete",
+        ),
+        (
+            client.post(format!("{address}/api/v1/nodes/{node}/lock")),
+            "openstack baremetal node maintenance set",
+        ),
+        (
+            client.post(format!("{address}/api/v1/nodes/{node}/unlock")),
+            "openstack baremetal node maintenance unset",
+        ),
+    ];
+    for (request, way) in refusals {
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 409);
+        let body = response.text().await.unwrap();
+        assert!(body.contains(way) && body.contains(&ironic.url), "{body}");
+    }
+    assert_eq!(d.nodes().len(), 2, "nothing enrolled or deleted");
+    assert!(d.nodes().iter().all(|node| node.reservation.is_none()));
+
+    let source: Value = reqwest::get(format!("{address}/api/v1/node-source"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(source["kind"], "ironic");
+    assert_eq!(source["url"], json!(ironic.url));
+    assert_eq!(source["api_version"], "1.82");
+    assert_eq!(source["listing"]["nodes"], 2);
+    assert_eq!(source["listing"]["error"], Value::Null);
+    let ring: Value = reqwest::get(format!("{address}/api/v1/ring"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ring["node_source"]["kind"], "ironic");
     d.audit();
 }
 
@@ -431,4 +504,28 @@ async fn one_listing_per_interval_serves_every_host_of_a_process() {
     })
     .await;
     d.audit();
+}
+
+/// The README's way to try it: `demo --ironic-url` takes the nodes of a real Ironic (no
+/// simulated node is enrolled) and gives each an owner.
+#[test]
+fn the_demo_takes_its_nodes_from_a_real_ironic_with_one_flag() {
+    let ironic = RealIronic::start();
+    let enrolled = ironic.enroll(5);
+    let (_dir, _demo, address) = start_demo_with("ironic-demo", &["--ironic-url", &ironic.url]);
+    let nodes: Vec<Value> = eventually(Duration::from_secs(60), "every node owned", || {
+        let (status, body) = http(&address, "GET", "/api/v1/nodes");
+        let nodes: Vec<Value> = serde_json::from_str(&body).ok()?;
+        (status == 200 && nodes.len() == 5 && nodes.iter().all(|node| node["host"].is_string()))
+            .then_some(nodes)
+    });
+    let mut listed: Vec<Uuid> = nodes.iter().map(|node| uuid_of(&node["uuid"])).collect();
+    let mut expected = enrolled;
+    listed.sort();
+    expected.sort();
+    assert_eq!(listed, expected, "Ironic's nodes and no simulated one");
+    assert!(nodes.iter().all(|node| node["source"] == "ironic"));
+    let (status, audit) = http(&address, "GET", "/api/v1/audit");
+    assert_eq!(status, 200);
+    assert!(audit.contains("\"ok\":true"), "{audit}");
 }

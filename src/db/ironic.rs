@@ -120,6 +120,7 @@ pub fn local_gb(conn: &mut PgConnection, uuid: Uuid) -> Result<i32, DbError> {
 
 /// Deletes node `uuid` from Ironic; refused while an instance is on it.
 pub fn delete_node(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {
+    refuse_mirrored(conn, uuid)?;
     let node = get_node(conn, uuid)?;
     if let Some(instance) = node.instance_uuid {
         return Err(DbError::Conflict(format!(
@@ -128,6 +129,24 @@ pub fn delete_node(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {
     }
     diesel::delete(ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid))).execute(conn)?;
     Ok(())
+}
+
+/// Refuses a simulator write to node `uuid` when the node comes from a real Ironic (a process
+/// without `--ironic-url` on a deployment whose nodes are mirrored from one).
+fn refuse_mirrored(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {
+    let source: Option<String> = ironic_nodes::table
+        .filter(ironic_nodes::uuid.eq(uuid))
+        .select(ironic_nodes::source)
+        .first(conn)
+        .optional()?;
+    match source.as_deref() {
+        None => Err(DbError::NotFound(format!("ironic node {uuid}"))),
+        Some(MIRRORED) => Err(DbError::Conflict(format!(
+            "ironic node {uuid} comes from a real Ironic: the simulated Ironic of this process \
+             does not change it (run every process of the deployment with --ironic-url)"
+        ))),
+        Some(_) => Ok(()),
+    }
 }
 
 /// Says that node `uuid` was not found when an update of it changed no row.
@@ -145,6 +164,7 @@ pub fn set_reservation(
     reservation: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
+    refuse_mirrored(conn, uuid)?;
     let updated = diesel::update(ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid)))
         .set((
             ironic_nodes::reservation.eq(reservation),
@@ -162,6 +182,7 @@ pub fn set_maintenance(
     on: bool,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
+    refuse_mirrored(conn, uuid)?;
     let updated = diesel::update(ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid)))
         .set((
             ironic_nodes::maintenance.eq(on),
@@ -239,6 +260,7 @@ pub fn destroy(conn: &mut PgConnection, uuid: Uuid, now: DateTime<Utc>) -> Resul
 }
 
 fn lock_free_node(conn: &mut PgConnection, uuid: Uuid) -> Result<IronicNode, DbError> {
+    refuse_mirrored(conn, uuid)?;
     let node: IronicNode = ironic_nodes::table
         .filter(ironic_nodes::uuid.eq(uuid))
         .select(IronicNodeRow::as_select())

@@ -200,6 +200,7 @@ const STATE: &str = r#"
         nodesTotal: document.querySelector('#nodes-count').textContent,
         rowsInPage: document.querySelectorAll('tr').length,
         ringMeta: document.querySelector('#ring-meta').textContent,
+        nodeSource: document.querySelector('#node-source').textContent,
         legend: legend.map((item) => item.textContent),
         colours: legend.filter((item) => item.dataset.host.startsWith('cmp-'))
             .map((item) => getComputedStyle(item.querySelector('.swatch')).backgroundColor),
@@ -290,6 +291,10 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
         },
     )
     .await;
+    assert_eq!(
+        before["nodeSource"], "Node source: the simulated Ironic",
+        "the dashboard says where the nodes come from: {before}"
+    );
     let rendered = before["nodesRendered"].as_u64().unwrap();
     assert!(
         (10..=100).contains(&rendered),

@@ -171,3 +171,66 @@ async fn a_host_fenced_from_its_node_sends_ironic_nothing_for_it() {
     assert_eq!(seen.provisions.load(Ordering::SeqCst), 0);
     server.stop(false).await;
 }
+
+fn listed(uuid: Uuid, state: &str) -> ringmaster::domain::mirror::ListedNode {
+    ringmaster::domain::mirror::ListedNode {
+        uuid,
+        name: None,
+        resource_class: "baremetal".to_owned(),
+        provision_state: state.to_owned(),
+        power_state: None,
+        maintenance: false,
+        last_error: None,
+        instance_uuid: None,
+        reservation: None,
+        traits: vec!["CUSTOM_GOLD".to_owned()],
+        cpus: 8,
+        memory_mb: 16_384,
+        local_gb: 100,
+    }
+}
+
+/// The mirror: a listing writes its nodes; one taken before a deploy read the node again does
+/// not undo that newer read; the simulator refuses to touch a mirrored node.
+#[test]
+fn a_listing_never_undoes_a_newer_read_and_the_simulator_leaves_mirrored_nodes_alone() {
+    use ringmaster::db::ironic_mirror::{apply, mirrored_nodes, refresh_node};
+    use ringmaster::domain::mirror::MirrorChanges;
+    let db = TestDb::new();
+    let mut conn = db.conn();
+    let node = Uuid::new_v4();
+    let t = |seconds: i64| chrono::DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap();
+    let listing = |state: &str| MirrorChanges {
+        upserts: vec![listed(node, state)],
+        removals: Vec::new(),
+    };
+    apply(&mut conn, &listing("available"), t(0), Some(t(0))).unwrap();
+    assert_eq!(
+        mirrored_nodes(&mut conn).unwrap(),
+        [listed(node, "available")]
+    );
+
+    // A deploy reads the node active at t(10); a listing started at t(5) still saw it
+    // available: the newer read stays. A listing started after it applies.
+    refresh_node(&mut conn, &listed(node, "active"), t(10)).unwrap();
+    apply(&mut conn, &listing("available"), t(12), Some(t(5))).unwrap();
+    assert_eq!(
+        mirrored_nodes(&mut conn).unwrap()[0].provision_state,
+        "active"
+    );
+    apply(&mut conn, &listing("deploy failed"), t(20), Some(t(15))).unwrap();
+    assert_eq!(
+        mirrored_nodes(&mut conn).unwrap()[0].provision_state,
+        "deploy failed"
+    );
+
+    let refused = ringmaster::db::ironic::deploy(&mut conn, node, Uuid::new_v4(), t(30))
+        .expect_err("a mirrored node is Ironic's");
+    assert!(
+        refused.to_string().contains("comes from a real Ironic"),
+        "{refused}"
+    );
+    let refused = ringmaster::db::ironic::delete_node(&mut conn, node).expect_err("Ironic's");
+    assert!(refused.to_string().contains("--ironic-url"), "{refused}");
+    assert_eq!(mirrored_nodes(&mut conn).unwrap().len(), 1);
+}

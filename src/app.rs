@@ -194,6 +194,48 @@ async fn enroll_demo_nodes(
     Ok(())
 }
 
+/// The HTTP server's worker threads.
+const WORKERS: usize = 2;
+
+/// What the request guard needs of the server's settings: the names it answers to (the name
+/// it is bound to included) and Placement's CORS origins.
+fn hygiene_settings(config: &ServerConfig) -> http::hygiene::HygieneSettings {
+    let mut allowed_hosts = config.allowed_hosts.clone();
+    if let Some((name, _)) = config.bind.rsplit_once(':') {
+        allowed_hosts.push(name.trim_matches(['[', ']']).to_owned());
+    }
+    http::hygiene::HygieneSettings {
+        allowed_hosts,
+        placement_origins: config.placement.cors_origins.clone(),
+        body_timeout: config.body_timeout,
+    }
+}
+
+/// The headers every answer carries: the dashboard loads nothing from elsewhere, is framed by
+/// no one, and its content types are not sniffed.
+fn security_headers() -> actix_web::middleware::DefaultHeaders {
+    actix_web::middleware::DefaultHeaders::new()
+        .add((
+            "Content-Security-Policy",
+            "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+        ))
+        .add(("X-Frame-Options", "DENY"))
+        .add(("X-Content-Type-Options", "nosniff"))
+        .add(("Referrer-Policy", "no-referrer"))
+}
+
+/// Connections each worker takes at once: together they leave room under the process's file
+/// limit for the database pools, the data files and the logs (at most 10,000 in all).
+fn connections_per_worker() -> usize {
+    let limit = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .map(|(soft, _)| soft)
+        .unwrap_or(1024);
+    let total = usize::try_from(limit.saturating_sub(256))
+        .unwrap_or(usize::MAX)
+        .clamp(64, 10_000);
+    total / WORKERS
+}
+
 /// A bound, not yet running, HTTP server.
 pub struct Application {
     server: actix_web::dev::Server,
@@ -214,18 +256,27 @@ impl Application {
         };
         let listener = TcpListener::bind(&config.bind).map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
-        let state = AppState::new(pool, actors).with_placement(config.placement.clone());
+        let state = AppState::new(pool, actors)
+            .with_placement(config.placement.clone())
+            .with_stream_limits(config.event_streams);
         let admin_token = config.admin_token.clone();
+        let hygiene = actix_web::web::Data::new(hygiene_settings(config));
         let mut server = HttpServer::new(move || {
             App::new()
+                .app_data(hygiene.clone())
                 // Compressed when the client asks (Accept-Encoding): a 100,000-node listing is
                 // tens of megabytes as JSON.
                 .wrap(Compress::default())
                 .wrap(from_fn(require_admin_token))
+                .wrap(from_fn(http::hygiene::guard))
                 .wrap(Logger::new("%a \"%r\" %s %Dms"))
+                .wrap(security_headers())
                 .configure(http::configure(state.clone(), admin_token.clone()))
         })
-        .workers(2);
+        .workers(WORKERS)
+        .max_connections(connections_per_worker())
+        .client_request_timeout(Duration::from_secs(5))
+        .client_disconnect_timeout(Duration::from_secs(2));
         if !config.handle_signals {
             server = server.disable_signals();
         }

@@ -82,9 +82,32 @@ pub struct ServeArgs {
     /// Address to listen on (host:port).
     #[arg(long, env = "RINGMASTER_BIND", default_value = "127.0.0.1:8080")]
     pub bind: String,
-    /// Token every mutating request must carry; required to bind a non-loopback address.
-    #[arg(long, env = "RINGMASTER_ADMIN_TOKEN", hide_env_values = true)]
+    /// Token every mutating request must carry; required to bind a non-loopback address. On
+    /// the command line it shows in the process list: prefer --admin-token-file or the
+    /// environment.
+    #[arg(
+        long,
+        env = "RINGMASTER_ADMIN_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "admin_token_file"
+    )]
     pub admin_token: Option<String>,
+    /// File whose first line is the admin token.
+    #[arg(long, env = "RINGMASTER_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<std::path::PathBuf>,
+    /// Names the server answers to besides IP addresses and localhost (comma-separated): a
+    /// request whose Host header names anything else is refused (DNS rebinding).
+    #[arg(long, env = "RINGMASTER_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+    /// How long a client may take to send a request body; slower ones get 408 and are closed.
+    #[arg(long, env = "RINGMASTER_BODY_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+    /// Event streams (GET /api/v1/events) served at once; beyond, 503.
+    #[arg(long, env = "RINGMASTER_MAX_EVENT_STREAMS", default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_event_streams: u32,
+    /// Event streams one client address may hold at once; beyond, 503.
+    #[arg(long, env = "RINGMASTER_MAX_EVENT_STREAMS_PER_CLIENT", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_event_streams_per_client: u32,
     /// Placement policy: legacy (Placement's default), secure-rbac (new defaults only) or
     /// open (any authenticated caller).
     #[arg(long, env = "RINGMASTER_PLACEMENT_POLICY", default_value = "legacy")]
@@ -143,6 +166,31 @@ pub struct ServeArgs {
     pub database_grace: Duration,
     #[command(flatten)]
     pub ironic: ironic::IronicArgs,
+}
+
+/// The admin token, from --admin-token or the first line of --admin-token-file; a token given
+/// on the command line is used, with a warning that the process list shows it.
+fn admin_token(args: &ServeArgs) -> Result<Option<AdminToken>, ConfigError> {
+    if let Some(file) = &args.admin_token_file {
+        let text = std::fs::read_to_string(file).map_err(|error| {
+            ConfigError::Invalid(format!("--admin-token-file {}: {error}", file.display()))
+        })?;
+        let token = AdminToken::new(text.lines().next().unwrap_or(""));
+        if token.is_none() {
+            return Err(ConfigError::Invalid(format!(
+                "--admin-token-file {} is empty",
+                file.display()
+            )));
+        }
+        return Ok(token);
+    }
+    if std::env::args().any(|arg| arg == "--admin-token" || arg.starts_with("--admin-token=")) {
+        log::warn!(
+            "--admin-token on the command line shows in the process list: use \
+             --admin-token-file or RINGMASTER_ADMIN_TOKEN"
+        );
+    }
+    Ok(args.admin_token.as_deref().and_then(AdminToken::new))
 }
 
 /// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
@@ -278,12 +326,13 @@ fn config(
     let hosts = args.hosts.clone().unwrap_or_default();
     check_host_names(&hosts)?;
     let ironic = args.ironic.settings()?;
+    let admin_token = admin_token(&args)?;
     Ok(Config {
         database,
         pool_size: database_args.db_pool_size,
         server: ServerConfig {
             bind: args.bind,
-            admin_token: args.admin_token.as_deref().and_then(AdminToken::new),
+            admin_token,
             placement: PlacementSettings {
                 policy: args.placement_policy,
                 cors_origins: args.placement_cors_origins,
@@ -291,6 +340,12 @@ fn config(
             },
             handle_signals: true,
             database_grace: args.database_grace,
+            allowed_hosts: args.allowed_hosts.clone(),
+            body_timeout: args.body_timeout,
+            event_streams: crate::config::StreamLimits {
+                per_process: args.max_event_streams as usize,
+                per_client: args.max_event_streams_per_client as usize,
+            },
         },
         deployment: DeploymentConfig {
             archive_interval: args.archive_interval,

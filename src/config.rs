@@ -80,6 +80,29 @@ pub struct ServerConfig {
     pub handle_signals: bool,
     /// How long a database that does not answer is ridden out before the process gives up.
     pub database_grace: std::time::Duration,
+    /// Names a `Host` header may carry besides IP literals and `localhost` (the name in
+    /// `bind` is added).
+    pub allowed_hosts: Vec<String>,
+    /// Event streams served at once, by the process and per client address.
+    pub event_streams: StreamLimits,
+    /// How long a client may take to send a request body.
+    pub body_timeout: std::time::Duration,
+}
+
+/// How many event streams are served at once: beyond, 503.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamLimits {
+    pub per_process: usize,
+    pub per_client: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> StreamLimits {
+        StreamLimits {
+            per_process: 256,
+            per_client: 16,
+        }
+    }
 }
 
 /// Says why a configuration cannot be used.
@@ -260,6 +283,9 @@ mod tests {
             placement: PlacementSettings::default(),
             handle_signals: false,
             database_grace: std::time::Duration::from_secs(60),
+            allowed_hosts: Vec::new(),
+            event_streams: StreamLimits::default(),
+            body_timeout: std::time::Duration::from_secs(15),
         }
     }
 

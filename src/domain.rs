@@ -14,4 +14,5 @@ pub mod placement;
 pub mod placement_filter;
 pub mod rebalance;
 pub mod ring;
+pub mod text;
 pub mod timeline;

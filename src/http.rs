@@ -1,6 +1,15 @@
 //! The HTTP surface: one route table. Handlers are thin: they parse, call `db` (plain reads)
 //! or an actor, and shape the reply. Nothing imports `http`.
 
+/// Registers one path with the handler of each of its methods, as one `web::resource`: a method
+/// it lacks is answered 405 with `Allow` (put in the envelope of its API: `hygiene` for the admin
+/// API, Placement's middleware for Placement). Defined before the modules, which use it too.
+macro_rules! resource {
+    ($config:expr, $path:expr, $($method:ident => $handler:path),+ $(,)?) => {
+        $config.service(web::resource($path)$(.route(web::$method().to($handler)))+)
+    };
+}
+
 pub mod admin_token;
 pub mod archive;
 pub mod deployment;
@@ -9,6 +18,7 @@ pub mod error;
 pub mod events;
 pub mod health;
 pub mod hosts;
+pub mod hygiene;
 pub mod instances;
 pub mod nodes;
 pub mod placement;
@@ -48,6 +58,12 @@ impl AppState {
         }
     }
 
+    /// The same state with event streams capped at `limits`.
+    pub fn with_stream_limits(mut self, limits: crate::config::StreamLimits) -> AppState {
+        self.events = std::sync::Arc::new(events::EventHub::with_limits(limits));
+        self
+    }
+
     /// The same state with these Placement settings.
     pub fn with_placement(mut self, settings: crate::config::PlacementSettings) -> AppState {
         self.placement = std::sync::Arc::new(settings);
@@ -68,40 +84,37 @@ pub fn configure(
             .app_data(error::json_config())
             .app_data(error::path_config())
             .app_data(error::query_config())
-            .route("/healthz", web::get().to(health::get_health))
-            .service(
-                web::scope("/api/v1")
-                    .route("/hosts", web::get().to(hosts::list_hosts))
-                    .route("/hosts", web::post().to(hosts::create_host))
-                    .route("/hosts/{host}/crash", web::post().to(hosts::crash_host))
-                    .route("/hosts/{host}/start", web::post().to(hosts::start_host))
-                    .route("/hosts/{host}/drain", web::post().to(hosts::drain_host))
-                    .route("/hosts/{host}/enable", web::post().to(hosts::enable_host))
-                    .route("/nodes", web::get().to(nodes::list_nodes))
-                    .route("/nodes", web::post().to(nodes::enroll_nodes))
-                    .route("/nodes/{uuid}", web::delete().to(nodes::delete_node))
-                    .route("/nodes/{uuid}/lock", web::post().to(nodes::lock_node))
-                    .route("/nodes/{uuid}/unlock", web::post().to(nodes::unlock_node))
-                    .route("/node-source", web::get().to(nodes::get_node_source))
-                    .route("/ring", web::get().to(deployment::get_ring))
-                    .route("/moves", web::get().to(deployment::list_moves))
-                    .route("/timeline", web::get().to(deployment::get_timeline))
-                    .route("/usage", web::get().to(deployment::get_usage))
-                    .route("/audit", web::get().to(deployment::get_audit))
-                    .route("/providers", web::get().to(deployment::list_providers))
-                    .route("/instances", web::get().to(instances::list_instances))
-                    .route("/instances", web::post().to(instances::create_instance))
-                    .route(
-                        "/instances/{uuid}",
-                        web::delete().to(instances::delete_instance),
-                    )
-                    .route("/events", web::get().to(events::stream_events))
-                    .route("/archive", web::post().to(archive::run_archive))
-                    .route("/archive/runs", web::get().to(archive::list_archive_runs)),
-            )
+            .service(web::resource("/healthz").route(web::get().to(health::get_health)))
+            .service(web::scope("/api/v1").configure(admin_routes))
             .configure(placement::configure)
             .route("/", web::get().to(static_files::get_index))
             .route("/{file:.+}", web::get().to(static_files::get_static_file))
             .default_service(web::to(error::no_route));
     }
+}
+
+/// The admin API under `/api/v1`, each path once with its methods.
+#[rustfmt::skip]
+fn admin_routes(config: &mut web::ServiceConfig) {
+    resource!(config, "/hosts", get => hosts::list_hosts, post => hosts::create_host);
+    resource!(config, "/hosts/{host}/crash", post => hosts::crash_host);
+    resource!(config, "/hosts/{host}/start", post => hosts::start_host);
+    resource!(config, "/hosts/{host}/drain", post => hosts::drain_host);
+    resource!(config, "/hosts/{host}/enable", post => hosts::enable_host);
+    resource!(config, "/nodes", get => nodes::list_nodes, post => nodes::enroll_nodes);
+    resource!(config, "/nodes/{uuid}", delete => nodes::delete_node);
+    resource!(config, "/nodes/{uuid}/lock", post => nodes::lock_node);
+    resource!(config, "/nodes/{uuid}/unlock", post => nodes::unlock_node);
+    resource!(config, "/node-source", get => nodes::get_node_source);
+    resource!(config, "/ring", get => deployment::get_ring);
+    resource!(config, "/moves", get => deployment::list_moves);
+    resource!(config, "/timeline", get => deployment::get_timeline);
+    resource!(config, "/usage", get => deployment::get_usage);
+    resource!(config, "/audit", get => deployment::get_audit);
+    resource!(config, "/providers", get => deployment::list_providers);
+    resource!(config, "/instances", get => instances::list_instances, post => instances::create_instance);
+    resource!(config, "/instances/{uuid}", delete => instances::delete_instance);
+    resource!(config, "/events", get => events::stream_events);
+    resource!(config, "/archive", post => archive::run_archive);
+    resource!(config, "/archive/runs", get => archive::list_archive_runs);
 }

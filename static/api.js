@@ -46,7 +46,8 @@ export async function applying(work) {
 
 async function send(method, path, body) {
   const headers = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
+  // A change always says JSON: the server refuses a mutating request that a form could forge.
+  if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
   if (method !== "GET" && token()) headers.Authorization = `Bearer ${token()}`;
   const response = await fetch(path, {
     method,

@@ -25,6 +25,9 @@ pub enum ApiError {
     /// An actor's typed error, already classified.
     #[error("{message}")]
     Actor { kind: ErrorKind, message: String },
+    /// A request refused before any route saw it (`hygiene`), with its own status.
+    #[error("{message}")]
+    Refused { status: StatusCode, message: String },
 }
 
 impl From<crate::actors::compute_host::HostError> for ApiError {
@@ -83,10 +86,22 @@ impl ApiError {
             ApiError::AdminTokenRequired => None,
             ApiError::Db(error) => Some(error.kind()),
             ApiError::Actor { kind, .. } => Some(*kind),
+            ApiError::Refused { .. } => Some(ErrorKind::Invalid),
         }
     }
 
     fn code(&self) -> &'static str {
+        if let ApiError::Refused { status, .. } = self {
+            return match *status {
+                StatusCode::FORBIDDEN => "forbidden",
+                StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+                StatusCode::REQUEST_TIMEOUT => "request_timeout",
+                StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+                StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+                StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+                _ => "bad_request",
+            };
+        }
         match self.kind() {
             None => "unauthorized",
             Some(ErrorKind::NotFound) => "not_found",
@@ -100,6 +115,9 @@ impl ApiError {
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
+        if let ApiError::Refused { status, .. } = self {
+            return *status;
+        }
         match self.kind() {
             None => StatusCode::UNAUTHORIZED,
             Some(ErrorKind::NotFound) => StatusCode::NOT_FOUND,
@@ -112,7 +130,7 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let status = self.status_code();
-        let message = if status.is_server_error() {
+        let message = if status.is_server_error() && !matches!(self, ApiError::Refused { .. }) {
             log::error!("request failed: {self}");
             match status {
                 StatusCode::SERVICE_UNAVAILABLE => {
@@ -143,9 +161,11 @@ pub async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
 
 /// Answers malformed JSON bodies with the envelope.
 pub fn json_config() -> web::JsonConfig {
-    web::JsonConfig::default().error_handler(|error, _request: &HttpRequest| {
-        ApiError::BadRequest(format!("invalid JSON body: {error}")).into()
-    })
+    web::JsonConfig::default()
+        .limit(super::hygiene::BODY_LIMIT)
+        .error_handler(|error, _request: &HttpRequest| {
+            ApiError::BadRequest(format!("invalid JSON body: {error}")).into()
+        })
 }
 
 /// Answers malformed path parameters with the envelope.

@@ -76,13 +76,72 @@ impl Event {
 
 /// The events of this process's streams: started by the first stream, it listens for the
 /// deployment's notifications and judges hosts' states and the audit, for every stream at
-/// once, however many dashboards are open. It stops when the application goes away.
+/// once, however many dashboards are open. It stops when the application goes away. It also
+/// counts the open streams: at most `limits` of them, by the process and per client address.
 #[derive(Default)]
 pub struct EventHub {
     sender: Mutex<Option<Arc<broadcast::Sender<Event>>>>,
+    limits: crate::config::StreamLimits,
+    open: Mutex<OpenStreams>,
+}
+
+/// The streams open now, in all and by client address.
+#[derive(Default)]
+struct OpenStreams {
+    total: usize,
+    by_client: std::collections::HashMap<std::net::IpAddr, usize>,
+}
+
+/// One open stream, counted until it is dropped (the client went away).
+pub struct StreamTicket {
+    hub: Arc<EventHub>,
+    client: Option<std::net::IpAddr>,
+}
+
+impl Drop for StreamTicket {
+    fn drop(&mut self) {
+        let mut open = self.hub.open.lock().unwrap_or_else(PoisonError::into_inner);
+        open.total = open.total.saturating_sub(1);
+        if let Some(client) = self.client
+            && let Some(count) = open.by_client.get_mut(&client)
+        {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                open.by_client.remove(&client);
+            }
+        }
+    }
 }
 
 impl EventHub {
+    /// A hub that serves at most `limits` streams at once.
+    pub fn with_limits(limits: crate::config::StreamLimits) -> EventHub {
+        EventHub {
+            limits,
+            ..EventHub::default()
+        }
+    }
+
+    /// Counts a new stream of `client`; `None` (and nothing counted) when the process or that
+    /// client already has as many as it may.
+    fn admit(self: &Arc<Self>, client: Option<std::net::IpAddr>) -> Option<StreamTicket> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let of_client = client.map_or(0, |client| {
+            open.by_client.get(&client).copied().unwrap_or(0)
+        });
+        if open.total >= self.limits.per_process || of_client >= self.limits.per_client {
+            return None;
+        }
+        open.total += 1;
+        if let Some(client) = client {
+            *open.by_client.entry(client).or_insert(0) += 1;
+        }
+        Some(StreamTicket {
+            hub: self.clone(),
+            client,
+        })
+    }
+
     /// Returns a receiver of every event from now on, starting the hub if needed.
     pub fn subscribe(&self, state: &AppState) -> broadcast::Receiver<Event> {
         let mut sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
@@ -215,14 +274,32 @@ struct Cursor {
     receiver: broadcast::Receiver<Event>,
     last_sent: Instant,
     first: bool,
+    /// Counts this stream as open while it lives.
+    _ticket: StreamTicket,
 }
 
-/// Streams the typed events to a dashboard.
-pub async fn stream_events(state: web::Data<AppState>) -> HttpResponse {
+/// Streams the typed events to a dashboard; 503 when the process, or this client, has as many
+/// streams open as it may.
+pub async fn stream_events(
+    state: web::Data<AppState>,
+    request: actix_web::HttpRequest,
+) -> Result<HttpResponse, super::error::ApiError> {
+    let client = request.peer_addr().map(|address| address.ip());
+    let Some(ticket) = state.events.admit(client) else {
+        return Err(super::error::ApiError::Refused {
+            status: actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            message: format!(
+                "too many event streams open (at most {} in all, {} per client): close one, or \
+                 poll",
+                state.events.limits.per_process, state.events.limits.per_client
+            ),
+        });
+    };
     let cursor = Cursor {
         receiver: state.events.subscribe(state.get_ref()),
         last_sent: Instant::now(),
         first: true,
+        _ticket: ticket,
     };
     let events = stream::unfold(cursor, |mut cursor| async move {
         if cursor.first {
@@ -245,12 +322,12 @@ pub async fn stream_events(state: web::Data<AppState>) -> HttpResponse {
         };
         Some((Ok(bytes), cursor))
     });
-    HttpResponse::Ok()
+    Ok(HttpResponse::Ok()
         .insert_header(("content-type", "text/event-stream"))
         .insert_header(("cache-control", "no-cache"))
         // Never compressed: a compressor would hold events back until its buffer fills.
         .insert_header(actix_web::http::header::ContentEncoding::Identity)
-        .streaming(events)
+        .streaming(events))
 }
 
 #[cfg(test)]

@@ -38,6 +38,13 @@ pub async fn create_instance(
         ));
     }
     validate::resource_class(&body.resource_class)?;
+    let per_node = state.actors.settings.host.pci_devices_per_node;
+    if body.pci_devices > per_node {
+        return Err(ApiError::BadRequest(format!(
+            "pci_devices must be at most {per_node}: each node has {per_node}, not {}",
+            body.pci_devices
+        )));
+    }
     let instance = state
         .actors
         .scheduler

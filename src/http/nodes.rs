@@ -122,6 +122,9 @@ pub async fn enroll_nodes(
             let mut new = Vec::with_capacity(nodes.len());
             for node in nodes {
                 validate::resource_class(&node.resource_class)?;
+                if let Some(name) = &node.name {
+                    validate::node_name(name)?;
+                }
                 new.push(NewIronicNode::enrolling(
                     node.uuid,
                     node.name,

@@ -22,19 +22,12 @@ use actix_web::web;
 
 use error::PlacementError;
 
-/// Registers one path with the handler of each of its methods, as one `web::resource`: a method
-/// it lacks is answered 405 with `Allow`.
-macro_rules! resource {
-    ($config:expr, $path:expr, $($method:ident => $handler:path),+ $(,)?) => {
-        $config.service(web::resource($path)$(.route(web::$method().to($handler)))+)
-    };
-}
-
 /// Registers the Placement routes under `/placement`.
 pub fn configure(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/placement")
             .wrap(from_fn(middleware::placement_request))
+            .app_data(web::PayloadConfig::new(crate::http::hygiene::BODY_LIMIT))
             .app_data(web::QueryConfig::default().error_handler(|error, _| {
                 PlacementError::bad_request(format!(
                     "Invalid query string parameters: Additional properties are not allowed: {error}"

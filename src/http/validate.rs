@@ -12,6 +12,18 @@ pub fn resource_class(class: &str) -> Result<(), ApiError> {
     identifier("resource_class", class, 80)
 }
 
+/// Checks a node name: 1–255 characters, none of them a control character.
+pub fn node_name(name: &str) -> Result<(), ApiError> {
+    let length = name.chars().count();
+    if (1..=255).contains(&length) && !name.chars().any(char::is_control) {
+        return Ok(());
+    }
+    Err(ApiError::BadRequest(format!(
+        "invalid node name {:?}: use 1-255 characters, no control characters (it has {length})",
+        name.chars().take(40).collect::<String>()
+    )))
+}
+
 fn identifier(what: &str, value: &str, max_len: usize) -> Result<(), ApiError> {
     let valid = !value.is_empty()
         && value.len() <= max_len
@@ -38,5 +50,8 @@ mod tests {
         assert!(host_name("a b").is_err());
         assert!(resource_class("baremetal-gold").is_ok());
         assert!(resource_class(&"x".repeat(81)).is_err());
+        assert!(node_name("node-1").is_ok());
+        assert!(node_name(&"n".repeat(256)).is_err());
+        assert!(node_name("a\tb").is_err());
     }
 }

@@ -48,7 +48,7 @@ async fn boot(address: &str, name: &str, class: &str) -> Value {
 }
 
 async fn delete_instance(address: &str, instance: &str) -> u16 {
-    reqwest::Client::new()
+    crate::helpers::json_client()
         .delete(format!("{address}/api/v1/instances/{instance}"))
         .send()
         .await
@@ -273,7 +273,7 @@ async fn the_admin_api_names_the_ironic_way_instead_of_touching_the_simulator() 
     let nodes = ironic.enroll(2);
     let d = deployment_on(&ironic, &HOSTS[..1]).await;
     let address = d.serve();
-    let client = reqwest::Client::new();
+    let client = crate::helpers::json_client();
     let node = nodes[0];
     let refusals = [
         (

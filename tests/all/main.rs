@@ -2,6 +2,7 @@
 //! Each test gets its own database cloned from a migrated template (see `helpers`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod fuzz;
 mod helpers;
 
 mod api_admin;
@@ -32,4 +33,5 @@ mod placement_candidates;
 mod placement_inventories;
 mod placement_links;
 mod scripts;
+mod security;
 mod shared_writers;

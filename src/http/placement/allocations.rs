@@ -355,6 +355,10 @@ pub async fn post_allocations(
     }
     require_json(&request)?;
     let object = parse_object(&body)?;
+    // Placement's schema: at least one consumer.
+    if object.is_empty() {
+        return Err(invalid("{} does not have enough properties".to_owned()));
+    }
     let mut writes = Vec::with_capacity(object.len());
     for (consumer, entry) in &object {
         let consumer = Uuid::parse_str(consumer)

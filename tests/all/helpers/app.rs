@@ -47,11 +47,20 @@ impl TestApp {
         token: Option<&str>,
         placement: ringmaster::config::PlacementSettings,
     ) -> TestApp {
+        Self::spawn_configured(|config| {
+            config.admin_token = token.and_then(AdminToken::new);
+            config.placement = placement;
+        })
+        .await
+    }
+
+    /// A server whose settings `configure` changed from the tests' defaults.
+    pub async fn spawn_configured(configure: impl FnOnce(&mut ServerConfig)) -> TestApp {
         let db = TestDb::new();
-        let (address, actors, handle) = serve_on(db.pool(), token, placement).await;
+        let (address, actors, handle) = serve_on(db.pool(), configure).await;
         TestApp {
             address,
-            client: reqwest::Client::new(),
+            client: json_client(),
             actors,
             handle,
             audit_when_dropped: true,
@@ -63,10 +72,10 @@ impl TestApp {
     /// database of `first`.
     pub async fn spawn_sharing(first: &TestApp) -> SharedApp {
         let pool = build_pool(first.db.url(), 8).expect("pool on the shared database");
-        let (address, _, handle) = serve_on(pool, None, Default::default()).await;
+        let (address, _, handle) = serve_on(pool, |_| {}).await;
         SharedApp {
             address,
-            client: reqwest::Client::new(),
+            client: json_client(),
             handle,
         }
     }
@@ -111,6 +120,20 @@ impl Drop for TestApp {
     }
 }
 
+/// A client that says JSON on every request, as the dashboard does: the server refuses a
+/// mutating request that a browser form could forge (no JSON content type, no token).
+pub fn json_client() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    reqwest::Client::builder()
+        .default_headers(headers)
+        .build()
+        .expect("a client")
+}
+
 /// A deployment config that runs no hosts, enrolls nothing and drives the actors by message.
 pub fn test_deployment_config(hosts: &[&str]) -> ringmaster::config::DeploymentConfig {
     ringmaster::config::DeploymentConfig {
@@ -127,20 +150,23 @@ pub fn test_deployment_config(hosts: &[&str]) -> ringmaster::config::DeploymentC
 /// address, the actors and the server's handle.
 async fn serve_on(
     pool: Pool,
-    token: Option<&str>,
-    placement: ringmaster::config::PlacementSettings,
+    configure: impl FnOnce(&mut ServerConfig),
 ) -> (
     String,
     ringmaster::actors::Actors,
     actix_web::dev::ServerHandle,
 ) {
-    let config = ServerConfig {
+    let mut config = ServerConfig {
         bind: "127.0.0.1:0".to_owned(),
-        admin_token: token.and_then(AdminToken::new),
-        placement,
+        admin_token: None,
+        placement: Default::default(),
         handle_signals: false,
         database_grace: Duration::from_secs(60),
+        allowed_hosts: Vec::new(),
+        event_streams: Default::default(),
+        body_timeout: Duration::from_secs(15),
     };
+    configure(&mut config);
     let ringmaster::app::Process {
         application,
         actors,

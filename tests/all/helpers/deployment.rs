@@ -59,6 +59,9 @@ impl TestDeployment {
             placement: Default::default(),
             handle_signals: false,
             database_grace: std::time::Duration::from_secs(60),
+            allowed_hosts: Vec::new(),
+            event_streams: Default::default(),
+            body_timeout: std::time::Duration::from_secs(15),
         };
         let application =
             ringmaster::app::Application::build(&config, self.db.pool(), self.actors.clone())

@@ -46,6 +46,8 @@ pub enum AppError {
     Host(String, HostError),
     #[error("{0}")]
     Ironic(crate::ironic_api::IronicError),
+    #[error("cannot use Keystone: {0}")]
+    Keystone(String),
 }
 
 /// A process of the deployment, built: its actors running, its HTTP server bound.
@@ -256,9 +258,17 @@ impl Application {
         };
         let listener = TcpListener::bind(&config.bind).map_err(bind_error)?;
         let local_addr = listener.local_addr().map_err(bind_error)?;
+        let keystone = match &config.keystone {
+            Some(settings) => Some(
+                crate::keystone::Keystone::new(settings.clone())
+                    .map_err(|error| AppError::Keystone(error.to_string()))?,
+            ),
+            None => None,
+        };
         let state = AppState::new(pool, actors)
             .with_placement(config.placement.clone())
-            .with_stream_limits(config.event_streams);
+            .with_stream_limits(config.event_streams)
+            .with_keystone(keystone);
         let admin_token = config.admin_token.clone();
         let hygiene = actix_web::web::Data::new(hygiene_settings(config));
         let mut server = HttpServer::new(move || {

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 mod archive;
 mod ironic;
+mod keystone;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -166,23 +167,16 @@ pub struct ServeArgs {
     pub database_grace: Duration,
     #[command(flatten)]
     pub ironic: ironic::IronicArgs,
+    #[command(flatten)]
+    pub keystone: keystone::KeystoneArgs,
 }
 
 /// The admin token, from --admin-token or the first line of --admin-token-file; a token given
 /// on the command line is used, with a warning that the process list shows it.
 fn admin_token(args: &ServeArgs) -> Result<Option<AdminToken>, ConfigError> {
     if let Some(file) = &args.admin_token_file {
-        let text = std::fs::read_to_string(file).map_err(|error| {
-            ConfigError::Invalid(format!("--admin-token-file {}: {error}", file.display()))
-        })?;
-        let token = AdminToken::new(text.lines().next().unwrap_or(""));
-        if token.is_none() {
-            return Err(ConfigError::Invalid(format!(
-                "--admin-token-file {} is empty",
-                file.display()
-            )));
-        }
-        return Ok(token);
+        let token = read_secret("--admin-token-file", file)?;
+        return Ok(AdminToken::new(&token));
     }
     if std::env::args().any(|arg| arg == "--admin-token" || arg.starts_with("--admin-token=")) {
         log::warn!(
@@ -191,6 +185,21 @@ fn admin_token(args: &ServeArgs) -> Result<Option<AdminToken>, ConfigError> {
         );
     }
     Ok(args.admin_token.as_deref().and_then(AdminToken::new))
+}
+
+/// Reads the secret in the first line of `file` (given as `flag`): an unreadable or empty file
+/// is an error naming the flag. Secrets come from files so that `ps` does not show them.
+fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|error| ConfigError::Invalid(format!("{flag} {}: {error}", file.display())))?;
+    let secret = text.lines().next().unwrap_or("").trim().to_owned();
+    if secret.is_empty() {
+        return Err(ConfigError::Invalid(format!(
+            "{flag} {} is empty",
+            file.display()
+        )));
+    }
+    Ok(secret)
 }
 
 /// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
@@ -327,6 +336,7 @@ fn config(
     check_host_names(&hosts)?;
     let ironic = args.ironic.settings()?;
     let admin_token = admin_token(&args)?;
+    let keystone = args.keystone.settings()?;
     Ok(Config {
         database,
         pool_size: database_args.db_pool_size,
@@ -342,6 +352,7 @@ fn config(
             database_grace: args.database_grace,
             allowed_hosts: args.allowed_hosts.clone(),
             body_timeout: args.body_timeout,
+            keystone,
             event_streams: crate::config::StreamLimits {
                 per_process: args.max_event_streams as usize,
                 per_client: args.max_event_streams_per_client as usize,

@@ -87,6 +87,8 @@ pub struct ServerConfig {
     pub event_streams: StreamLimits,
     /// How long a client may take to send a request body.
     pub body_timeout: std::time::Duration,
+    /// Keystone, when it authenticates callers (`--auth-strategy keystone`).
+    pub keystone: Option<crate::keystone::KeystoneSettings>,
 }
 
 /// How many event streams are served at once: beyond, 503.
@@ -286,6 +288,7 @@ mod tests {
             allowed_hosts: Vec::new(),
             event_streams: StreamLimits::default(),
             body_timeout: std::time::Duration::from_secs(15),
+            keystone: None,
         }
     }
 

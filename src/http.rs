@@ -44,6 +44,8 @@ pub struct AppState {
     pub events: std::sync::Arc<events::EventHub>,
     /// Node counts per host, counted again only when ownership changes.
     pub node_counts: std::sync::Arc<crate::db::hosts::NodeCountCache>,
+    /// Keystone, when it authenticates callers.
+    pub keystone: Option<std::sync::Arc<crate::keystone::Keystone>>,
 }
 
 impl AppState {
@@ -55,7 +57,14 @@ impl AppState {
             placement: std::sync::Arc::default(),
             events: std::sync::Arc::default(),
             node_counts: std::sync::Arc::default(),
+            keystone: None,
         }
+    }
+
+    /// The same state with Keystone authenticating callers.
+    pub fn with_keystone(mut self, keystone: Option<crate::keystone::Keystone>) -> AppState {
+        self.keystone = keystone.map(std::sync::Arc::new);
+        self
     }
 
     /// The same state with event streams capped at `limits`.

@@ -12,4 +12,5 @@ pub mod db;
 pub mod domain;
 pub mod http;
 pub mod ironic_api;
+pub mod keystone;
 pub mod script;

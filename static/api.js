@@ -48,7 +48,8 @@ async function send(method, path, body) {
   const headers = { Accept: "application/json" };
   // A change always says JSON: the server refuses a mutating request that a form could forge.
   if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
-  if (method !== "GET" && token()) headers.Authorization = `Bearer ${token()}`;
+  // A token given (the admin token, or a Keystone token) goes with every request.
+  if (token()) headers.Authorization = `Bearer ${token()}`;
   const response = await fetch(path, {
     method,
     headers,

@@ -84,7 +84,7 @@ impl IronicArgs {
         let auth = match (&self.ironic_user, &self.ironic_password_file) {
             (Some(user), Some(file)) => IronicAuth::Basic {
                 user: user.clone(),
-                password: read_password(file)?,
+                password: super::read_secret("--ironic-password-file", file)?,
             },
             _ => IronicAuth::None,
         };
@@ -106,22 +106,4 @@ impl IronicArgs {
             lock_retries: self.ironic_lock_retries,
         }))
     }
-}
-
-/// Reads the first line of `file`.
-fn read_password(file: &std::path::Path) -> Result<String, ConfigError> {
-    let text = std::fs::read_to_string(file).map_err(|error| {
-        ConfigError::Invalid(format!(
-            "--ironic-password-file {}: {error}",
-            file.display()
-        ))
-    })?;
-    let password = text.lines().next().unwrap_or("").to_owned();
-    if password.is_empty() {
-        return Err(ConfigError::Invalid(format!(
-            "--ironic-password-file {} is empty",
-            file.display()
-        )));
-    }
-    Ok(password)
 }

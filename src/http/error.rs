@@ -93,6 +93,7 @@ impl ApiError {
     fn code(&self) -> &'static str {
         if let ApiError::Refused { status, .. } = self {
             return match *status {
+                StatusCode::UNAUTHORIZED => "unauthorized",
                 StatusCode::FORBIDDEN => "forbidden",
                 StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
                 StatusCode::REQUEST_TIMEOUT => "request_timeout",

@@ -1,12 +1,13 @@
 //! Test fixtures, by concern: the PostgreSQL server and per-test databases (`database`), the
 //! in-process app (`app`), the `ringmaster` binary (`process`), a message-driven deployment
-//! (`deployment`), a real Ironic (`ironic`), Placement requests (`placement`) and waiting
+//! (`deployment`), a real Ironic (`ironic`), a real Keystone (`keystone`), Placement requests (`placement`) and waiting
 //! (`wait`).
 
 mod app;
 mod database;
 mod deployment;
 mod ironic;
+mod keystone;
 mod placement;
 mod process;
 mod wait;
@@ -15,6 +16,7 @@ pub use app::*;
 pub use database::*;
 pub use deployment::*;
 pub use ironic::*;
+pub use keystone::*;
 pub use placement::*;
 pub use process::*;
 pub use wait::*;

@@ -28,6 +28,7 @@ mod ha_incidents;
 mod ironic_api;
 mod ironic_driver;
 mod ironic_source;
+mod keystone;
 mod placement_api;
 mod placement_candidates;
 mod placement_inventories;

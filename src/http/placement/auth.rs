@@ -54,7 +54,8 @@ impl Caller {
         }
     }
 
-    fn has_role(&self, wanted: &str) -> bool {
+    /// Says whether the caller has role `wanted`.
+    pub fn has_role(&self, wanted: &str) -> bool {
         self.roles
             .iter()
             .any(|role| role.eq_ignore_ascii_case(wanted))
@@ -88,31 +89,81 @@ fn unauthorized() -> PlacementError {
     )
 }
 
-/// 401 without a token (except on the version document), 403 when the policy refuses.
-pub fn authorize(request: &ServiceRequest, profile: PolicyProfile) -> Result<(), PlacementError> {
+/// 401 without a token (except on the version document), 403 when the policy refuses. With
+/// Keystone, `keystone` is the caller Keystone vouched for (or why not: 401, 503), and the
+/// caller's own `X-Roles` and `X-Project-Id` count for nothing.
+pub fn authorize(
+    request: &ServiceRequest,
+    profile: PolicyProfile,
+    keystone: Option<Result<Caller, PlacementError>>,
+) -> Result<(), PlacementError> {
     if matches!(request.path(), "/placement" | "/placement/") {
         return Ok(());
     }
-    let Some(token) = header(request, "x-auth-token").filter(|token| !token.is_empty()) else {
-        return Err(unauthorized());
+    let caller = match keystone {
+        Some(vouched) => vouched?,
+        None => {
+            let Some(token) = header(request, "x-auth-token").filter(|token| !token.is_empty())
+            else {
+                return Err(unauthorized());
+            };
+            let configured = request
+                .app_data::<web::Data<AdminTokenConfig>>()
+                .and_then(|config| config.0.clone());
+            if let Some(expected) = configured {
+                return if expected.matches(token) {
+                    Ok(())
+                } else {
+                    Err(unauthorized())
+                };
+            }
+            Caller::from_token(
+                token,
+                header(request, "x-roles"),
+                header(request, "x-project-id"),
+                header(request, "openstack-system-scope"),
+            )
+        }
     };
-    let configured = request
-        .app_data::<web::Data<AdminTokenConfig>>()
-        .and_then(|config| config.0.clone());
-    if let Some(expected) = configured {
-        return if expected.matches(token) {
-            Ok(())
-        } else {
-            Err(unauthorized())
-        };
+    if allowed(request, profile, &caller) {
+        Ok(())
+    } else {
+        Err(PlacementError::new(
+            StatusCode::FORBIDDEN,
+            "Policy does not allow this request to be performed.",
+        ))
     }
-    let caller = Caller::from_token(
-        token,
-        header(request, "x-roles"),
-        header(request, "x-project-id"),
-        header(request, "openstack-system-scope"),
-    );
-    let allowed = if caller.system_scope {
+}
+
+/// The caller Keystone vouches for by the request's token: 401 without a token or with one
+/// Keystone does not know, 503 when Keystone cannot be asked.
+pub async fn keystone_caller(
+    request: &ServiceRequest,
+    keystone: &crate::keystone::Keystone,
+) -> Result<Caller, PlacementError> {
+    let token = header(request, "x-auth-token")
+        .filter(|token| !token.is_empty())
+        .ok_or_else(unauthorized)?;
+    match keystone.validate(token).await {
+        Ok(identity) => Ok(Caller {
+            roles: identity.roles,
+            project_id: identity.project_id,
+            system_scope: false,
+        }),
+        Err(crate::keystone::KeystoneError::Invalid) => Err(unauthorized()),
+        Err(crate::keystone::KeystoneError::Unavailable(reason)) => {
+            log::warn!("keystone cannot validate a token: {reason}");
+            Err(PlacementError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The authentication service is unavailable; try again later.",
+            ))
+        }
+    }
+}
+
+/// Whether the policy of `profile` lets `caller` make this request.
+fn allowed(request: &ServiceRequest, profile: PolicyProfile, caller: &Caller) -> bool {
+    if caller.system_scope {
         false
     } else if profile == PolicyProfile::Open {
         true
@@ -130,14 +181,6 @@ pub fn authorize(request: &ServiceRequest, profile: PolicyProfile) -> Result<(),
         caller.may_read_project(project.as_deref())
     } else {
         caller.is_admin_or_service()
-    };
-    if allowed {
-        Ok(())
-    } else {
-        Err(PlacementError::new(
-            StatusCode::FORBIDDEN,
-            "Policy does not allow this request to be performed.",
-        ))
     }
 }
 

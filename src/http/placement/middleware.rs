@@ -27,7 +27,14 @@ pub async fn placement_request(
         return Ok(request.into_response(answer));
     }
     let cors_origin = super::cors::allowed_origin(&settings, request.headers());
-    let (version, refusal) = negotiate_and_authorize(&request, &settings);
+    let keystone = request
+        .app_data::<actix_web::web::Data<crate::http::AppState>>()
+        .and_then(|state| state.keystone.clone());
+    let vouched = match (&keystone, request.path()) {
+        (_, "/placement" | "/placement/") | (None, _) => None,
+        (Some(keystone), _) => Some(super::auth::keystone_caller(&request, keystone).await),
+    };
+    let (version, refusal) = negotiate_and_authorize(&request, &settings, vouched);
     let wants_html = wants_html(&request);
     let caching = is_cacheable(request.method(), request.path(), version);
     let mut response = match refusal {
@@ -55,6 +62,7 @@ pub async fn placement_request(
 fn negotiate_and_authorize(
     request: &ServiceRequest,
     settings: &crate::config::PlacementSettings,
+    vouched: Option<Result<super::auth::Caller, PlacementError>>,
 ) -> (Microversion, Option<PlacementError>) {
     let values: Vec<&str> = request
         .headers()
@@ -71,7 +79,7 @@ fn negotiate_and_authorize(
             StatusCode::NOT_ACCEPTABLE,
             format!("Unacceptable version header: {asked}"),
         )),
-        Ok(_) => super::auth::authorize(request, settings.policy)
+        Ok(_) => super::auth::authorize(request, settings.policy, vouched)
             .err()
             .or_else(|| {
                 let is_root = matches!(request.path(), "/placement" | "/placement/");

@@ -165,6 +165,7 @@ async fn serve_on(
         allowed_hosts: Vec::new(),
         event_streams: Default::default(),
         body_timeout: Duration::from_secs(15),
+        keystone: None,
     };
     configure(&mut config);
     let ringmaster::app::Process {

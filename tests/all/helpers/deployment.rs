@@ -62,6 +62,7 @@ impl TestDeployment {
             allowed_hosts: Vec::new(),
             event_streams: Default::default(),
             body_timeout: std::time::Duration::from_secs(15),
+            keystone: None,
         };
         let application =
             ringmaster::app::Application::build(&config, self.db.pool(), self.actors.clone())

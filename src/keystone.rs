@@ -1,0 +1,239 @@
+//! Keystone as the authority on who calls (issue 17), as keystonemiddleware's `auth_token` does
+//! it: ringmaster logs in as its service user (password, project-scoped), and validates each
+//! caller's token with `GET /v3/auth/tokens` (its own token in `X-Auth-Token`, the caller's in
+//! `X-Subject-Token`). A valid token's user, project and roles are cached until the token
+//! expires or the cache lifetime ends, whichever is first (a short lifetime is how revocation
+//! is honoured); the cache is bounded. A Keystone that cannot be reached is `Unavailable`: the
+//! caller gets 503, never an open door.
+//!
+//! The gateway to Keystone, as `ironic_api` is to Ironic: IO and the cache, no policy.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+/// Tokens cached at most (their identities); past it, expired entries go first, then all.
+const CACHE_LIMIT: usize = 10_000;
+
+/// ringmaster's own credentials in Keystone.
+#[derive(Clone)]
+pub struct KeystoneSettings {
+    /// Keystone's identity endpoint, `http://host:5000/v3` (with or without `/v3`).
+    pub url: String,
+    pub user: String,
+    pub password: String,
+    pub project: String,
+    pub user_domain: String,
+    pub project_domain: String,
+    /// How long a validated token is believed without asking again.
+    pub cache_lifetime: Duration,
+}
+
+impl std::fmt::Debug for KeystoneSettings {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("KeystoneSettings")
+            .field("url", &self.url)
+            .field("user", &self.user)
+            .field("project", &self.project)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Who a valid token belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub user_id: String,
+    pub user_name: String,
+    pub project_id: String,
+    pub roles: Vec<String>,
+}
+
+/// Why a token was not accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeystoneError {
+    /// Keystone does not know the token (unknown, expired, revoked): 401.
+    #[error("the token is not valid (unknown, expired or revoked)")]
+    Invalid,
+    /// Keystone could not be asked (down, refusing ringmaster's own credentials): 503.
+    #[error("Keystone cannot validate tokens now: {0}")]
+    Unavailable(String),
+}
+
+/// A connection to Keystone with its token cache.
+pub struct Keystone {
+    settings: KeystoneSettings,
+    base: String,
+    client: reqwest::Client,
+    service_token: tokio::sync::Mutex<Option<(String, DateTime<Utc>)>>,
+    cache: Mutex<HashMap<String, (Identity, Instant)>>,
+}
+
+#[derive(Deserialize)]
+struct TokenBody {
+    token: TokenDoc,
+}
+
+#[derive(Deserialize)]
+struct TokenDoc {
+    expires_at: DateTime<Utc>,
+    user: Named,
+    project: Option<Named>,
+    #[serde(default)]
+    roles: Vec<Named>,
+}
+
+#[derive(Deserialize)]
+struct Named {
+    id: String,
+    #[serde(default)]
+    name: String,
+}
+
+impl Keystone {
+    /// A connection to the Keystone `settings` names; nothing is asked yet.
+    pub fn new(settings: KeystoneSettings) -> Result<Keystone, KeystoneError> {
+        let base = settings
+            .url
+            .trim_end_matches('/')
+            .trim_end_matches("/v3")
+            .to_owned();
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+        Ok(Keystone {
+            settings,
+            base,
+            client,
+            service_token: tokio::sync::Mutex::new(None),
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The identity endpoint (`…/v3`).
+    pub fn url(&self) -> String {
+        format!("{}/v3", self.base)
+    }
+
+    /// Returns who `token` belongs to, from the cache or from Keystone.
+    pub async fn validate(&self, token: &str) -> Result<Identity, KeystoneError> {
+        if let Some(identity) = self.cached(token) {
+            return Ok(identity);
+        }
+        let mut retried = false;
+        loop {
+            let service = self.service_token(retried).await?;
+            let response = self
+                .client
+                .get(format!("{}/v3/auth/tokens", self.base))
+                .header("X-Auth-Token", &service)
+                .header("X-Subject-Token", token)
+                .send()
+                .await
+                .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+            match response.status().as_u16() {
+                200 => {
+                    let body: TokenBody = response
+                        .json()
+                        .await
+                        .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+                    let identity = identity_of(&body.token);
+                    self.remember(token, &identity, body.token.expires_at);
+                    return Ok(identity);
+                }
+                404 => return Err(KeystoneError::Invalid),
+                // Our own token was refused (expired, revoked): log in again, once.
+                401 | 403 if !retried => retried = true,
+                status => {
+                    return Err(KeystoneError::Unavailable(format!(
+                        "Keystone answered {status} to a token validation"
+                    )));
+                }
+            }
+        }
+    }
+
+    fn cached(&self, token: &str) -> Option<Identity> {
+        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        cache
+            .get(token)
+            .filter(|(_, until)| *until > Instant::now())
+            .map(|(identity, _)| identity.clone())
+    }
+
+    fn remember(&self, token: &str, identity: &Identity, expires_at: DateTime<Utc>) {
+        let left = (expires_at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
+        let until = Instant::now() + left.min(self.settings.cache_lifetime);
+        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
+        if cache.len() >= CACHE_LIMIT {
+            let now = Instant::now();
+            cache.retain(|_, (_, until)| *until > now);
+            if cache.len() >= CACHE_LIMIT {
+                cache.clear();
+            }
+        }
+        cache.insert(token.to_owned(), (identity.clone(), until));
+    }
+
+    /// ringmaster's own token: logged in once, again when it nears its end or `renew` says
+    /// Keystone refused it.
+    async fn service_token(&self, renew: bool) -> Result<String, KeystoneError> {
+        let mut held = self.service_token.lock().await;
+        if let Some((token, expires_at)) = held.as_ref()
+            && !renew
+            && *expires_at - chrono::Duration::seconds(60) > Utc::now()
+        {
+            return Ok(token.clone());
+        }
+        let settings = &self.settings;
+        let body = serde_json::json!({"auth": {
+            "identity": {"methods": ["password"], "password": {"user": {
+                "name": settings.user, "password": settings.password,
+                "domain": {"name": settings.user_domain}}}},
+            "scope": {"project": {"name": settings.project,
+                                  "domain": {"name": settings.project_domain}}}}});
+        let response = self
+            .client
+            .post(format!("{}/v3/auth/tokens", self.base))
+            .json(&body)
+            .send()
+            .await
+            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+        if response.status().as_u16() != 201 {
+            return Err(KeystoneError::Unavailable(format!(
+                "Keystone refused ringmaster's own login as {} ({})",
+                settings.user,
+                response.status()
+            )));
+        }
+        let token = response
+            .headers()
+            .get("x-subject-token")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned)
+            .ok_or_else(|| KeystoneError::Unavailable("no X-Subject-Token".to_owned()))?;
+        let doc: TokenBody = response
+            .json()
+            .await
+            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+        *held = Some((token.clone(), doc.token.expires_at));
+        Ok(token)
+    }
+}
+
+fn identity_of(token: &TokenDoc) -> Identity {
+    Identity {
+        user_id: token.user.id.clone(),
+        user_name: token.user.name.clone(),
+        project_id: token
+            .project
+            .as_ref()
+            .map(|project| project.id.clone())
+            .unwrap_or_default(),
+        roles: token.roles.iter().map(|role| role.name.clone()).collect(),
+    }
+}

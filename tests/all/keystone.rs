@@ -1,0 +1,215 @@
+//! Keystone authentication (issue 17) against a real Keystone 30.0.0: no token, an unknown, a
+//! revoked and an expired token are 401; a reader cannot write (403) and an admin can, in
+//! Placement and in the admin API; the caller's `X-Roles` count for nothing; a Keystone that
+//! cannot be reached is 503 in Placement's envelope, never an open door.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{RealKeystone, TestApp, eventually_async};
+
+async fn keystone_app(keystone: &RealKeystone, cache: Duration) -> TestApp {
+    let settings = keystone.settings(cache);
+    TestApp::spawn_configured(move |config| config.keystone = Some(settings)).await
+}
+
+/// A Placement request with `token` (none: no header) and optional extra headers.
+async fn placement(
+    app: &TestApp,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+    roles: Option<&str>,
+) -> (u16, Value) {
+    let mut request = app
+        .client
+        .request(method, app.url(path))
+        .header("openstack-api-version", "placement 1.38");
+    if let Some(token) = token {
+        request = request.header("x-auth-token", token);
+    }
+    if let Some(roles) = roles {
+        request = request.header("x-roles", roles);
+    }
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+async fn admin_api(app: &TestApp, method: Method, path: &str, token: Option<&str>) -> u16 {
+    let mut request = app.client.request(method.clone(), app.url(path));
+    if let Some(token) = token {
+        request = request.header("x-auth-token", token);
+    }
+    if method == Method::POST {
+        request = request.json(&json!({"host": "cmp-1"}));
+    }
+    request.send().await.unwrap().status().as_u16()
+}
+
+#[actix_web::test]
+async fn keystone_decides_who_may_read_and_write() {
+    let keystone = RealKeystone::start(3600);
+    let app = keystone_app(&keystone, Duration::from_secs(1)).await;
+    let admin = keystone.login("admin", "admin-secret", "admin").await;
+    let reader = keystone.login("reader", "reader-secret", "admin").await;
+    let providers = "/placement/resource_providers";
+
+    // No token, an unknown one: 401, in Placement and in the admin API.
+    assert_eq!(
+        placement(&app, Method::GET, providers, None, None, None)
+            .await
+            .0,
+        401
+    );
+    let (status, body) =
+        placement(&app, Method::GET, providers, Some("nonsense"), None, None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["errors"][0]["status"], 401);
+    assert_eq!(
+        admin_api(&app, Method::GET, "/api/v1/hosts", None).await,
+        401
+    );
+    assert_eq!(
+        admin_api(&app, Method::GET, "/api/v1/hosts", Some("nonsense")).await,
+        401
+    );
+    // The version document stays open, as in Placement.
+    assert_eq!(
+        placement(&app, Method::GET, "/placement/", None, None, None)
+            .await
+            .0,
+        200
+    );
+
+    // A reader reads the admin API but writes nothing; X-Roles it sends changes nothing.
+    let create = json!({"name": "rp-1"});
+    for roles in [None, Some("admin"), Some("admin,service")] {
+        let (status, _) = placement(
+            &app,
+            Method::POST,
+            providers,
+            Some(&reader),
+            Some(create.clone()),
+            roles,
+        )
+        .await;
+        assert_eq!(status, 403, "reader with X-Roles {roles:?}");
+    }
+    assert_eq!(
+        admin_api(&app, Method::GET, "/api/v1/hosts", Some(&reader)).await,
+        200
+    );
+    assert_eq!(
+        admin_api(&app, Method::POST, "/api/v1/hosts", Some(&reader)).await,
+        403
+    );
+
+    // An admin writes.
+    let (status, body) = placement(
+        &app,
+        Method::POST,
+        providers,
+        Some(&admin),
+        Some(create),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = placement(&app, Method::GET, providers, Some(&admin), None, None).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["resource_providers"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        admin_api(&app, Method::POST, "/api/v1/hosts", Some(&admin)).await,
+        201
+    );
+
+    // A revoked token is refused once the cache lifetime (1 s) has passed.
+    let revoked = keystone.login("admin", "admin-secret", "admin").await;
+    assert_eq!(
+        placement(&app, Method::GET, providers, Some(&revoked), None, None)
+            .await
+            .0,
+        200
+    );
+    keystone.revoke(&revoked).await;
+    eventually_async(
+        Duration::from_secs(10),
+        "the revoked token refused",
+        || async {
+            (placement(&app, Method::GET, providers, Some(&revoked), None, None)
+                .await
+                .0
+                == 401)
+                .then_some(())
+        },
+    )
+    .await;
+}
+
+#[actix_web::test]
+async fn an_expired_token_is_refused() {
+    let keystone = RealKeystone::start(5);
+    let app = keystone_app(&keystone, Duration::from_secs(60)).await;
+    let admin = keystone.login("admin", "admin-secret", "admin").await;
+    let providers = "/placement/resource_providers";
+    assert_eq!(
+        placement(&app, Method::GET, providers, Some(&admin), None, None)
+            .await
+            .0,
+        200
+    );
+    // Cached for 60 s, but only until the token itself expires.
+    actix_rt::time::sleep(Duration::from_secs(6)).await;
+    assert_eq!(
+        placement(&app, Method::GET, providers, Some(&admin), None, None)
+            .await
+            .0,
+        401
+    );
+}
+
+#[actix_web::test]
+async fn an_unreachable_keystone_is_503_never_an_open_door() {
+    let settings = ringmaster::keystone::KeystoneSettings {
+        url: "http://127.0.0.1:9/v3".to_owned(),
+        user: "placement".to_owned(),
+        password: "x".to_owned(),
+        project: "service".to_owned(),
+        user_domain: "Default".to_owned(),
+        project_domain: "Default".to_owned(),
+        cache_lifetime: Duration::from_secs(30),
+    };
+    let app = TestApp::spawn_configured(move |config| config.keystone = Some(settings)).await;
+    let (status, body) = placement(
+        &app,
+        Method::GET,
+        "/placement/resource_providers",
+        Some("admin"),
+        None,
+        Some("admin"),
+    )
+    .await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["errors"][0]["status"], 503);
+    assert_eq!(
+        admin_api(&app, Method::POST, "/api/v1/hosts", Some("admin")).await,
+        503
+    );
+    let hosts: Vec<Value> = app
+        .client
+        .get(app.url("/api/v1/hosts"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap_or_default();
+    assert!(hosts.is_empty());
+}

@@ -298,6 +298,22 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
     }
 }
 
+/// Warns when a database URL with a password was given on the command line, where the process
+/// list shows it (DATABASE_URL in the environment does not).
+fn warn_of_password_in_arguments(url: &str) {
+    let on_command_line = std::env::args().any(|arg| arg.contains(url));
+    let userinfo = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .map(|(userinfo, _)| userinfo);
+    if on_command_line && userinfo.is_some_and(|userinfo| userinfo.contains(':')) {
+        log::warn!(
+            "--database-url on the command line shows its password in the process list: use \
+             DATABASE_URL"
+        );
+    }
+}
+
 fn database_source(args: &DatabaseArgs) -> DatabaseSource {
     let url = args
         .database_url
@@ -305,7 +321,10 @@ fn database_source(args: &DatabaseArgs) -> DatabaseSource {
         .or_else(|| std::env::var("RINGMASTER_DATABASE_URL").ok())
         .filter(|url| !url.trim().is_empty());
     match url {
-        Some(url) => DatabaseSource::Url(DatabaseUrl(url)),
+        Some(url) => {
+            warn_of_password_in_arguments(&url);
+            DatabaseSource::Url(DatabaseUrl(url))
+        }
         None => DatabaseSource::Embedded(ClusterOptions {
             data_dir: args
                 .data_dir

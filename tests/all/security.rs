@@ -222,6 +222,27 @@ async fn event_streams_are_capped_per_client_and_per_process() {
     })
     .await;
     assert_eq!(app.get("/healthz").await.status(), 200);
+
+    // The process's cap holds whatever the client.
+    let small = TestApp::spawn_configured(|config| {
+        config.event_streams = ringmaster::config::StreamLimits {
+            per_process: 2,
+            per_client: 10,
+        };
+    })
+    .await;
+    let _first = small.events().await;
+    let _second = small.events().await;
+    let refused = small.get("/api/v1/events").await;
+    assert_eq!(refused.status(), 503);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 2 in all"),
+        "{body}"
+    );
 }
 
 #[actix_web::test]

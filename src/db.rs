@@ -82,6 +82,7 @@ pub fn build_pool(url: &str, max_size: u32) -> Result<Pool, DbError> {
 /// and traits exist. Returns the versions it applied.
 pub fn migrate(conn: &mut PgConnection) -> Result<Vec<String>, DbError> {
     with_advisory_lock(conn, MIGRATION_LOCK_KEY, |conn| {
+        refuse_unknown_migrations(conn)?;
         let applied = conn
             .run_pending_migrations(MIGRATIONS)
             .map(|versions| versions.iter().map(ToString::to_string).collect())
@@ -89,6 +90,34 @@ pub fn migrate(conn: &mut PgConnection) -> Result<Vec<String>, DbError> {
         placement::names::seed_standard_names(conn)?;
         Ok(applied)
     })
+}
+
+/// Refuses a database that a newer ringmaster migrated: one of its applied migrations is not
+/// among this binary's (its schema may not be what this binary's statements expect).
+fn refuse_unknown_migrations(conn: &mut PgConnection) -> Result<(), DbError> {
+    use diesel::migration::MigrationSource;
+    let known: std::collections::HashSet<String> =
+        MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS)
+            .map_err(|error| DbError::Migration(error.to_string()))?
+            .iter()
+            .map(|migration| migration.name().version().to_string())
+            .collect();
+    let applied = conn
+        .applied_migrations()
+        .map_err(|error| DbError::Migration(error.to_string()))?;
+    let unknown: Vec<String> = applied
+        .iter()
+        .map(ToString::to_string)
+        .filter(|version| !known.contains(version))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(DbError::Migration(format!(
+        "the database has migration {} that this binary does not know: a newer ringmaster \
+         migrated it; run that version or a newer one",
+        unknown.join(", ")
+    )))
 }
 
 /// Runs `work` while holding the session-level advisory lock `key`, released afterwards

@@ -124,3 +124,32 @@ fn audit_reports_ok_and_exits_non_zero_on_a_violation() {
         ]
     );
 }
+
+/// A binary older than the database's schema refuses to start (one line, exit 1) rather than
+/// run statements against a schema it does not know (issue 18).
+#[test]
+fn a_database_migrated_by_a_newer_binary_is_refused_in_one_line() {
+    use diesel::RunQueryDsl;
+    let db = crate::helpers::TestDb::new();
+    diesel::sql_query(
+        "INSERT INTO __diesel_schema_migrations (version, run_on) VALUES ('29991231000000', now())",
+    )
+    .execute(&mut db.conn())
+    .unwrap();
+    for command in [
+        &["db", "version"][..],
+        &["serve", "--bind", "127.0.0.1:0"][..],
+    ] {
+        let (code, _, stderr) = crate::helpers::run_to_end(
+            crate::helpers::ringmaster()
+                .args(command)
+                .env("DATABASE_URL", db.url()),
+        );
+        assert_eq!(code, Some(1), "{command:?}: {stderr}");
+        let lines: Vec<String> = stderr.lines().map(str::to_owned).collect();
+        crate::helpers::assert_one_error_line(
+            &lines,
+            "migration 29991231000000 that this binary does not know",
+        );
+    }
+}

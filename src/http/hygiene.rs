@@ -37,10 +37,11 @@ pub async fn guard(
     request: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, Error> {
+    // Shared, not copied: this runs for every request.
     let settings = request
         .app_data::<actix_web::web::Data<HygieneSettings>>()
-        .map(|data| data.get_ref().clone())
-        .unwrap_or_default();
+        .cloned()
+        .unwrap_or_else(|| actix_web::web::Data::new(HygieneSettings::default()));
     let placement = request.path().starts_with("/placement");
     if let Some((status, message)) = refusal(&request, &settings, placement) {
         return Ok(request.into_response(answer(placement, status, message)));
@@ -91,8 +92,7 @@ fn refusal(
         }
     }
     let uri = request.uri();
-    let raw = format!("{}?{}", uri.path(), uri.query().unwrap_or(""));
-    if raw.to_ascii_lowercase().contains("%00") {
+    if has_encoded_nul(uri.path()) || uri.query().is_some_and(has_encoded_nul) {
         return Some((
             StatusCode::BAD_REQUEST,
             "the URL contains a NUL character (%00)".to_owned(),
@@ -236,6 +236,11 @@ fn answer(placement: bool, status: StatusCode, message: String) -> HttpResponse 
     } else {
         actix_web::ResponseError::error_response(&ApiError::Refused { status, message })
     }
+}
+
+/// Says whether `text` holds `%00`, without copying it (every request's URL is checked).
+fn has_encoded_nul(text: &str) -> bool {
+    text.as_bytes().windows(3).any(|window| window == b"%00")
 }
 
 fn is_mutating(method: &Method) -> bool {

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 pub use crate::config::ActorSettings;
 use crate::db::presence::Presence;
-use crate::db::{self, Pool};
+use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use compute_host::{ComputeHost, Crash, HostError, HostSettings};
 use ironic::Ironic;
@@ -223,6 +223,18 @@ impl HostDirectory {
             .relay
             .call_once(|| relay_spawns(self.factory.pool.clone(), Arc::downgrade(&self.hosts)));
         Ok(address)
+    }
+
+    /// Records this process and its version in the deployment's database (with its presence
+    /// connection open, so it shows as live).
+    pub async fn record_process(&self) -> Result<(), DbError> {
+        let factory = self.factory.clone();
+        let now = factory.clock.now();
+        db::run(&factory.pool.clone(), move |conn| {
+            factory.presence.ensure(&factory.pool)?;
+            db::processes::record_start(conn, factory.presence.holder(), now)
+        })
+        .await
     }
 
     /// Says whether host `name` runs in this process.

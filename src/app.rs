@@ -99,6 +99,11 @@ pub async fn start_deployment(
     };
     let simulated = real_ironic.is_none();
     let actors = actors::spawn_all(pool.clone(), clock, deployment.actors, real_ironic);
+    actors
+        .hosts
+        .record_process()
+        .await
+        .map_err(AppError::Startup)?;
     for host in &deployment.hosts {
         actors
             .hosts

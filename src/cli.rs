@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 mod archive;
+mod database;
 mod ironic;
 mod keystone;
+mod upgrade;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::actors::ActorSettings;
 use crate::actors::compute_host::HostSettings;
@@ -20,10 +22,10 @@ use crate::config::{
     AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig,
     PlacementSettings, ServerConfig,
 };
+use crate::db::DbError;
 use crate::db::cluster::{self, ClusterOptions};
 use crate::db::database::{Database, OpenError};
 use crate::db::scratch::ScratchServer;
-use crate::db::{self, DbError};
 use crate::domain::host::Liveness;
 use crate::domain::ring::RingAlgorithm;
 
@@ -76,6 +78,13 @@ pub enum Command {
     Script(ScriptCommand),
     /// Checks every invariant of DESIGN.md against the database; exits 1 on a violation.
     Audit,
+    /// Upgrade checks (as nova-status).
+    #[command(subcommand)]
+    Upgrade(UpgradeCommand),
+    /// Prints the shell completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Prints the man page (roff).
+    Man,
 }
 
 #[derive(Debug, Args)]
@@ -223,8 +232,23 @@ pub enum DbCommand {
     /// Deletes rows from the shadow tables (--all or --before DATE).
     Purge(archive::PurgeArgs),
     /// Empties Placement (providers, allocations, custom classes and traits …), keeping the
-    /// standard classes and traits: the RESET_CMD between Placement's gabbi files.
-    ResetPlacement,
+    /// standard classes and traits: the RESET_CMD between Placement's gabbi files. Refused while
+    /// a compute host heartbeats (unless --force); asks on a terminal (unless --yes).
+    ResetPlacement(database::DestructiveArgs),
+    /// Writes the whole database to FILE (pg_dump's custom format), the embedded one included.
+    Dump(database::DumpArgs),
+    /// Replaces the whole database with a dump (one transaction), applies the migrations it
+    /// lacks and audits it. Refused while a compute host heartbeats (unless --force); asks on a
+    /// terminal (unless --yes).
+    Restore(database::RestoreArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UpgradeCommand {
+    /// Checks that this binary can take over the deployment (database reachable, migrations
+    /// pending or unknown, invariants, the processes' versions): exit 0 ok, 1 warning,
+    /// 2 failure.
+    Check,
 }
 
 #[derive(Debug, Subcommand)]
@@ -254,6 +278,10 @@ pub enum CliError {
     Startup(DbError),
     #[error("cannot run scripts: {0}")]
     Scripts(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Failed(String),
 }
 
 impl CliError {
@@ -261,9 +289,12 @@ impl CliError {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             CliError::Config(_) => ExitCode::from(2),
-            CliError::Open(_) | CliError::App(_) | CliError::Startup(_) | CliError::Scripts(_) => {
-                ExitCode::FAILURE
-            }
+            CliError::Open(_)
+            | CliError::App(_)
+            | CliError::Startup(_)
+            | CliError::Scripts(_)
+            | CliError::Refused(_)
+            | CliError::Failed(_) => ExitCode::FAILURE,
         }
     }
 }
@@ -277,24 +308,48 @@ impl Cli {
 
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
-    let database = database_source(&cli.database);
+    let source = database_source(&cli.database);
     match cli.command {
         Command::Demo(mut args) => {
             args.hosts
                 .get_or_insert_with(|| DEMO_HOSTS.iter().map(|host| (*host).to_owned()).collect());
             args.nodes.get_or_insert(DEMO_NODES);
-            serve(config(database, &cli.database, args)?, "demo")
+            serve(config(source, &cli.database, args)?, "demo")
         }
-        Command::Serve(args) => serve(config(database, &cli.database, args)?, "serve"),
-        Command::Db(DbCommand::Migrate) => migrate(&database),
-        Command::Db(DbCommand::Version) => schema_version(&database),
+        Command::Serve(args) => serve(config(source, &cli.database, args)?, "serve"),
+        Command::Db(DbCommand::Migrate) => database::migrate(&source),
+        Command::Db(DbCommand::Version) => database::schema_version(&source),
         Command::Db(DbCommand::ArchiveDeletedRows(args)) => {
-            archive::archive_deleted_rows(&database, args)
+            archive::archive_deleted_rows(&source, args)
         }
-        Command::Db(DbCommand::Purge(args)) => archive::purge(&database, args),
-        Command::Db(DbCommand::ResetPlacement) => reset_placement(&database),
-        Command::Script(ScriptCommand::Run(args)) => run_scripts(&database, &args.files),
-        Command::Audit => audit(&database),
+        Command::Db(DbCommand::Purge(args)) => archive::purge(&source, args),
+        Command::Db(DbCommand::ResetPlacement(safeguards)) => {
+            database::reset_placement(&source, safeguards)
+        }
+        Command::Db(DbCommand::Dump(args)) => {
+            database::dump(&source, cli.database.pg_bin_dir.as_deref(), &args)
+        }
+        Command::Db(DbCommand::Restore(args)) => {
+            database::restore(&source, cli.database.pg_bin_dir.as_deref(), &args)
+        }
+        Command::Script(ScriptCommand::Run(args)) => run_scripts(&source, &args.files),
+        Command::Audit => database::audit(&source),
+        Command::Upgrade(UpgradeCommand::Check) => upgrade::upgrade_check(&source),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "ringmaster",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut std::io::stdout())
+                .map_err(|error| CliError::Failed(format!("cannot write the man page: {error}")))?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -471,25 +526,6 @@ fn open(source: &DatabaseSource, pool_size: u32) -> Result<Database, OpenError> 
     }
 }
 
-fn migrate(source: &DatabaseSource) -> Result<ExitCode, CliError> {
-    let database = open(source, 1)?;
-    match database.migrations_applied.len() {
-        0 => println!("database schema is up to date"),
-        count => println!(
-            "applied {count} migrations: {}",
-            database.migrations_applied.join(", ")
-        ),
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn schema_version(source: &DatabaseSource) -> Result<ExitCode, CliError> {
-    let database = open(source, 1)?;
-    let version = database.schema_version().map_err(CliError::Startup)?;
-    println!("{}", version.unwrap_or_else(|| "0".to_owned()));
-    Ok(ExitCode::SUCCESS)
-}
-
 /// Runs scripts on throwaway databases: of the server at DATABASE_URL when given, otherwise
 /// of a private throwaway cluster.
 fn run_scripts(source: &DatabaseSource, files: &[PathBuf]) -> Result<ExitCode, CliError> {
@@ -504,32 +540,6 @@ fn run_scripts(source: &DatabaseSource, files: &[PathBuf]) -> Result<ExitCode, C
     } else {
         ExitCode::FAILURE
     })
-}
-
-fn reset_placement(source: &DatabaseSource) -> Result<ExitCode, CliError> {
-    let database = open(source, 1)?;
-    db::blocking_transaction(&database.pool, db::placement::names::reset_placement)
-        .map_err(CliError::Startup)?;
-    println!("placement emptied: standard resource classes and traits only");
-    Ok(ExitCode::SUCCESS)
-}
-
-fn audit(source: &DatabaseSource) -> Result<ExitCode, CliError> {
-    let database = open(source, 1)?;
-    let mut conn = database
-        .pool
-        .get()
-        .map_err(|error| CliError::Startup(DbError::from(error)))?;
-    let violations = db::audit::check_invariants(&mut conn).map_err(CliError::Startup)?;
-    if violations.is_empty() {
-        println!("audit: ok, every invariant holds");
-        return Ok(ExitCode::SUCCESS);
-    }
-    for violation in &violations {
-        println!("invariant {}: {}", violation.invariant, violation.message);
-    }
-    println!("audit: {} violations", violations.len());
-    Ok(ExitCode::FAILURE)
 }
 
 fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {

@@ -22,6 +22,7 @@ pub mod notify;
 pub mod pci;
 pub mod placement;
 pub mod presence;
+pub mod processes;
 pub mod schema;
 pub mod scratch;
 pub mod spawns;
@@ -92,24 +93,50 @@ pub fn migrate(conn: &mut PgConnection) -> Result<Vec<String>, DbError> {
     })
 }
 
+/// Which of this binary's migrations a database has, lacks, and which it has that this binary
+/// does not know (a newer ringmaster applied them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrationStatus {
+    pub applied: Vec<String>,
+    pub pending: Vec<String>,
+    pub unknown: Vec<String>,
+}
+
+/// Compares the database's applied migrations with this binary's.
+pub fn migration_status(conn: &mut PgConnection) -> Result<MigrationStatus, DbError> {
+    use diesel::migration::MigrationSource;
+    let known: Vec<String> = MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS)
+        .map_err(|error| DbError::Migration(error.to_string()))?
+        .iter()
+        .map(|migration| migration.name().version().to_string())
+        .collect();
+    let mut applied: Vec<String> = conn
+        .applied_migrations()
+        .map_err(|error| DbError::Migration(error.to_string()))?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    applied.sort();
+    let unknown = applied
+        .iter()
+        .filter(|version| !known.contains(version))
+        .cloned()
+        .collect();
+    let pending = known
+        .into_iter()
+        .filter(|version| !applied.contains(version))
+        .collect();
+    Ok(MigrationStatus {
+        applied,
+        pending,
+        unknown,
+    })
+}
+
 /// Refuses a database that a newer ringmaster migrated: one of its applied migrations is not
 /// among this binary's (its schema may not be what this binary's statements expect).
 fn refuse_unknown_migrations(conn: &mut PgConnection) -> Result<(), DbError> {
-    use diesel::migration::MigrationSource;
-    let known: std::collections::HashSet<String> =
-        MigrationSource::<diesel::pg::Pg>::migrations(&MIGRATIONS)
-            .map_err(|error| DbError::Migration(error.to_string()))?
-            .iter()
-            .map(|migration| migration.name().version().to_string())
-            .collect();
-    let applied = conn
-        .applied_migrations()
-        .map_err(|error| DbError::Migration(error.to_string()))?;
-    let unknown: Vec<String> = applied
-        .iter()
-        .map(ToString::to_string)
-        .filter(|version| !known.contains(version))
-        .collect();
+    let unknown = migration_status(conn)?.unknown;
     if unknown.is_empty() {
         return Ok(());
     }

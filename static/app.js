@@ -99,7 +99,7 @@ function renderHosts(hosts) {
     actions[0].dataset.action = "crash";
     actions[1].dataset.action = "start";
     actions[2].dataset.action = "drain";
-    return [[swatch(host.host), host.host], badge, host.age, numbers.format(host.nodes), actions];
+    return [[swatch(host.host), host.host], badge, host.age, numbers.format(host.nodes), host.version ?? "", actions];
   });
 }
 

@@ -66,6 +66,10 @@ pub struct PurgeArgs {
     /// Print what was purged.
     #[arg(long)]
     pub verbose: bool,
+    /// With --all: refused while a compute host heartbeats unless --force; asks on a terminal
+    /// unless --yes.
+    #[command(flatten)]
+    pub safeguards: super::database::DestructiveArgs,
 }
 
 /// Runs `db archive-deleted-rows`: exit 0 when nothing was archived, 1 when rows were, 2 for an
@@ -190,6 +194,13 @@ pub fn purge(source: &DatabaseSource, args: PurgeArgs) -> Result<ExitCode, CliEr
         }
     };
     let database = super::open(source, 1)?;
+    if args.all {
+        super::database::confirm(
+            &database,
+            "deletes every row of the shadow tables (the archived history)",
+            args.safeguards,
+        )?;
+    }
     let mut conn = database
         .pool
         .get()

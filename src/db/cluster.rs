@@ -49,6 +49,11 @@ pub enum ClusterError {
     )]
     BinariesNotFound { searched: String },
     #[error(
+        "PostgreSQL program {name} not found {searched}: install the PostgreSQL server package \
+         (Debian/Ubuntu: `apt-get install postgresql`) or set --pg-bin-dir"
+    )]
+    ProgramNotFound { name: String, searched: String },
+    #[error(
         "running as root, the embedded PostgreSQL must run as the `postgres` user, and there is \
          none: install the PostgreSQL server package, or set DATABASE_URL"
     )]
@@ -309,17 +314,7 @@ impl Binaries {
     /// Looks in `bin_dir` only when given; otherwise on PATH, then under
     /// /usr/lib/postgresql/<version>/bin, newest version first.
     fn find(bin_dir: Option<&Path>) -> Result<Binaries, ClusterError> {
-        let candidates: Vec<PathBuf> = match bin_dir {
-            Some(dir) => vec![dir.to_path_buf()],
-            None => {
-                let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-                    .map(|path| std::env::split_paths(&path).collect())
-                    .unwrap_or_default();
-                dirs.extend(debian_server_dirs());
-                dirs
-            }
-        };
-        candidates
+        search_dirs(bin_dir)
             .iter()
             .find(|dir| is_executable(&dir.join("initdb")) && is_executable(&dir.join("postgres")))
             .map(|dir| Binaries {
@@ -327,12 +322,43 @@ impl Binaries {
                 postgres: dir.join("postgres"),
             })
             .ok_or_else(|| ClusterError::BinariesNotFound {
-                searched: match bin_dir {
-                    Some(dir) => format!("in {}", dir.display()),
-                    None => "on PATH or under /usr/lib/postgresql/*/bin".to_owned(),
-                },
+                searched: searched(bin_dir),
             })
     }
+}
+
+/// Where the server's programs are looked for: `bin_dir` only when given; otherwise PATH, then
+/// /usr/lib/postgresql/<version>/bin, newest version first.
+fn search_dirs(bin_dir: Option<&Path>) -> Vec<PathBuf> {
+    match bin_dir {
+        Some(dir) => vec![dir.to_path_buf()],
+        None => {
+            let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+                .map(|path| std::env::split_paths(&path).collect())
+                .unwrap_or_default();
+            dirs.extend(debian_server_dirs());
+            dirs
+        }
+    }
+}
+
+fn searched(bin_dir: Option<&Path>) -> String {
+    match bin_dir {
+        Some(dir) => format!("in {}", dir.display()),
+        None => "on PATH or under /usr/lib/postgresql/*/bin".to_owned(),
+    }
+}
+
+/// Finds PostgreSQL program `name` (pg_dump, pg_restore …) where the server's programs are.
+pub fn server_program(bin_dir: Option<&Path>, name: &str) -> Result<PathBuf, ClusterError> {
+    search_dirs(bin_dir)
+        .iter()
+        .map(|dir| dir.join(name))
+        .find(|path| is_executable(path))
+        .ok_or_else(|| ClusterError::ProgramNotFound {
+            name: name.to_owned(),
+            searched: searched(bin_dir),
+        })
 }
 
 /// Lists /usr/lib/postgresql/<version>/bin folders, highest version first.

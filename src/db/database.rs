@@ -29,26 +29,54 @@ pub struct Database {
 impl Database {
     /// Connects to the server at `url`, applies pending migrations and builds the pool.
     pub fn open_url(url: &str, pool_size: u32) -> Result<Database, OpenError> {
-        Self::finish(url.to_owned(), pool_size, None)
+        Self::finish(url.to_owned(), pool_size, None, true)
+    }
+
+    /// Opens the database at `url` as it is, without applying migrations (`upgrade check`,
+    /// `db dump`, `db restore`); one connection.
+    pub fn open_url_as_is(url: &str) -> Result<Database, OpenError> {
+        Self::finish(url.to_owned(), 1, None, false)
+    }
+
+    /// Opens the embedded cluster's database as it is (starting the cluster when none runs),
+    /// without applying migrations; one connection.
+    pub fn open_embedded_as_is(options: &ClusterOptions) -> Result<Database, OpenError> {
+        let cluster = Self::embedded_cluster(options)?;
+        Self::finish(cluster.url(EMBEDDED_DATABASE), 1, Some(cluster), false)
     }
 
     /// Starts or joins the embedded cluster, creates its database if needed, applies pending
     /// migrations and builds the pool.
     pub fn open_embedded(options: &ClusterOptions, pool_size: u32) -> Result<Database, OpenError> {
+        let cluster = Self::embedded_cluster(options)?;
+        Self::finish(
+            cluster.url(EMBEDDED_DATABASE),
+            pool_size,
+            Some(cluster),
+            true,
+        )
+    }
+
+    /// Starts or joins the embedded cluster and creates its database if needed.
+    fn embedded_cluster(options: &ClusterOptions) -> Result<Cluster, OpenError> {
         let cluster = Cluster::start_or_join(options)?;
         let mut admin = connect(&cluster.url("postgres"))?;
         create_database_if_missing(&mut admin, EMBEDDED_DATABASE, "template0")?;
-        drop(admin);
-        Self::finish(cluster.url(EMBEDDED_DATABASE), pool_size, Some(cluster))
+        Ok(cluster)
     }
 
     fn finish(
         url: String,
         pool_size: u32,
         cluster: Option<Cluster>,
+        migrating: bool,
     ) -> Result<Database, OpenError> {
         let mut conn = connect(&url)?;
-        let migrations_applied = migrate(&mut conn)?;
+        let migrations_applied = if migrating {
+            migrate(&mut conn)?
+        } else {
+            Vec::new()
+        };
         let pool = build_pool(&url, pool_size)?;
         Ok(Database {
             pool,
@@ -78,6 +106,11 @@ impl Database {
         )
         .get_result::<Version>(&mut *conn)?
         .version)
+    }
+
+    /// The database's URL (a socket URL for the embedded cluster).
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     /// Returns a probe on this database.

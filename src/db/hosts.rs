@@ -96,7 +96,8 @@ pub fn register_host(
             AND (holder IS NULL OR holder = $3
                  OR COALESCE(last_seen_up, updated_at) < $5
                  OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a
-                                 WHERE a.application_name = $6 || services.holder::text))",
+                                 WHERE a.datname = current_database()
+                                   AND a.application_name = $6 || services.holder::text))",
     )
     .bind::<Text, _>(host)
     .bind::<Text, _>(COMPUTE_BINARY)

@@ -424,6 +424,18 @@ diesel::table! {
 }
 
 diesel::table! {
+    ringmaster_processes (holder) {
+        holder -> Uuid,
+        #[max_length = 64]
+        version -> Varchar,
+        #[max_length = 255]
+        hostname -> Varchar,
+        pid -> Int4,
+        started_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     services (id) {
         id -> Int8,
         uuid -> Uuid,
@@ -807,6 +819,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     resource_provider_aggregates,
     resource_provider_traits,
     resource_providers,
+    ringmaster_processes,
     services,
     shadow_block_device_mapping,
     shadow_compute_nodes,

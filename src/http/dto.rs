@@ -25,6 +25,8 @@ pub struct HostResponse {
     pub report_count: i64,
     /// Whether the host's actor runs in this process.
     pub local: bool,
+    /// The ringmaster version of the process that runs the host (null before one recorded it).
+    pub version: Option<String>,
 }
 
 /// Body of `POST /api/v1/hosts`.

@@ -14,11 +14,16 @@ use crate::db;
 /// Lists the compute hosts with their state and node count.
 pub async fn list_hosts(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let cache = state.node_counts.clone();
-    let (hosts, counts) = db::run(&state.pool, move |conn| {
-        Ok((db::hosts::list_hosts(conn)?, cache.get(conn)?))
+    let (hosts, counts, versions) = db::run(&state.pool, move |conn| {
+        Ok((
+            db::hosts::list_hosts(conn)?,
+            cache.get(conn)?,
+            db::processes::host_versions(conn)?,
+        ))
     })
     .await?;
     let counts: HashMap<String, i64> = counts.into_iter().collect();
+    let mut versions: HashMap<String, String> = versions.into_iter().collect();
     let now = state.actors.clock.now();
     let liveness = state.actors.settings.host.liveness;
     let local = state.actors.hosts.names();
@@ -31,6 +36,7 @@ pub async fn list_hosts(state: web::Data<AppState>) -> Result<HttpResponse, ApiE
             last_seen_up: host.last_seen_up,
             disabled_reason: host.disabled_reason,
             report_count: host.report_count,
+            version: versions.remove(&host.name),
             host: host.name,
         })
         .collect();

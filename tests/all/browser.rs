@@ -205,6 +205,7 @@ const STATE: &str = r#"
         colours: legend.filter((item) => item.dataset.host.startsWith('cmp-'))
             .map((item) => getComputedStyle(item.querySelector('.swatch')).backgroundColor),
         cmp5State: cmp5 ? cmp5.cells[1].textContent : null,
+        cmp5Version: cmp5 ? cmp5.cells[4].textContent : null,
         timeline: [...document.querySelectorAll('#moves li')].map((item) => item.textContent),
         bytes: window.ringmaster ? window.ringmaster.bytes : null,
         events: window.ringmaster ? window.ringmaster.events : null,
@@ -311,6 +312,11 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
         .filter_map(Value::as_str)
         .collect();
     assert_eq!(colours.len(), 24, "24 hosts, 24 distinct colours: {before}");
+    assert_eq!(
+        before["cmp5Version"],
+        env!("CARGO_PKG_VERSION"),
+        "each host shows the ringmaster version of its process: {before}"
+    );
 
     // Scrolled to the middle, the table reads that page and still renders only what is in view.
     driver

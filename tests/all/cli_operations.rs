@@ -1,0 +1,381 @@
+//! Issue 18 from the command line: `upgrade check`, the versions processes record, destructive
+//! commands that refuse and ask, backup and restore of the embedded database, completions and
+//! the man page.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use diesel::RunQueryDsl;
+use diesel::prelude::*;
+use serde_json::Value;
+
+use crate::helpers::{
+    Running, TempDir, TestDb, address_of, assert_one_error_line, eventually, http, http_json,
+    ringmaster, run_to_end, start_demo_with,
+};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+fn run(db: &TestDb, args: &[&str]) -> (Option<i32>, String, Vec<String>) {
+    let (code, stdout, stderr) = run_to_end(ringmaster().args(args).env("DATABASE_URL", db.url()));
+    (code, stdout, lines(&stderr))
+}
+
+fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_owned).collect()
+}
+
+fn count(conn: &mut PgConnection, table: &str) -> i64 {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    diesel::sql_query(format!("SELECT count(*) AS count FROM {table}"))
+        .get_result::<Count>(conn)
+        .unwrap()
+        .count
+}
+
+/// The result lines of an `upgrade check` report, as (check, result).
+fn results(stdout: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = stdout
+        .lines()
+        .map(|line| line.trim_matches(|c| c == '|' || c == ' '))
+        .collect();
+    lines
+        .windows(2)
+        .filter_map(|pair| {
+            let check = pair[0].strip_prefix("Check: ")?;
+            let result = pair[1].strip_prefix("Result: ")?;
+            Some((check.to_owned(), result.to_owned()))
+        })
+        .collect()
+}
+
+/// `upgrade check` says 0 when all is well, 1 for a warning (a process of another version,
+/// migrations pending), 2 for a failure (an unknown migration, a broken invariant, no database).
+#[test]
+fn upgrade_check_exits_0_1_or_2() {
+    let db = TestDb::new();
+    let (code, stdout, stderr) = run(&db, &["upgrade", "check"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr:?}");
+    assert_eq!(
+        results(&stdout),
+        ["Database", "Migrations", "Invariants", "Processes"]
+            .map(|check| (check.to_owned(), "Success".to_owned()))
+    );
+
+    // A live process of an older version: a warning naming it.
+    let holder = uuid::Uuid::new_v4();
+    let mut presence = PgConnection::establish(db.url()).unwrap();
+    diesel::sql_query(format!("SET application_name = 'ringmaster {holder}'"))
+        .execute(&mut presence)
+        .unwrap();
+    diesel::sql_query(format!(
+        "INSERT INTO ringmaster_processes (holder, version, hostname, pid, started_at)
+         VALUES ('{holder}', '0.0.9', 'old-box', 4242, now())"
+    ))
+    .execute(&mut db.conn())
+    .unwrap();
+    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(results(&stdout).contains(&("Processes".to_owned(), "Warning".to_owned())));
+    assert!(
+        stdout.contains("0.0.9 on old-box (pid 4242, no hosts)"),
+        "{stdout}"
+    );
+    drop(presence);
+    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
+    assert_eq!(code, Some(0), "a process gone is not counted: {stdout}");
+
+    // The newest migration not applied yet: a warning; the invariants are not checked.
+    let mut conn = db.conn();
+    diesel::sql_query(
+        "DELETE FROM __diesel_schema_migrations
+          WHERE version = (SELECT max(version) FROM __diesel_schema_migrations)",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("1 pending"), "{stdout}");
+
+    // A migration this binary does not know: a failure.
+    diesel::sql_query(
+        "INSERT INTO __diesel_schema_migrations (version, run_on) VALUES ('29991231000000', now())",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(
+        stdout.contains("migration 29991231000000 was applied by a newer ringmaster"),
+        "{stdout}"
+    );
+    // `upgrade check` applied nothing.
+    assert_eq!(
+        count(
+            &mut conn,
+            "__diesel_schema_migrations WHERE version = '29991231000000'"
+        ),
+        1
+    );
+
+    // A database that does not answer: a failure, not an error line.
+    let (code, stdout, _) = run_to_end(
+        ringmaster()
+            .args(["upgrade", "check"])
+            .env("DATABASE_URL", "postgres://nobody@127.0.0.1:1/none"),
+    );
+    assert_eq!(code, Some(2), "{stdout}");
+    assert_eq!(
+        results(&stdout),
+        vec![("Database".to_owned(), "Failure".to_owned())]
+    );
+}
+
+#[test]
+fn upgrade_check_fails_on_a_broken_invariant() {
+    let db = TestDb::new();
+    diesel::sql_query(
+        "INSERT INTO ironic_nodes (uuid, resource_class, provision_state)
+         VALUES ('11111111-1111-1111-1111-111111111111', 'baremetal', 'available')",
+    )
+    .execute(&mut db.conn())
+    .unwrap();
+    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(results(&stdout).contains(&("Invariants".to_owned(), "Failure".to_owned())));
+    assert!(stdout.contains("1 violations"), "{stdout}");
+}
+
+/// Runs `command` (a shell line) on a pseudo-terminal (util-linux `script`), typing `answer`.
+fn on_terminal(command: &str, answer: &str) -> (Option<i32>, String) {
+    let mut child = Command::new("script")
+        .args(["-qec", command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("util-linux script runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answer.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+/// `db reset-placement` and `db purge --all` refuse while a host heartbeats (issue 18: it wiped
+/// 2,012 providers of a running deployment), unless --force; on a terminal they ask, unless
+/// --yes. Each process shows its version.
+#[test]
+fn destructive_commands_refuse_a_live_deployment_and_ask_on_a_terminal() {
+    let db = TestDb::new();
+    let mut command = ringmaster();
+    command
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--hosts",
+            "cmp-1,cmp-2",
+            "--nodes",
+            "6",
+        ])
+        .args(["--update-resources-interval", "1s"])
+        .env("DATABASE_URL", db.url())
+        .env("RUST_LOG", "warn");
+    let mut serve = Running::spawn(command);
+    let address =
+        address_of(&serve.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    let mut conn = db.conn();
+    eventually(Duration::from_secs(30), "6 providers", || {
+        (count(&mut conn, "resource_providers") == 6).then_some(())
+    });
+    let (_, hosts) = http(&address, "GET", "/api/v1/hosts");
+    let hosts: Value = serde_json::from_str(&hosts).unwrap();
+    for host in hosts.as_array().unwrap() {
+        assert_eq!(host["version"], VERSION, "{hosts}");
+    }
+
+    for args in [
+        &["db", "reset-placement"][..],
+        &["db", "purge", "--all"][..],
+    ] {
+        let (code, stdout, stderr) = run(&db, args);
+        assert_eq!(code, Some(1), "{args:?}: {stdout}");
+        assert_one_error_line(&stderr, "the deployment is live: 2 compute host(s) running");
+        assert!(stderr[0].contains("--force"), "{stderr:?}");
+    }
+    assert_eq!(
+        count(&mut conn, "resource_providers"),
+        6,
+        "nothing was deleted"
+    );
+
+    // On a terminal: asked; anything but "yes" changes nothing.
+    let binary = env!("CARGO_BIN_EXE_ringmaster");
+    let line = format!(
+        "DATABASE_URL='{}' {binary} db reset-placement --force",
+        db.url()
+    );
+    let (code, shown) = on_terminal(&line, "no\n");
+    assert_eq!(code, Some(1), "{shown}");
+    assert!(shown.contains("Type yes to go on"), "{shown}");
+    assert!(
+        shown.contains("not confirmed: nothing was changed"),
+        "{shown}"
+    );
+    assert_eq!(count(&mut conn, "resource_providers"), 6);
+
+    let (code, shown) = on_terminal(&format!("{line} --yes"), "");
+    assert_eq!(code, Some(0), "--yes does not ask: {shown}");
+    assert!(!shown.contains("Type yes"), "{shown}");
+
+    // Stopped, the deployment is not live: no flag needed (and no terminal here, so no question).
+    serve.interrupt();
+    serve.wait_exit(Duration::from_secs(30));
+    let (code, stdout, stderr) = run(&db, &["db", "reset-placement"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr:?}");
+    assert_eq!(count(&mut conn, "resource_providers"), 0);
+}
+
+/// `db dump` of a running demo's embedded database, `db restore` into a fresh data directory:
+/// the same nodes, instances and allocations, and the audit passes.
+#[test]
+fn a_dump_restores_into_a_fresh_data_dir_and_passes_the_audit() {
+    let (dir, mut demo, address) = start_demo_with("dump", &["--nodes", "8"]);
+    eventually(
+        Duration::from_secs(30),
+        "8 providers with inventory",
+        || {
+            let (_, body) = http(&address, "GET", "/api/v1/providers");
+            let providers: Value = serde_json::from_str(&body).ok()?;
+            (providers
+                .as_array()?
+                .iter()
+                .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
+                .count()
+                == 8)
+                .then_some(())
+        },
+    );
+    for index in 0..3 {
+        let (status, body) = http_json(
+            &address,
+            "POST",
+            "/api/v1/instances",
+            &format!(r#"{{"name": "kept-{index}", "resource_class": "baremetal"}}"#),
+        );
+        assert_eq!(status, 201, "{body}");
+    }
+    let source = dir.path.join("pg");
+    let file = dir.path.join("ringmaster.dump");
+    let (code, stdout, stderr) = run_to_end(
+        ringmaster()
+            .args(["db", "dump"])
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(&source),
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr:?}");
+    assert!(stdout.starts_with("dumped the database to "), "{stdout}");
+
+    let fresh = TempDir::new("restored");
+    let target = fresh.path.join("pg");
+    let (code, stdout, stderr) = run_to_end(
+        ringmaster()
+            .args(["db", "restore"])
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(&target),
+    );
+    assert_eq!(code, Some(0), "{stdout}{stderr:?}");
+    assert!(
+        stdout.contains("audit: ok, every invariant holds"),
+        "{stdout}"
+    );
+
+    let (code, stdout, _) = run_to_end(ringmaster().arg("audit").arg("--data-dir").arg(&target));
+    assert_eq!(code, Some(0), "{stdout}");
+    let counts = |data_dir: &std::path::Path| {
+        let cluster = ringmaster::db::cluster::Cluster::start_or_join(
+            &ringmaster::db::cluster::ClusterOptions {
+                data_dir: data_dir.to_path_buf(),
+                bin_dir: None,
+                throwaway: false,
+            },
+        )
+        .unwrap();
+        let mut conn = PgConnection::establish(&cluster.url("ringmaster")).unwrap();
+        let counts: Vec<i64> = [
+            "compute_nodes WHERE deleted = 0",
+            "instances WHERE deleted = 0 AND vm_state = 'active'",
+            "allocations",
+            "resource_providers",
+        ]
+        .iter()
+        .map(|table| count(&mut conn, table))
+        .collect();
+        drop(conn);
+        counts
+    };
+    let restored = counts(&target);
+    assert_eq!(
+        restored,
+        vec![8, 3, 3, 8],
+        "nodes, instances, allocations, providers"
+    );
+    assert_eq!(counts(&source), restored, "the same as the source");
+
+    // A file that is not a dump: a clear error, the restored database untouched.
+    let garbage = fresh.path.join("garbage.dump");
+    std::fs::write(&garbage, "not a dump").unwrap();
+    let (code, _, stderr) = run_to_end(
+        ringmaster()
+            .args(["db", "restore"])
+            .arg(&garbage)
+            .arg("--data-dir")
+            .arg(&target),
+    );
+    assert_eq!(code, Some(1));
+    assert_one_error_line(&lines(&stderr), "pg_restore cannot read");
+    assert_eq!(counts(&target), restored);
+    demo.interrupt();
+    demo.wait_exit(Duration::from_secs(30));
+}
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_line_definition() {
+    let (code, stdout, _) = run_to_end(ringmaster().args(["completions", "bash"]));
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.contains("_ringmaster()"),
+        "a bash completion function"
+    );
+    assert!(
+        stdout.contains("reset-placement"),
+        "subcommands are completed"
+    );
+    let (code, stdout, _) = run_to_end(ringmaster().args(["completions", "zsh"]));
+    assert_eq!(code, Some(0));
+    assert!(
+        stdout.starts_with("#compdef ringmaster"),
+        "{}",
+        &stdout[..40]
+    );
+    let (code, stdout, _) = run_to_end(ringmaster().arg("man"));
+    assert_eq!(code, Some(0));
+    assert!(stdout.contains(".TH ringmaster"), "a roff man page");
+    assert!(stdout.contains("upgrade"), "it lists the subcommands");
+    let (code, _, stderr) = run_to_end(ringmaster().args(["completions", "tcsh"]));
+    assert_eq!(code, Some(2), "{stderr:?}");
+}

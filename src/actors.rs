@@ -4,6 +4,7 @@
 
 pub mod archiver;
 pub mod compute_host;
+pub mod figures;
 pub mod ironic;
 pub mod node_source;
 pub mod rebalancer;
@@ -76,7 +77,8 @@ impl Actors {
         Ok(())
     }
 
-    fn pool(&self) -> Pool {
+    /// The background work's connection pool.
+    pub fn pool(&self) -> Pool {
         self.hosts.factory.pool.clone()
     }
 }

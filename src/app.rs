@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::pin::pin;
 use std::time::Duration;
 
-use actix_web::middleware::{Compress, Logger, from_fn};
+use actix_web::middleware::{Compress, from_fn};
 use actix_web::{App, HttpServer};
 use futures_util::future::{Either, join, select};
 
@@ -270,10 +270,15 @@ impl Application {
             ),
             None => None,
         };
-        let state = AppState::new(pool, actors)
+        let state = AppState::new(pool.clone(), actors.clone())
             .with_placement(config.placement.clone())
             .with_stream_limits(config.event_streams)
             .with_keystone(keystone);
+        state.figures.keep_fresh(
+            pool,
+            actors.clock.clone(),
+            crate::actors::figures::REFRESH_INTERVAL,
+        );
         let admin_token = config.admin_token.clone();
         let hygiene = actix_web::web::Data::new(hygiene_settings(config));
         let mut server = HttpServer::new(move || {
@@ -284,7 +289,7 @@ impl Application {
                 .wrap(Compress::default())
                 .wrap(from_fn(require_admin_token))
                 .wrap(from_fn(http::hygiene::guard))
-                .wrap(Logger::new("%a \"%r\" %s %Dms"))
+                .wrap(from_fn(http::observe::observe))
                 .wrap(security_headers())
                 .configure(http::configure(state.clone(), admin_token.clone()))
         })

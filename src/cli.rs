@@ -40,6 +40,14 @@ const DEMO_NODES: u32 = 12;
 pub struct Cli {
     #[command(flatten)]
     pub database: DatabaseArgs,
+    /// Log lines as text or as JSON objects (levels from RUST_LOG, default info).
+    #[arg(
+        long,
+        env = "RINGMASTER_LOG_FORMAT",
+        global = true,
+        default_value = "text"
+    )]
+    pub log_format: crate::logging::LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }

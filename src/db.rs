@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod compute_nodes;
 pub mod database;
 pub mod error;
+pub mod figures;
 pub mod hosts;
 pub mod instances;
 pub mod ironic;
@@ -316,6 +317,32 @@ pub fn ping(conn: &mut PgConnection) -> Result<(), DbError> {
     Ok(())
 }
 
+/// A pool's connections, as the metrics show them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolFigures {
+    pub open: u32,
+    pub idle: u32,
+    pub max: u32,
+}
+
+/// The connections of `pool` now (no database round trip).
+pub fn pool_figures(pool: &Pool) -> PoolFigures {
+    let state = pool.state();
+    PoolFigures {
+        open: state.connections,
+        idle: state.idle_connections,
+        max: pool.max_size(),
+    }
+}
+
+/// Checks a connection out of `pool`, timing the wait for the metrics.
+pub fn checkout(pool: &Pool) -> Result<PooledConnection, DbError> {
+    let started = std::time::Instant::now();
+    let conn = pool.get();
+    crate::metrics::observe_pool_wait(started.elapsed(), conn.is_ok());
+    Ok(conn?)
+}
+
 /// Runs `work` with a pooled connection on the blocking thread pool.
 pub async fn run<T, F>(pool: &Pool, work: F) -> Result<T, DbError>
 where
@@ -324,7 +351,7 @@ where
 {
     let pool = pool.clone();
     actix_rt::task::spawn_blocking(move || {
-        let mut conn = pool.get()?;
+        let mut conn = checkout(&pool)?;
         work(&mut conn)
     })
     .await
@@ -358,7 +385,7 @@ pub fn blocking_transaction<T, E>(
 where
     E: From<DbError>,
 {
-    let mut conn = pool.get().map_err(DbError::from)?;
+    let mut conn = checkout(pool)?;
     in_transaction(&mut conn, work)
 }
 

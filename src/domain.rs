@@ -4,6 +4,7 @@ pub mod archive;
 pub mod candidates;
 pub mod clock;
 pub mod error;
+pub mod failover;
 pub mod host;
 pub mod identity;
 pub mod instance;

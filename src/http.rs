@@ -20,7 +20,9 @@ pub mod health;
 pub mod hosts;
 pub mod hygiene;
 pub mod instances;
+pub mod metrics;
 pub mod nodes;
+pub mod observe;
 pub mod placement;
 pub mod static_files;
 pub mod validate;
@@ -46,6 +48,8 @@ pub struct AppState {
     pub node_counts: std::sync::Arc<crate::db::hosts::NodeCountCache>,
     /// Keystone, when it authenticates callers.
     pub keystone: Option<std::sync::Arc<crate::keystone::Keystone>>,
+    /// The deployment's figures the metrics show, read every few seconds.
+    pub figures: crate::actors::figures::FigureCache,
 }
 
 impl AppState {
@@ -58,6 +62,7 @@ impl AppState {
             events: std::sync::Arc::default(),
             node_counts: std::sync::Arc::default(),
             keystone: None,
+            figures: crate::actors::figures::FigureCache::default(),
         }
     }
 
@@ -94,6 +99,7 @@ pub fn configure(
             .app_data(error::path_config())
             .app_data(error::query_config())
             .service(web::resource("/healthz").route(web::get().to(health::get_health)))
+            .service(web::resource("/metrics").route(web::get().to(metrics::get_metrics)))
             .service(web::scope("/api/v1").configure(admin_routes))
             .configure(placement::configure)
             .route("/", web::get().to(static_files::get_index))

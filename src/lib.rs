@@ -13,4 +13,6 @@ pub mod domain;
 pub mod http;
 pub mod ironic_api;
 pub mod keystone;
+pub mod logging;
+pub mod metrics;
 pub mod script;

@@ -11,7 +11,7 @@ fn main() -> ExitCode {
         // Scripts can expect log lines: capture them (stderr shows warnings unless RUST_LOG says).
         ringmaster::script::capture::install();
     } else {
-        env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+        ringmaster::logging::init(cli.log_format);
     }
     match ringmaster::cli::run(cli) {
         Ok(code) => code,

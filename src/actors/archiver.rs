@@ -128,6 +128,7 @@ pub fn run_archive(
     if summary.total() > 0 {
         log::info!("archive run {run_id} moved {} rows", summary.total());
     }
+    crate::metrics::count_archived(&summary.tables);
     Ok(ArchiveReport {
         run_id,
         summary,

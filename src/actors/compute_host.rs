@@ -78,6 +78,8 @@ pub struct ComputeHost {
     /// them (their spawn died with the process or actor that ran it).
     started_at: DateTime<Utc>,
     last_heartbeat_ok: Option<DateTime<Utc>>,
+    /// Whether the host's fence was logged (and its unfencing not yet).
+    fenced: bool,
     /// The tracker change counter at this host's last complete pass: while it stays there,
     /// a pass has nothing to compare.
     seen_changes: Option<i64>,
@@ -106,6 +108,7 @@ impl ComputeHost {
             presence,
             started_at,
             last_heartbeat_ok: None,
+            fenced: false,
             seen_changes: None,
         }
     }
@@ -124,6 +127,46 @@ impl ComputeHost {
             node_source: self.node_source.clone(),
             host: self.name.clone(),
         }
+    }
+
+    /// Logs (once) that the host is fenced: its last recorded heartbeat is older than the
+    /// fence time, so it writes nothing until one is recorded again.
+    fn note_fence(&mut self, now: DateTime<Utc>) {
+        let Some(last) = self.last_heartbeat_ok else {
+            return;
+        };
+        if self.fenced || self.settings.liveness.lease_holds(Some(last), now) {
+            return;
+        }
+        self.fenced = true;
+        crate::metrics::count_fence(&self.name, "fenced");
+        log::warn!(
+            "host {} fenced: no heartbeat recorded for {:.1}s (fence time {:.1}s); it writes \
+             nothing until one is",
+            self.name,
+            (now - last).num_milliseconds() as f64 / 1000.0,
+            self.settings.liveness.fence_time.num_milliseconds() as f64 / 1000.0
+        );
+    }
+
+    /// Logs that a fenced host is unfenced by the heartbeat sent at `sent_at`.
+    fn note_unfenced(&mut self, sent_at: DateTime<Utc>) {
+        let lapsed = !self
+            .settings
+            .liveness
+            .lease_holds(self.last_heartbeat_ok, sent_at);
+        if !(self.fenced || (lapsed && self.last_heartbeat_ok.is_some())) {
+            return;
+        }
+        self.fenced = false;
+        crate::metrics::count_fence(&self.name, "unfenced");
+        log::info!(
+            "host {} unfenced: heartbeat recorded again after {:.1}s without one",
+            self.name,
+            self.last_heartbeat_ok
+                .map(|last| (sent_at - last).num_milliseconds() as f64 / 1000.0)
+                .unwrap_or(0.0)
+        );
     }
 
     fn require_lease(&self) -> Result<(), HostError> {
@@ -176,6 +219,7 @@ impl Handler<Heartbeat> for ComputeHost {
 
     fn handle(&mut self, _: Heartbeat, _: &mut Self::Context) -> Self::Result {
         let sent_at = self.clock.now();
+        self.note_fence(sent_at);
         let pool = self.pool.clone();
         let host = self.name.clone();
         let presence = self.presence.clone();
@@ -191,11 +235,12 @@ impl Handler<Heartbeat> for ComputeHost {
             .map(move |result, actor, ctx| {
                 let recorded = result?;
                 if recorded {
+                    actor.note_unfenced(sent_at);
                     actor.last_heartbeat_ok = Some(sent_at);
                 } else {
                     log::error!(
-                        "host {} is now run by another process (or no longer registered): this \
-                         process stops running it",
+                        "host {} lost its lease: another process runs it now (or it is no \
+                         longer registered); this process stops running it",
                         actor.name
                     );
                     ctx.stop();

@@ -19,6 +19,8 @@ use super::registry::{ClaimNodes, MoveNodes, Registry};
 use crate::db::leases::{self, LeaseToken};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
+use crate::domain::failover;
+use crate::domain::host::Host;
 use crate::domain::node::ComputeNode;
 use crate::domain::rebalance::{self, Judged, Outage, RingMemory, TickPlan, TickSettings};
 use crate::domain::ring::Assignment;
@@ -129,6 +131,8 @@ struct Decision {
     /// Set when reaching the database took so long that the hosts' heartbeats may have been
     /// held up too: the tick judged nobody.
     stalled: bool,
+    /// The hosts as read for this tick (for the failover log).
+    hosts: Vec<Host>,
 }
 
 impl Handler<RebalanceNow> for Rebalancer {
@@ -250,9 +254,11 @@ impl Rebalancer {
         let Some(lease) = decision.lease else {
             if let Some((lost, _)) = self.lease.take() {
                 log::warn!(
-                    "this process no longer leads rebalancing: lease epoch {} expired or was taken over",
+                    "leadership lost: this process no longer leads rebalancing (lease epoch {} \
+                     expired or was taken over)",
                     lost.epoch
                 );
+                crate::metrics::count_leadership("lost");
             }
             self.memory.members.clear();
             self.memory.quiet = None;
@@ -260,11 +266,14 @@ impl Rebalancer {
         };
         if self.lease.map(|(held, _)| held) != Some(lease) {
             log::info!(
-                "this process now leads rebalancing (lease epoch {})",
-                lease.epoch
+                "leadership gained: this process now leads rebalancing (lease epoch {}, process {})",
+                lease.epoch,
+                self.process
             );
+            crate::metrics::count_leadership("gained");
         }
         self.lease = Some((lease, now + self.settings.lease));
+        self.report_departures(&decision, &moved, version);
         self.version = version;
         self.memory = decision.tick.memory;
         self.notify_owners(&claimed, &moved);
@@ -305,8 +314,10 @@ impl Rebalancer {
             }
             Err(RebalanceError::Db(DbError::LeadershipLost { epoch, .. })) => {
                 log::warn!(
-                    "this process no longer leads rebalancing: its writes under lease epoch {epoch} were refused"
+                    "leadership lost: this process no longer leads rebalancing (its writes under \
+                     lease epoch {epoch} were refused)"
                 );
+                crate::metrics::count_leadership("lost");
                 self.lease = None;
                 self.memory.members.clear();
             }
@@ -319,6 +330,33 @@ impl Rebalancer {
             }
         }
         result
+    }
+
+    /// Logs each host the tick's moves left (one line: which host, why, since when, how many
+    /// nodes went where, how long it took) and counts them in the metrics.
+    fn report_departures(&self, decision: &Decision, moved: &[ComputeNode], version: i64) {
+        if moved.is_empty() {
+            return;
+        }
+        let now = self.clock.now();
+        let liveness = self.settings.liveness;
+        for departure in
+            failover::departures(&decision.tick.moves, moved, &decision.hosts, &liveness)
+        {
+            crate::metrics::count_moves(departure.reason.name(), departure.moved());
+            if let Some(took) = departure.duration(now) {
+                crate::metrics::observe_failover(
+                    departure.reason.name(),
+                    took.num_milliseconds() as f64 / 1000.0,
+                );
+            }
+            let line = departure.describe(now, version);
+            if departure.is_failover() {
+                log::warn!("{line}");
+            } else {
+                log::info!("{line}");
+            }
+        }
     }
 
     /// Tells each new owner running in this process which nodes it received.
@@ -360,6 +398,7 @@ fn decide(
             lease: None,
             tick: TickPlan::default(),
             stalled: false,
+            hosts: Vec::new(),
         });
     };
     let lease = Some(LeaseToken {
@@ -383,6 +422,7 @@ fn decide(
                 ..TickPlan::default()
             },
             stalled: true,
+            hosts,
         });
     }
     let tick = match rebalance::judge(&hosts, ownership, outage, &settings.liveness, now, &memory) {
@@ -401,6 +441,7 @@ fn decide(
         lease,
         tick,
         stalled: false,
+        hosts,
     })
 }
 
@@ -460,8 +501,11 @@ impl Handler<Resign> for Rebalancer {
                     leases::release(conn, leases::REBALANCER, process, now)
                 })
                 .await;
-                if let Err(error) = released {
-                    log::warn!("could not release rebalancer leadership: {error}");
+                match released {
+                    Ok(()) => {
+                        log::info!("leadership released: this process stops leading rebalancing")
+                    }
+                    Err(error) => log::warn!("could not release rebalancer leadership: {error}"),
                 }
             }
             .into_actor(self),

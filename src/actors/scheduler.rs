@@ -148,73 +148,93 @@ impl Handler<Boot> for Scheduler {
             self.build_wait,
         );
         Box::pin(async move {
-            let instance = Uuid::new_v4();
-            let local_hosts = hosts.names();
-            let request = message.clone();
-            let claim_clock = clock.clone();
-            let claim_hosts = local_hosts.clone();
-            let placed = db::run(&pool, move |conn| {
-                claim_node(
-                    conn,
-                    &request,
-                    instance,
-                    &claim_hosts,
-                    liveness,
-                    &claim_clock,
-                )
-            })
-            .await?;
-            let Some(placed) = placed else {
-                return Err(BootError::no_valid_host(
-                    &message.resource_class,
-                    message.pci_devices,
-                ));
+            let started = std::time::Instant::now();
+            let booted = boot(pool, clock, liveness, hosts, build_wait, message).await;
+            let result = match &booted {
+                Ok(instance) => instance.vm_state.as_str(),
+                Err(_) => "refused",
             };
-            let local = local_hosts.contains(&placed.host);
-            let spawned = match (local, hosts.get(&placed.host)) {
-                (true, Some(host)) => host
-                    .send(Spawn {
-                        instance,
-                        node: placed.node.clone(),
-                        pci_devices: message.pci_devices,
-                    })
-                    .await
-                    .map_err(BootError::from)
-                    .and_then(|result| result.map_err(BootError::from)),
-                (true, None) => Err(BootError::Host(HostError::Fenced(placed.host.clone()))),
-                // Handed to the process that runs the host: wait for it to settle the build
-                // (if it never does, the node's owner settles it at the build timeout).
-                (false, _) => {
-                    wait_for_build(&pool, instance, build_wait).await;
-                    Ok(crate::domain::instance::VmState::Building)
-                }
-            };
-            if let Err(failure) = spawned {
-                // The build failed after its claim: it ends in error and gives the node back
-                // (unless Ironic finished it after all).
-                let reason = failure.to_string();
-                let host = placed.host.clone();
-                let now = clock.now();
-                let outcome = db::transaction(&pool, move |conn| {
-                    db::instances::settle_build(conn, instance, &reason, &host, now)
-                })
-                .await?;
-                log::warn!(
-                    "build of instance {instance} on node {} (host {}) failed: {failure}; {outcome:?}",
-                    placed.node,
-                    placed.host
-                );
-            }
-            Ok(db::run(&pool, move |conn| {
-                let mut found = db::instances::get_instance(conn, instance)?;
-                if found.vm_state == crate::domain::instance::VmState::Error {
-                    found.fault = db::instances::latest_fault(conn, instance)?;
-                }
-                Ok(found)
-            })
-            .await?)
+            crate::metrics::observe_boot(result, started.elapsed());
+            booted
         })
     }
+}
+
+/// Boots: claims a node, has its host (here or in another process) build the instance, and
+/// returns the instance as the build left it.
+async fn boot(
+    pool: Pool,
+    clock: SharedClock,
+    liveness: Liveness,
+    hosts: HostDirectory,
+    build_wait: std::time::Duration,
+    message: Boot,
+) -> Result<Instance, BootError> {
+    let instance = Uuid::new_v4();
+    let local_hosts = hosts.names();
+    let request = message.clone();
+    let claim_clock = clock.clone();
+    let claim_hosts = local_hosts.clone();
+    let placed = db::run(&pool, move |conn| {
+        claim_node(
+            conn,
+            &request,
+            instance,
+            &claim_hosts,
+            liveness,
+            &claim_clock,
+        )
+    })
+    .await?;
+    let Some(placed) = placed else {
+        return Err(BootError::no_valid_host(
+            &message.resource_class,
+            message.pci_devices,
+        ));
+    };
+    let local = local_hosts.contains(&placed.host);
+    let spawned = match (local, hosts.get(&placed.host)) {
+        (true, Some(host)) => host
+            .send(Spawn {
+                instance,
+                node: placed.node.clone(),
+                pci_devices: message.pci_devices,
+            })
+            .await
+            .map_err(BootError::from)
+            .and_then(|result| result.map_err(BootError::from)),
+        (true, None) => Err(BootError::Host(HostError::Fenced(placed.host.clone()))),
+        // Handed to the process that runs the host: wait for it to settle the build
+        // (if it never does, the node's owner settles it at the build timeout).
+        (false, _) => {
+            wait_for_build(&pool, instance, build_wait).await;
+            Ok(crate::domain::instance::VmState::Building)
+        }
+    };
+    if let Err(failure) = spawned {
+        // The build failed after its claim: it ends in error and gives the node back
+        // (unless Ironic finished it after all).
+        let reason = failure.to_string();
+        let host = placed.host.clone();
+        let now = clock.now();
+        let outcome = db::transaction(&pool, move |conn| {
+            db::instances::settle_build(conn, instance, &reason, &host, now)
+        })
+        .await?;
+        log::warn!(
+            "build of instance {instance} on node {} (host {}) failed: {failure}; {outcome:?}",
+            placed.node,
+            placed.host
+        );
+    }
+    Ok(db::run(&pool, move |conn| {
+        let mut found = db::instances::get_instance(conn, instance)?;
+        if found.vm_state == crate::domain::instance::VmState::Error {
+            found.fault = db::instances::latest_fault(conn, instance)?;
+        }
+        Ok(found)
+    })
+    .await?)
 }
 
 /// Returns the hosts a boot may land on, whichever process runs them: those that are up, not

@@ -69,7 +69,10 @@ impl Presence {
                 }
                 return Ok(());
             }
-            log::warn!("presence connection lost; reconnecting");
+            log::warn!(
+                "presence connection of process {} lost; reconnecting",
+                self.holder
+            );
             held.conn = None;
         }
         let mut conn = pool.get()?;

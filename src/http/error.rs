@@ -132,7 +132,10 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         let status = self.status_code();
         let message = if status.is_server_error() && !matches!(self, ApiError::Refused { .. }) {
-            log::error!("request failed: {self}");
+            log::error!(
+                "request {} failed: {self}",
+                super::observe::current_request_id()
+            );
             match status {
                 StatusCode::SERVICE_UNAVAILABLE => {
                     "the database is unavailable, try again".to_owned()

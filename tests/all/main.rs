@@ -16,6 +16,7 @@ mod cli_archive;
 mod cli_commands;
 mod cli_database;
 mod cli_ha;
+mod cli_observability;
 mod cli_operations;
 mod db_constraints;
 mod db_migrations;

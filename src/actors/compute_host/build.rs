@@ -194,7 +194,10 @@ impl Build {
         })
         .await;
         if let Err(error) = settled {
-            log::warn!("build of instance {instance} could not be settled yet: {error}");
+            log::warn!(
+                "host {}: build of instance {instance} could not be settled yet: {error}",
+                self.host
+            );
         }
     }
 }
@@ -222,6 +225,7 @@ impl Handler<DestroyInstance> for ComputeHost {
             self.node_source.clone(),
             self.name.clone(),
         );
+        let this_host = self.name.clone();
         AtomicResponse::new(Box::pin(
             async move {
                 let instance = message.instance;
@@ -277,7 +281,9 @@ impl Handler<DestroyInstance> for ComputeHost {
                 })
                 .await;
                 if let Err(error) = freed {
-                    log::warn!("pci devices of instance {instance} not freed yet: {error}");
+                    log::warn!(
+                        "host {this_host}: pci devices of instance {instance} not freed yet: {error}"
+                    );
                 }
                 Ok(())
             }

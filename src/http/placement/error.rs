@@ -55,7 +55,7 @@ impl PlacementError {
                 "title": title,
                 "detail": self.detail,
                 "code": self.code,
-                "request_id": format!("req-{}", uuid::Uuid::new_v4()),
+                "request_id": crate::http::observe::current_request_id(),
             }]
         }))
     }
@@ -75,7 +75,10 @@ impl From<DbError> for PlacementError {
     fn from(error: DbError) -> Self {
         match error.kind() {
             ErrorKind::Unavailable => {
-                log::error!("placement request failed: {error}");
+                log::error!(
+                    "placement request {} failed: {error}",
+                    crate::http::observe::current_request_id()
+                );
                 PlacementError::new(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "The database is unavailable, try again.",
@@ -85,7 +88,10 @@ impl From<DbError> for PlacementError {
             ErrorKind::Conflict => match error {
                 DbError::Conflict(message) => PlacementError::conflict(message),
                 other => {
-                    log::info!("placement request conflicted: {other}");
+                    log::info!(
+                        "placement request {} conflicted: {other}",
+                        crate::http::observe::current_request_id()
+                    );
                     PlacementError::conflict(
                         "The request conflicted with a concurrent change; retry it.",
                     )
@@ -93,7 +99,10 @@ impl From<DbError> for PlacementError {
             },
             ErrorKind::NotFound => PlacementError::not_found(error.to_string()),
             ErrorKind::Invalid | ErrorKind::Internal => {
-                log::error!("placement request failed: {error}");
+                log::error!(
+                    "placement request {} failed: {error}",
+                    crate::http::observe::current_request_id()
+                );
                 PlacementError::new(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     "Internal error; the server log has the details.",

@@ -111,6 +111,24 @@ impl Running {
         }
     }
 
+    /// Waits for a stderr line containing `needle` (lines read so far count too); returns it.
+    pub fn wait_for_stderr(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            self.collect_stderr();
+            if let Some(line) = self.stderr_lines.iter().find(|line| line.contains(needle)) {
+                return line.clone();
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "no stderr line with {needle:?} within {timeout:?}: {:#?}",
+                    self.stderr_lines
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn collect_stderr(&mut self) {
         while let Ok(line) = self.stderr.try_recv() {
             self.stderr_lines.push(line);
@@ -242,6 +260,13 @@ pub const FAST: [&str; 8] = [
 
 /// Sends one HTTP/1.0 request with a JSON body and returns the status code and body.
 pub fn http_json(address: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let (status, _, body) = exchange(address, method, path, body);
+    (status, body)
+}
+
+/// Sends one HTTP/1.0 request with a JSON body; returns the status code, the response head
+/// (lower-cased) and the body.
+pub fn exchange(address: &str, method: &str, path: &str, body: &str) -> (u16, String, String) {
     let mut stream = TcpStream::connect(address).unwrap();
     write!(
         stream,
@@ -252,7 +277,14 @@ pub fn http_json(address: &str, method: &str, path: &str, body: &str) -> (u16, S
     .unwrap();
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
-    let status = response.split(' ').nth(1).unwrap().parse().unwrap();
-    let body = response.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
-    (status, body)
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (status, head.to_lowercase(), body.to_owned())
+}
+
+/// The value of header `name` (lower case) in a head `exchange` returned.
+pub fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+        .map(str::trim)
 }

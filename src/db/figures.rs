@@ -1,0 +1,60 @@
+//! The deployment's figures for the metrics, read in one go (a few aggregate queries) by the
+//! figures task every few seconds, never per scrape.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+
+use super::DbError;
+use crate::domain::host::Host;
+
+/// What the metrics show of the whole deployment.
+#[derive(Debug, Clone, Default)]
+pub struct DeploymentFigures {
+    /// When they were read (by the process's clock).
+    pub read_at: Option<DateTime<Utc>>,
+    pub hosts: Vec<Host>,
+    /// Live compute nodes per host.
+    pub nodes_by_host: Vec<(String, i64)>,
+    /// Ironic nodes per provision state.
+    pub nodes_by_state: Vec<(String, i64)>,
+    /// Live instances per vm state.
+    pub instances_by_state: Vec<(String, i64)>,
+}
+
+#[derive(QueryableByName)]
+struct Counted {
+    #[diesel(sql_type = Text)]
+    key: String,
+    #[diesel(sql_type = BigInt)]
+    count: i64,
+}
+
+fn counted(conn: &mut PgConnection, sql: &str) -> Result<Vec<(String, i64)>, DbError> {
+    let rows: Vec<Counted> = diesel::sql_query(sql).load(conn)?;
+    Ok(rows.into_iter().map(|row| (row.key, row.count)).collect())
+}
+
+/// Reads the deployment's figures, in one repeatable-read snapshot.
+pub fn read(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<DeploymentFigures, DbError> {
+    conn.build_transaction()
+        .read_only()
+        .repeatable_read()
+        .run(|conn| {
+            Ok(DeploymentFigures {
+                read_at: Some(now),
+                hosts: super::hosts::list_hosts(conn)?,
+                nodes_by_host: super::hosts::node_counts(conn)?,
+                nodes_by_state: counted(
+                    conn,
+                    "SELECT provision_state AS key, count(*) AS count FROM ironic_nodes
+                  GROUP BY provision_state ORDER BY 1",
+                )?,
+                instances_by_state: counted(
+                    conn,
+                    "SELECT vm_state AS key, count(*) AS count FROM instances WHERE deleted = 0
+                  GROUP BY vm_state ORDER BY 1",
+                )?,
+            })
+        })
+}

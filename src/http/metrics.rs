@@ -1,0 +1,33 @@
+//! `GET /metrics`: Prometheus's text exposition format, from what the process holds (the
+//! figures task's latest read, the rebalancer's ring, the pools) — no database round trip.
+
+use actix_web::{HttpResponse, web};
+
+use super::AppState;
+use crate::actors::rebalancer::GetRing;
+use crate::metrics::{Gauges, ProcessView};
+
+/// Renders the metrics.
+pub async fn get_metrics(state: web::Data<AppState>) -> HttpResponse {
+    let ring = state.actors.rebalancer.send(GetRing).await.ok();
+    let figures = state.figures.latest();
+    let local = state.actors.hosts.names();
+    let view = ProcessView {
+        figures: &figures,
+        now: state.actors.clock.now(),
+        liveness: state.actors.settings.host.liveness,
+        local: &local,
+        leader: ring.as_ref().is_some_and(|ring| ring.leader),
+        ring_version: ring.as_ref().map_or(0, |ring| ring.version),
+        ring_members: ring.as_ref().map_or(0, |ring| ring.members.len()),
+        pools: vec![
+            ("api", crate::db::pool_figures(&state.pool)),
+            ("background", crate::db::pool_figures(&state.actors.pool())),
+        ],
+    };
+    let mut gauges = Gauges::new();
+    gauges.add_view(&view);
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(gauges.render())
+}

@@ -1,0 +1,501 @@
+//! Prometheus metrics (`GET /metrics`, docs/metrics.md). The counters and histograms are fed
+//! where things happen (HTTP requests, moves, failovers, boots, archive runs, pool checkouts)
+//! and live in memory; the gauges are rendered at each scrape from what the process already
+//! holds (`Gauges`). A scrape never reads the database.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use prometheus::{
+    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
+};
+
+use crate::db::figures::DeploymentFigures;
+use crate::domain::host::{HostState, Liveness};
+
+/// The process's counters and histograms.
+struct Families {
+    registry: Registry,
+    http_requests: IntCounterVec,
+    http_duration: HistogramVec,
+    moves: IntCounterVec,
+    failover: HistogramVec,
+    boots: IntCounterVec,
+    boot_duration: HistogramVec,
+    archived: IntCounterVec,
+    pool_wait: HistogramVec,
+    leadership_changes: IntCounterVec,
+    fences: IntCounterVec,
+}
+
+static FAMILIES: LazyLock<Option<Families>> = LazyLock::new(|| match Families::new() {
+    Ok(families) => Some(families),
+    Err(error) => {
+        log::error!("metrics disabled: {error}");
+        None
+    }
+});
+
+fn counter(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> prometheus::Result<IntCounterVec> {
+    let counter = IntCounterVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(counter.clone()))?;
+    Ok(counter)
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: &[f64],
+) -> prometheus::Result<HistogramVec> {
+    let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+    let histogram = HistogramVec::new(opts, labels)?;
+    registry.register(Box::new(histogram.clone()))?;
+    Ok(histogram)
+}
+
+const HTTP_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+const FAILOVER_BUCKETS: &[f64] = &[
+    0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 120.0, 300.0,
+];
+const BOOT_BUCKETS: &[f64] = &[
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0,
+];
+const POOL_BUCKETS: &[f64] = &[
+    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
+];
+
+impl Families {
+    fn new() -> prometheus::Result<Families> {
+        let registry = Registry::new();
+        let r = &registry;
+        Ok(Families {
+            http_requests: counter(
+                r,
+                "ringmaster_http_requests_total",
+                "HTTP requests answered, by route family, method and status code.",
+                &["family", "method", "status"],
+            )?,
+            http_duration: histogram(
+                r,
+                "ringmaster_http_request_duration_seconds",
+                "Time to answer an HTTP request (to the response head), by route family.",
+                &["family"],
+                HTTP_BUCKETS,
+            )?,
+            moves: counter(
+                r,
+                "ringmaster_node_moves_total",
+                "Nodes moved to another host by this process's rebalancer, by reason.",
+                &["reason"],
+            )?,
+            failover: histogram(
+                r,
+                "ringmaster_failover_duration_seconds",
+                "From a host declared down (its last heartbeat + the service down time) to its \
+                 last node owned elsewhere.",
+                &["reason"],
+                FAILOVER_BUCKETS,
+            )?,
+            boots: counter(
+                r,
+                "ringmaster_boots_total",
+                "Boots asked of this process, by result (active, error, building elsewhere, \
+                 refused).",
+                &["result"],
+            )?,
+            boot_duration: histogram(
+                r,
+                "ringmaster_boot_duration_seconds",
+                "From a boot request to its instance active (or in error), by result.",
+                &["result"],
+                BOOT_BUCKETS,
+            )?,
+            archived: counter(
+                r,
+                "ringmaster_archived_rows_total",
+                "Rows moved to shadow tables by this process's archive runs, by table.",
+                &["table"],
+            )?,
+            pool_wait: histogram(
+                r,
+                "ringmaster_db_pool_wait_seconds",
+                "Time to check a connection out of a database pool.",
+                &["outcome"],
+                POOL_BUCKETS,
+            )?,
+            leadership_changes: counter(
+                r,
+                "ringmaster_leadership_changes_total",
+                "Rebalancer leadership gained or lost by this process.",
+                &["change"],
+            )?,
+            fences: counter(
+                r,
+                "ringmaster_host_fence_events_total",
+                "Hosts of this process fenced (lease lapsed) or unfenced (heartbeat recorded \
+                 again), by host.",
+                &["host", "event"],
+            )?,
+            registry,
+        })
+    }
+}
+
+fn families() -> Option<&'static Families> {
+    FAMILIES.as_ref()
+}
+
+/// Counts an HTTP request of route `family` answered with `status` after `elapsed`.
+pub fn observe_http(family: &str, method: &str, status: u16, elapsed: Duration) {
+    if let Some(families) = families() {
+        let code = status.to_string();
+        families
+            .http_requests
+            .with_label_values(&[family, method, code.as_str()])
+            .inc();
+        families
+            .http_duration
+            .with_label_values(&[family])
+            .observe(elapsed.as_secs_f64());
+    }
+}
+
+/// Counts `count` nodes moved for `reason` (host_down, drain, join, manual).
+pub fn count_moves(reason: &str, count: usize) {
+    if let Some(families) = families() {
+        families
+            .moves
+            .with_label_values(&[reason])
+            .inc_by(count as u64);
+    }
+}
+
+/// Records a failover (or drain) that took `seconds` from the host declared down to its last
+/// node owned elsewhere.
+pub fn observe_failover(reason: &str, seconds: f64) {
+    if let Some(families) = families() {
+        families
+            .failover
+            .with_label_values(&[reason])
+            .observe(seconds.max(0.0));
+    }
+}
+
+/// Counts a boot that ended with `result` after `elapsed`.
+pub fn observe_boot(result: &str, elapsed: Duration) {
+    if let Some(families) = families() {
+        families.boots.with_label_values(&[result]).inc();
+        families
+            .boot_duration
+            .with_label_values(&[result])
+            .observe(elapsed.as_secs_f64());
+    }
+}
+
+/// Counts rows an archive run moved, by table.
+pub fn count_archived<'a>(tables: impl IntoIterator<Item = (&'a String, &'a i64)>) {
+    if let Some(families) = families() {
+        for (table, rows) in tables {
+            families
+                .archived
+                .with_label_values(&[table.as_str()])
+                .inc_by(u64::try_from(*rows).unwrap_or(0));
+        }
+    }
+}
+
+/// Records a pool checkout that took `elapsed` (`ok` false: it timed out or failed).
+pub fn observe_pool_wait(elapsed: Duration, ok: bool) {
+    if let Some(families) = families() {
+        families
+            .pool_wait
+            .with_label_values(&[if ok { "ok" } else { "failed" }])
+            .observe(elapsed.as_secs_f64());
+    }
+}
+
+/// Counts leadership `gained` or `lost`.
+pub fn count_leadership(change: &str) {
+    if let Some(families) = families() {
+        families
+            .leadership_changes
+            .with_label_values(&[change])
+            .inc();
+    }
+}
+
+/// Counts a host `fenced` or `unfenced`.
+pub fn count_fence(host: &str, event: &str) {
+    if let Some(families) = families() {
+        families.fences.with_label_values(&[host, event]).inc();
+    }
+}
+
+/// One gauge value with its label values.
+pub type Labelled = (Vec<String>, f64);
+
+/// The gauges of one scrape, from what the process holds.
+pub struct Gauges {
+    registry: Registry,
+    values: Vec<(GaugeVec, Vec<Labelled>)>,
+}
+
+impl Gauges {
+    pub fn new() -> Gauges {
+        Gauges {
+            registry: Registry::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Adds gauge `name` with `labels`, and its values (label values, value).
+    pub fn add(&mut self, name: &str, help: &str, labels: &[&str], values: Vec<Labelled>) {
+        let Ok(gauge) = GaugeVec::new(Opts::new(name, help), labels) else {
+            log::error!("metrics: invalid gauge {name}");
+            return;
+        };
+        if self.registry.register(Box::new(gauge.clone())).is_ok() {
+            self.values.push((gauge, values));
+        }
+    }
+
+    /// Renders these gauges and the process's counters and histograms in the text exposition
+    /// format.
+    pub fn render(self) -> String {
+        for (gauge, values) in &self.values {
+            for (labels, value) in values {
+                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+                if let Ok(child) = gauge.get_metric_with_label_values(&labels) {
+                    child.set(*value);
+                }
+            }
+        }
+        let mut gathered = self.registry.gather();
+        if let Some(families) = families() {
+            gathered.extend(families.registry.gather());
+        }
+        let mut out = Vec::new();
+        if let Err(error) = TextEncoder::new().encode(&gathered, &mut out) {
+            log::error!("metrics could not be encoded: {error}");
+        }
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+impl Default for Gauges {
+    fn default() -> Self {
+        Gauges::new()
+    }
+}
+
+/// What a scrape shows of the deployment and of this process.
+pub struct ProcessView<'a> {
+    pub figures: &'a DeploymentFigures,
+    pub now: DateTime<Utc>,
+    pub liveness: Liveness,
+    /// The hosts this process runs.
+    pub local: &'a [String],
+    pub leader: bool,
+    pub ring_version: i64,
+    pub ring_members: usize,
+    /// Each database pool, by name.
+    pub pools: Vec<(&'static str, crate::db::PoolFigures)>,
+}
+
+fn one(label: &str) -> Vec<String> {
+    vec![label.to_owned()]
+}
+
+impl Gauges {
+    /// Adds the gauges of `view`: per host, per deployment, per pool.
+    pub fn add_view(&mut self, view: &ProcessView<'_>) {
+        let flag = |on: bool| if on { 1.0 } else { 0.0 };
+        self.add(
+            "ringmaster_build_info",
+            "The ringmaster version this process runs.",
+            &["version"],
+            vec![(one(env!("CARGO_PKG_VERSION")), 1.0)],
+        );
+        self.add(
+            "ringmaster_leader",
+            "1 while this process leads rebalancing.",
+            &[],
+            vec![(Vec::new(), flag(view.leader))],
+        );
+        self.add(
+            "ringmaster_ring_version",
+            "The ring version this process last computed.",
+            &[],
+            vec![(Vec::new(), view.ring_version as f64)],
+        );
+        self.add(
+            "ringmaster_ring_members",
+            "Hosts in the ring (as the leader sees it).",
+            &[],
+            vec![(Vec::new(), view.ring_members as f64)],
+        );
+        self.add_hosts(view, flag);
+        let by_state = |counts: &[(String, i64)]| {
+            counts
+                .iter()
+                .map(|(state, count)| (one(state), *count as f64))
+                .collect()
+        };
+        self.add(
+            "ringmaster_nodes",
+            "Ironic nodes by provision state.",
+            &["state"],
+            by_state(&view.figures.nodes_by_state),
+        );
+        self.add(
+            "ringmaster_instances",
+            "Live instances by vm state.",
+            &["state"],
+            by_state(&view.figures.instances_by_state),
+        );
+        let age = view
+            .figures
+            .read_at
+            .map(|at| seconds(view.now - at))
+            .unwrap_or(-1.0);
+        self.add(
+            "ringmaster_figures_age_seconds",
+            "Age of the deployment figures this scrape shows (-1: not read yet).",
+            &[],
+            vec![(Vec::new(), age)],
+        );
+        let mut connections = Vec::new();
+        let mut sizes = Vec::new();
+        for (pool, figures) in &view.pools {
+            let idle = f64::from(figures.idle);
+            let open = f64::from(figures.open);
+            connections.push((vec![(*pool).to_owned(), "in_use".to_owned()], open - idle));
+            connections.push((vec![(*pool).to_owned(), "idle".to_owned()], idle));
+            sizes.push((one(pool), f64::from(figures.max)));
+        }
+        self.add(
+            "ringmaster_db_pool_connections",
+            "Database connections by pool and use.",
+            &["pool", "state"],
+            connections,
+        );
+        self.add(
+            "ringmaster_db_pool_max_connections",
+            "Largest size of each database pool.",
+            &["pool"],
+            sizes,
+        );
+    }
+
+    fn add_hosts(&mut self, view: &ProcessView<'_>, flag: impl Fn(bool) -> f64) {
+        let owned: std::collections::HashMap<&str, i64> = view
+            .figures
+            .nodes_by_host
+            .iter()
+            .map(|(host, count)| (host.as_str(), *count))
+            .collect();
+        let (mut states, mut ages, mut nodes, mut fenced, mut local) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for host in &view.figures.hosts {
+            let state = host.state(&view.liveness, view.now);
+            for candidate in [
+                HostState::Up,
+                HostState::Fenced,
+                HostState::Down,
+                HostState::Disabled,
+            ] {
+                states.push((
+                    vec![host.name.clone(), candidate.as_str().to_owned()],
+                    flag(state == candidate),
+                ));
+            }
+            if let Some(seen) = host.last_seen_up {
+                ages.push((one(&host.name), seconds(view.now - seen)));
+            }
+            nodes.push((
+                one(&host.name),
+                owned.get(host.name.as_str()).copied().unwrap_or(0) as f64,
+            ));
+            fenced.push((one(&host.name), flag(state == HostState::Fenced)));
+            local.push((one(&host.name), flag(view.local.contains(&host.name))));
+        }
+        self.add(
+            "ringmaster_host_state",
+            "1 for each host's current state (up, fenced, down, disabled).",
+            &["host", "state"],
+            states,
+        );
+        self.add(
+            "ringmaster_host_heartbeat_age_seconds",
+            "Time since each host's last heartbeat.",
+            &["host"],
+            ages,
+        );
+        self.add(
+            "ringmaster_host_nodes",
+            "Nodes each host owns.",
+            &["host"],
+            nodes,
+        );
+        self.add(
+            "ringmaster_host_fenced",
+            "1 while a host's lease has lapsed (it writes nothing).",
+            &["host"],
+            fenced,
+        );
+        self.add(
+            "ringmaster_host_local",
+            "1 for the hosts this process runs.",
+            &["host"],
+            local,
+        );
+    }
+}
+
+fn seconds(duration: chrono::Duration) -> f64 {
+    duration.num_milliseconds() as f64 / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_family_registers_and_renders() {
+        assert!(families().is_some(), "metric names and labels are valid");
+        observe_http("healthz", "GET", 200, Duration::from_millis(2));
+        count_moves("host_down", 3);
+        let mut gauges = Gauges::new();
+        gauges.add(
+            "ringmaster_test_gauge",
+            "A gauge.",
+            &["host"],
+            vec![(vec!["cmp-1".to_owned()], 2.0)],
+        );
+        let text = gauges.render();
+        assert!(
+            text.contains("ringmaster_test_gauge{host=\"cmp-1\"} 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "ringmaster_http_requests_total{family=\"healthz\",method=\"GET\",status=\"200\"}"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("ringmaster_node_moves_total{reason=\"host_down\"}"),
+            "{text}"
+        );
+    }
+}

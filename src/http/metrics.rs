@@ -7,9 +7,16 @@ use super::AppState;
 use crate::actors::rebalancer::GetRing;
 use crate::metrics::{Gauges, ProcessView};
 
+/// How long a scrape waits for the rebalancer's ring (without it: leader 0, ring version 0).
+const RING_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Renders the metrics.
 pub async fn get_metrics(state: web::Data<AppState>) -> HttpResponse {
-    let ring = state.actors.rebalancer.send(GetRing).await.ok();
+    // A rebalancer busy with a long tick does not hold the scrape up for long.
+    let ring = actix_rt::time::timeout(RING_WAIT, state.actors.rebalancer.send(GetRing))
+        .await
+        .ok()
+        .and_then(Result::ok);
     let figures = state.figures.latest();
     let local = state.actors.hosts.names();
     let view = ProcessView {

@@ -51,6 +51,17 @@ pub fn json_line(timestamp: &str, record: &log::Record<'_>) -> String {
     serde_json::Value::Object(object).to_string()
 }
 
+/// A command's final error line as a JSON log line (level ERROR, target ringmaster).
+pub fn error_line(message: &str) -> String {
+    serde_json::json!({
+        "timestamp": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        "level": "ERROR",
+        "target": "ringmaster",
+        "message": message,
+    })
+    .to_string()
+}
+
 struct Fields<'a>(&'a mut serde_json::Map<String, serde_json::Value>);
 
 impl<'kvs> VisitSource<'kvs> for Fields<'_> {

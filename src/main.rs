@@ -4,22 +4,29 @@
 use std::process::ExitCode;
 
 use clap::Parser;
+use ringmaster::logging::LogFormat;
 
 fn main() -> ExitCode {
     let cli = ringmaster::cli::Cli::parse();
+    let format = cli.log_format;
     if cli.runs_scripts() {
         // Scripts can expect log lines: capture them (stderr shows warnings unless RUST_LOG says).
         ringmaster::script::capture::install();
     } else {
-        ringmaster::logging::init(cli.log_format);
+        ringmaster::logging::init(format);
     }
     match ringmaster::cli::run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!(
+            let line = format!(
                 "ringmaster: error: {}",
                 ringmaster::db::error::one_line(&error.to_string())
             );
+            // With JSON logs, the last line is JSON too (its message is the same line).
+            match format {
+                LogFormat::Text => eprintln!("{line}"),
+                LogFormat::Json => eprintln!("{}", ringmaster::logging::error_line(&line)),
+            }
             error.exit_code()
         }
     }

@@ -300,6 +300,23 @@ fn json_log_lines_carry_the_same_fields() {
         .expect("Placement's access line");
     assert_eq!(placement["level"], "INFO");
     assert_eq!(placement["status"], placement_status);
+
+    // A command that fails ends with its one error line, as JSON too.
+    let (code, _, stderr) = crate::helpers::run_to_end(
+        ringmaster()
+            .args(["serve", "--log-format", "json", "--bind", "no-such-address"])
+            .env("DATABASE_URL", db.url()),
+    );
+    assert_eq!(code, Some(2), "a configuration error: {stderr}");
+    let last: Value = serde_json::from_str(stderr.lines().last().unwrap_or("")).unwrap();
+    assert_eq!(last["level"], "ERROR");
+    assert!(
+        last["message"]
+            .as_str()
+            .is_some_and(|message| message
+                .starts_with("ringmaster: error: cannot use --bind no-such-address")),
+        "{last}"
+    );
 }
 
 #[test]

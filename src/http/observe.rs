@@ -112,6 +112,9 @@ const PLACEMENT_FAMILIES: &[(&str, &str)] = &[
     ("reshaper", "placement/reshaper"),
 ];
 
+/// What the dashboard's files (and a browser's own asks, such as its icon) end with.
+const DASHBOARD_FILES: &[&str] = &[".js", ".css", ".html", ".ico", ".png", ".svg", ".map"];
+
 /// The route family of `path`: one of a few names, whatever paths clients send.
 pub fn route_family(path: &str) -> &'static str {
     let mut segments = path.trim_start_matches('/').split('/');
@@ -126,9 +129,7 @@ pub fn route_family(path: &str) -> &'static str {
             None | Some("") => "placement/root",
             resource => family_of(resource, PLACEMENT_FAMILIES).unwrap_or("placement/other"),
         },
-        _ if path.ends_with(".js") || path.ends_with(".css") || path.ends_with(".html") => {
-            "dashboard"
-        }
+        _ if DASHBOARD_FILES.iter().any(|suffix| path.ends_with(suffix)) => "dashboard",
         _ => "other",
     }
 }
@@ -149,6 +150,7 @@ mod tests {
     fn route_families_are_few_whatever_the_path() {
         assert_eq!(route_family("/"), "dashboard");
         assert_eq!(route_family("/app.js"), "dashboard");
+        assert_eq!(route_family("/favicon.ico"), "dashboard");
         assert_eq!(route_family("/healthz"), "healthz");
         assert_eq!(route_family("/metrics"), "metrics");
         assert_eq!(route_family("/api/v1/hosts/cmp-1/crash"), "api/hosts");

@@ -230,8 +230,8 @@ pub enum DbCommand {
     /// Applies pending migrations (also `db sync`, as nova-manage spells it).
     #[command(visible_alias = "sync")]
     Migrate,
-    /// Prints the version of the newest migration applied (after applying pending ones, as
-    /// every command does).
+    /// Prints the version of the newest migration the database has, without migrating (as
+    /// nova-manage); pending migrations are named in a warning.
     Version,
     /// Moves soft-deleted rows to the shadow tables (Nova's archive_deleted_rows; also
     /// `db archive_deleted_rows`).

@@ -136,7 +136,7 @@ pub fn migration_status(conn: &mut PgConnection) -> Result<MigrationStatus, DbEr
 
 /// Refuses a database that a newer ringmaster migrated: one of its applied migrations is not
 /// among this binary's (its schema may not be what this binary's statements expect).
-fn refuse_unknown_migrations(conn: &mut PgConnection) -> Result<(), DbError> {
+pub fn refuse_unknown_migrations(conn: &mut PgConnection) -> Result<(), DbError> {
     let unknown = migration_status(conn)?.unknown;
     if unknown.is_empty() {
         return Ok(());

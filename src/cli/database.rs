@@ -53,10 +53,25 @@ pub fn migrate(source: &DatabaseSource) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `db version`: the newest migration the database has (`0`: none), read without migrating
+/// (as `nova-manage db version`); a database a newer ringmaster migrated is refused, pending
+/// migrations are named in a warning.
 pub fn schema_version(source: &DatabaseSource) -> Result<ExitCode, CliError> {
-    let database = open(source, 1)?;
-    let version = database.schema_version().map_err(CliError::Startup)?;
-    println!("{}", version.unwrap_or_else(|| "0".to_owned()));
+    let database = open_as_is(source)?;
+    let mut conn = database
+        .pool
+        .get()
+        .map_err(|error| CliError::Startup(DbError::from(error)))?;
+    db::refuse_unknown_migrations(&mut conn).map_err(CliError::Startup)?;
+    let status = db::migration_status(&mut conn).map_err(CliError::Startup)?;
+    println!("{}", status.applied.last().map_or("0", String::as_str));
+    if !status.pending.is_empty() {
+        log::warn!(
+            "{} migrations pending ({}): `ringmaster db migrate` or the next start applies them",
+            status.pending.len(),
+            status.pending.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -92,22 +92,6 @@ impl Database {
         build_pool(&self.url, size)
     }
 
-    /// Returns the version of the newest migration applied (`YYYYMMDDNNNNNN`), if any.
-    pub fn schema_version(&self) -> Result<Option<String>, DbError> {
-        use diesel::RunQueryDsl;
-        #[derive(diesel::QueryableByName)]
-        struct Version {
-            #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::Text>)]
-            version: Option<String>,
-        }
-        let mut conn = self.pool.get()?;
-        Ok(diesel::sql_query(
-            "SELECT max(version)::text AS version FROM __diesel_schema_migrations",
-        )
-        .get_result::<Version>(&mut *conn)?
-        .version)
-    }
-
     /// The database's URL (a socket URL for the embedded cluster).
     pub fn url(&self) -> &str {
         &self.url

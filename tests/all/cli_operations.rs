@@ -92,6 +92,8 @@ fn upgrade_check_exits_0_1_or_2() {
 
     // The newest migration not applied yet: a warning; the invariants are not checked.
     let mut conn = db.conn();
+    let (_, newest, _) = run(&db, &["db", "version"]);
+    let newest = newest.trim().to_owned();
     diesel::sql_query(
         "DELETE FROM __diesel_schema_migrations
           WHERE version = (SELECT max(version) FROM __diesel_schema_migrations)",
@@ -101,6 +103,25 @@ fn upgrade_check_exits_0_1_or_2() {
     let (code, stdout, _) = run(&db, &["upgrade", "check"]);
     assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("1 pending"), "{stdout}");
+
+    // `db version` reads without migrating: the older version, a warning naming what is pending.
+    let (code, stdout, stderr) = run(&db, &["db", "version"]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert!(
+        stdout.trim() < newest.as_str(),
+        "the version before {newest}: {stdout}"
+    );
+    let pending = format!("1 migrations pending ({newest})");
+    assert!(
+        stderr.iter().any(|line| line.contains(&pending)),
+        "{stderr:?}"
+    );
+    let still_missing = format!("__diesel_schema_migrations WHERE version = '{newest}'");
+    assert_eq!(
+        count(&mut conn, &still_missing),
+        0,
+        "db version applied nothing"
+    );
 
     // A migration this binary does not know: a failure.
     diesel::sql_query(

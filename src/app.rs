@@ -270,15 +270,10 @@ impl Application {
             ),
             None => None,
         };
-        let state = AppState::new(pool.clone(), actors.clone())
+        let state = AppState::new(pool, actors)
             .with_placement(config.placement.clone())
             .with_stream_limits(config.event_streams)
             .with_keystone(keystone);
-        state.figures.keep_fresh(
-            pool,
-            actors.clock.clone(),
-            crate::actors::figures::REFRESH_INTERVAL,
-        );
         let admin_token = config.admin_token.clone();
         let hygiene = actix_web::web::Data::new(hygiene_settings(config));
         let mut server = HttpServer::new(move || {

@@ -135,16 +135,17 @@ pub fn migration_status(conn: &mut PgConnection) -> Result<MigrationStatus, DbEr
 }
 
 /// Refuses a database that a newer ringmaster migrated: one of its applied migrations is not
-/// among this binary's (its schema may not be what this binary's statements expect).
-pub fn refuse_unknown_migrations(conn: &mut PgConnection) -> Result<(), DbError> {
-    let unknown = migration_status(conn)?.unknown;
-    if unknown.is_empty() {
-        return Ok(());
+/// among this binary's (its schema may not be what this binary's statements expect). Returns
+/// the database's migration status otherwise.
+pub fn refuse_unknown_migrations(conn: &mut PgConnection) -> Result<MigrationStatus, DbError> {
+    let status = migration_status(conn)?;
+    if status.unknown.is_empty() {
+        return Ok(status);
     }
     Err(DbError::Migration(format!(
         "the database has migration {} that this binary does not know: a newer ringmaster \
          migrated it; run that version or a newer one",
-        unknown.join(", ")
+        status.unknown.join(", ")
     )))
 }
 

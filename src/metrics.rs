@@ -324,7 +324,7 @@ impl Gauges {
             "ringmaster_build_info",
             "The ringmaster version this process runs.",
             &["version"],
-            vec![(one(env!("CARGO_PKG_VERSION")), 1.0)],
+            vec![(one(crate::db::processes::VERSION), 1.0)],
         );
         self.add(
             "ringmaster_leader",
@@ -370,7 +370,7 @@ impl Gauges {
             .unwrap_or(-1.0);
         self.add(
             "ringmaster_figures_age_seconds",
-            "Age of the deployment figures this scrape shows (-1: not read yet).",
+            "Age of the deployment figures this scrape shows (-1: the first read failed).",
             &[],
             vec![(Vec::new(), age)],
         );

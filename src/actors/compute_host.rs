@@ -149,13 +149,10 @@ impl ComputeHost {
         );
     }
 
-    /// Logs that a fenced host is unfenced by the heartbeat sent at `sent_at`.
+    /// Logs that a fenced host is unfenced by the heartbeat sent at `sent_at` (`note_fence`
+    /// ran for that same moment first).
     fn note_unfenced(&mut self, sent_at: DateTime<Utc>) {
-        let lapsed = !self
-            .settings
-            .liveness
-            .lease_holds(self.last_heartbeat_ok, sent_at);
-        if !(self.fenced || (lapsed && self.last_heartbeat_ok.is_some())) {
+        if !self.fenced {
             return;
         }
         self.fenced = false;

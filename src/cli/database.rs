@@ -11,7 +11,7 @@ use clap::Args;
 use super::{CliError, open};
 use crate::config::DatabaseSource;
 use crate::db::cluster;
-use crate::db::database::Database;
+use crate::db::database::{Database, OpenError};
 use crate::db::{self, DbError};
 
 /// How a destructive command may go past its safeguards.
@@ -58,12 +58,8 @@ pub fn migrate(source: &DatabaseSource) -> Result<ExitCode, CliError> {
 /// migrations are named in a warning.
 pub fn schema_version(source: &DatabaseSource) -> Result<ExitCode, CliError> {
     let database = open_as_is(source)?;
-    let mut conn = database
-        .pool
-        .get()
-        .map_err(|error| CliError::Startup(DbError::from(error)))?;
-    db::refuse_unknown_migrations(&mut conn).map_err(CliError::Startup)?;
-    let status = db::migration_status(&mut conn).map_err(CliError::Startup)?;
+    let status =
+        db::refuse_unknown_migrations(&mut *connection(&database)?).map_err(CliError::Startup)?;
     println!("{}", status.applied.last().map_or("0", String::as_str));
     if !status.pending.is_empty() {
         log::warn!(
@@ -94,24 +90,31 @@ pub fn reset_placement(
 
 pub fn audit(source: &DatabaseSource) -> Result<ExitCode, CliError> {
     let database = open(source, 1)?;
-    let violations = audit_database(&database)?;
+    audit_and_report(&database)
+}
+
+/// Audits the database and prints the result: each violation, then the verdict; exit 1 on a
+/// violation.
+fn audit_and_report(database: &Database) -> Result<ExitCode, CliError> {
+    let violations =
+        db::audit::check_invariants(&mut *connection(database)?).map_err(CliError::Startup)?;
+    for violation in &violations {
+        println!("invariant {}: {}", violation.invariant, violation.message);
+    }
     if violations.is_empty() {
         println!("audit: ok, every invariant holds");
         return Ok(ExitCode::SUCCESS);
-    }
-    for violation in &violations {
-        println!("invariant {}: {}", violation.invariant, violation.message);
     }
     println!("audit: {} violations", violations.len());
     Ok(ExitCode::FAILURE)
 }
 
-pub fn audit_database(database: &Database) -> Result<Vec<db::audit::Violation>, CliError> {
-    let mut conn = database
+/// A connection of the command's database.
+fn connection(database: &Database) -> Result<db::PooledConnection, CliError> {
+    database
         .pool
         .get()
-        .map_err(|error| CliError::Startup(DbError::from(error)))?;
-    db::audit::check_invariants(&mut conn).map_err(CliError::Startup)
+        .map_err(|error| CliError::Startup(DbError::from(error)))
 }
 
 /// Refuses (unless `--force`) while a live process runs a compute host, then asks on a terminal
@@ -121,12 +124,7 @@ pub fn confirm(
     does: &str,
     safeguards: DestructiveArgs,
 ) -> Result<(), CliError> {
-    let mut conn = database
-        .pool
-        .get()
-        .map_err(|error| CliError::Startup(DbError::from(error)))?;
-    let live = db::processes::live_hosts(&mut conn).map_err(CliError::Startup)?;
-    drop(conn);
+    let live = db::processes::live_hosts(&mut *connection(database)?).map_err(CliError::Startup)?;
     if let Some(first) = live.first()
         && !safeguards.force
     {
@@ -158,11 +156,11 @@ pub fn confirm(
 }
 
 /// Opens the database of `source` as it is, without applying migrations.
-fn open_as_is(source: &DatabaseSource) -> Result<Database, CliError> {
-    Ok(match source {
-        DatabaseSource::Url(url) => Database::open_url_as_is(&url.0)?,
-        DatabaseSource::Embedded(options) => Database::open_embedded_as_is(options)?,
-    })
+pub(super) fn open_as_is(source: &DatabaseSource) -> Result<Database, OpenError> {
+    match source {
+        DatabaseSource::Url(url) => Database::open_url_as_is(&url.0),
+        DatabaseSource::Embedded(options) => Database::open_embedded_as_is(options),
+    }
 }
 
 /// `db dump FILE`: pg_dump (custom format) of the database as it is, on the embedded socket.
@@ -225,16 +223,7 @@ pub fn restore(
         args.file.display(),
         migrated.len()
     );
-    let violations = audit_database(&database)?;
-    for violation in &violations {
-        println!("invariant {}: {}", violation.invariant, violation.message);
-    }
-    if violations.is_empty() {
-        println!("audit: ok, every invariant holds");
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!("audit: {} violations", violations.len());
-    Ok(ExitCode::FAILURE)
+    audit_and_report(&database)
 }
 
 /// The SQL that empties the database and loads the dump (pg_restore's script form).
@@ -296,5 +285,5 @@ fn run_psql(bin_dir: Option<&Path>, url: &str, script: &[u8]) -> Result<(), CliE
 
 fn program(bin_dir: Option<&Path>, name: &str) -> Result<PathBuf, CliError> {
     cluster::server_program(bin_dir, name)
-        .map_err(|error| CliError::Open(crate::db::database::OpenError::Cluster(error)))
+        .map_err(|error| CliError::Open(OpenError::Cluster(error)))
 }

@@ -46,11 +46,7 @@ impl Check {
 
 /// Runs the checks and prints them as nova-status does.
 pub fn upgrade_check(source: &DatabaseSource) -> Result<ExitCode, CliError> {
-    let opened = match source {
-        DatabaseSource::Url(url) => Database::open_url_as_is(&url.0),
-        DatabaseSource::Embedded(options) => Database::open_embedded_as_is(options),
-    };
-    let checks = match opened {
+    let checks = match super::database::open_as_is(source) {
         Ok(database) => checks(&database),
         Err(error) => vec![Check::new(
             "Database",

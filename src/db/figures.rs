@@ -1,5 +1,5 @@
 //! The deployment's figures for the metrics, read in one go (a few aggregate queries) by the
-//! figures task every few seconds, never per scrape.
+//! figures task every few seconds once the metrics have been scraped, never per scrape.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
@@ -35,8 +35,13 @@ fn counted(conn: &mut PgConnection, sql: &str) -> Result<Vec<(String, i64)>, DbE
     Ok(rows.into_iter().map(|row| (row.key, row.count)).collect())
 }
 
-/// Reads the deployment's figures, in one repeatable-read snapshot.
-pub fn read(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<DeploymentFigures, DbError> {
+/// Reads the deployment's figures, in one repeatable-read snapshot; node counts per host come
+/// through `counts` (counted again only when ownership changed).
+pub fn read(
+    conn: &mut PgConnection,
+    counts: &super::hosts::NodeCountCache,
+    now: DateTime<Utc>,
+) -> Result<DeploymentFigures, DbError> {
     conn.build_transaction()
         .read_only()
         .repeatable_read()
@@ -44,7 +49,7 @@ pub fn read(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<DeploymentFig
             Ok(DeploymentFigures {
                 read_at: Some(now),
                 hosts: super::hosts::list_hosts(conn)?,
-                nodes_by_host: super::hosts::node_counts(conn)?,
+                nodes_by_host: counts.get(conn)?,
                 nodes_by_state: counted(
                     conn,
                     "SELECT provision_state AS key, count(*) AS count FROM ironic_nodes

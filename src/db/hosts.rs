@@ -90,15 +90,14 @@ pub fn register_host(
     .bind::<Timestamptz, _>(now)
     .bind::<SqlUuid, _>(holder)
     .execute(conn)?;
-    let taken = diesel::sql_query(
+    let taken = diesel::sql_query(format!(
         "UPDATE services SET holder = $3, forced_down = FALSE, updated_at = $4
           WHERE host = $1 AND \"binary\" = $2 AND deleted = 0
             AND (holder IS NULL OR holder = $3
                  OR COALESCE(last_seen_up, updated_at) < $5
-                 OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a
-                                 WHERE a.datname = current_database()
-                                   AND a.application_name = $6 || services.holder::text))",
-    )
+                 OR NOT {})",
+        super::presence::open_sql("services", 6)
+    ))
     .bind::<Text, _>(host)
     .bind::<Text, _>(COMPUTE_BINARY)
     .bind::<SqlUuid, _>(holder)

@@ -16,6 +16,16 @@ use super::{DbError, Pool, PooledConnection, ping};
 /// What a presence connection's `application_name` starts with; the holder follows.
 pub const APPLICATION_PREFIX: &str = "ringmaster ";
 
+/// SQL saying that the process holding row `alias` (its `holder`) has its presence connection
+/// open on this database; parameter `$param` is the presence prefix.
+pub fn open_sql(alias: &str, param: u8) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM pg_stat_activity a
+                  WHERE a.datname = current_database()
+                    AND a.application_name = ${param} || {alias}.holder::text)"
+    )
+}
+
 /// How often the presence connection is checked, at most.
 const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 

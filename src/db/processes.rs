@@ -8,7 +8,7 @@ use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz, Uuid as Sq
 use uuid::Uuid;
 
 use super::DbError;
-use super::presence::APPLICATION_PREFIX;
+use super::presence::{self, APPLICATION_PREFIX};
 
 /// This binary's version, as processes record it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -36,23 +36,13 @@ pub fn record_start(
     .execute(conn)?;
     diesel::sql_query(format!(
         "DELETE FROM ringmaster_processes p
-          WHERE started_at < $1 - interval '7 days' AND {}",
-        not_live("p")
+          WHERE started_at < $1 - interval '7 days' AND NOT {}",
+        presence::open_sql("p", 2)
     ))
     .bind::<Timestamptz, _>(now)
     .bind::<Text, _>(APPLICATION_PREFIX)
     .execute(conn)?;
     Ok(())
-}
-
-/// SQL saying that the process of row `alias` has no presence connection open; `$2` is the
-/// presence prefix.
-fn not_live(alias: &str) -> String {
-    format!(
-        "NOT EXISTS (SELECT 1 FROM pg_stat_activity a
-                      WHERE a.datname = current_database()
-                        AND a.application_name = $2 || {alias}.holder::text)"
-    )
 }
 
 /// One process of the deployment.
@@ -75,16 +65,15 @@ pub struct ProcessRecord {
 
 /// The live processes of the deployment (presence connection open), oldest first.
 pub fn live_processes(conn: &mut PgConnection) -> Result<Vec<ProcessRecord>, DbError> {
-    Ok(diesel::sql_query(
+    Ok(diesel::sql_query(format!(
         "SELECT p.holder, p.version, p.hostname, p.pid, p.started_at,
                 COALESCE((SELECT string_agg(s.host, ',' ORDER BY s.host) FROM services s
                            WHERE s.holder = p.holder AND s.deleted = 0), '') AS hosts
            FROM ringmaster_processes p
-          WHERE EXISTS (SELECT 1 FROM pg_stat_activity a
-                         WHERE a.datname = current_database()
-                           AND a.application_name = $1 || p.holder::text)
+          WHERE {}
           ORDER BY p.started_at, p.holder",
-    )
+        presence::open_sql("p", 1)
+    ))
     .bind::<Text, _>(APPLICATION_PREFIX)
     .load(conn)?)
 }
@@ -135,16 +124,14 @@ pub fn live_hosts(conn: &mut PgConnection) -> Result<Vec<LiveHost>, DbError> {
     if !migrated {
         return Ok(Vec::new());
     }
-    Ok(diesel::sql_query(
+    Ok(diesel::sql_query(format!(
         "SELECT s.host,
                 floor(extract(epoch FROM now() - s.last_seen_up))::bigint AS seconds_since_heartbeat
            FROM services s
-          WHERE s.deleted = 0 AND NOT s.forced_down
-            AND EXISTS (SELECT 1 FROM pg_stat_activity a
-                         WHERE a.datname = current_database()
-                           AND a.application_name = $1 || s.holder::text)
+          WHERE s.deleted = 0 AND NOT s.forced_down AND {}
           ORDER BY s.host",
-    )
+        presence::open_sql("s", 1)
+    ))
     .bind::<Text, _>(APPLICATION_PREFIX)
     .load(conn)?)
 }

@@ -1,9 +1,11 @@
 //! `GET /metrics`: Prometheus's text exposition format, from what the process holds (the
-//! figures task's latest read, the rebalancer's ring, the pools) — no database round trip.
+//! figures task's latest read, the rebalancer's ring, the pools) — no database round trip but
+//! the first scrape's, which starts the figures task.
 
 use actix_web::{HttpResponse, web};
 
 use super::AppState;
+use crate::actors::figures::FigureSource;
 use crate::actors::rebalancer::GetRing;
 use crate::metrics::{Gauges, ProcessView};
 
@@ -17,7 +19,12 @@ pub async fn get_metrics(state: web::Data<AppState>) -> HttpResponse {
         .await
         .ok()
         .and_then(Result::ok);
-    let figures = state.figures.latest();
+    let source = FigureSource {
+        pool: state.pool.clone(),
+        clock: state.actors.clock.clone(),
+        counts: state.node_counts.clone(),
+    };
+    let figures = state.figures.latest(&source).await;
     let local = state.actors.hosts.names();
     let view = ProcessView {
         figures: &figures,

@@ -38,6 +38,8 @@ pub struct Actors {
     /// Where this process's nodes come from: the simulated Ironic or a real one.
     pub node_source: NodeSource,
     pub rebalancer: Addr<Rebalancer>,
+    /// The ring as the rebalancer last left it, read without waiting for a tick.
+    pub ring: rebalancer::RingCell,
     pub scheduler: Addr<Scheduler>,
     pub hosts: HostDirectory,
     pub clock: SharedClock,
@@ -131,6 +133,7 @@ pub fn spawn_all(
     if let Some(driver) = node_source.driver() {
         driver.start_listing(hosts.clone(), settings.host.update_resources_interval);
     }
+    let ring = rebalancer::RingCell::default();
     let rebalancer = Rebalancer::new(
         pool.clone(),
         clock.clone(),
@@ -138,6 +141,7 @@ pub fn spawn_all(
         registry.clone(),
         hosts.clone(),
         process,
+        ring.clone(),
     )
     .start();
     let scheduler = Scheduler::new(
@@ -154,6 +158,7 @@ pub fn spawn_all(
         ironic,
         node_source,
         rebalancer,
+        ring,
         scheduler,
         hosts,
         clock,

@@ -7,6 +7,7 @@
 //! owners.
 
 pub use crate::config::RebalancerSettings;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -57,6 +58,8 @@ pub struct Rebalancer {
     /// without reading every node's owner).
     memory: RingMemory,
     version: i64,
+    /// What `GetRing` and `Actors::ring` read.
+    published: RingCell,
 }
 
 impl Rebalancer {
@@ -68,6 +71,7 @@ impl Rebalancer {
         registry: Addr<Registry>,
         hosts: HostDirectory,
         process: Uuid,
+        published: RingCell,
     ) -> Rebalancer {
         Rebalancer {
             pool,
@@ -81,6 +85,7 @@ impl Rebalancer {
             last_tick: None,
             memory: RingMemory::default(),
             version: 0,
+            published,
         }
     }
 }
@@ -169,8 +174,11 @@ impl Handler<RebalanceNow> for Rebalancer {
             }
             .into_actor(self)
             .map(move |result, actor, _| {
-                let carried = actor.note_outcome(result, now)?;
-                Ok(actor.finish_tick(carried, now))
+                let report = actor
+                    .note_outcome(result, now)
+                    .map(|carried| actor.finish_tick(carried, now));
+                actor.publish();
+                report
             }),
         ))
     }
@@ -460,22 +468,58 @@ impl Handler<GetRing> for Rebalancer {
     type Result = MessageResult<GetRing>;
 
     fn handle(&mut self, _: GetRing, _: &mut Self::Context) -> Self::Result {
-        let now = self.clock.now();
-        let lease = self
+        MessageResult(self.published.view(self.clock.now()))
+    }
+}
+
+/// The ring as this process's rebalancer last left it, readable without a message to the
+/// actor: a scrape or a page never waits for a tick in progress (`Actors::ring`).
+#[derive(Debug, Clone, Default)]
+pub struct RingCell(Arc<Mutex<Published>>);
+
+#[derive(Debug, Clone, Default)]
+struct Published {
+    version: i64,
+    algorithm: &'static str,
+    members: Vec<String>,
+    lease: Option<(LeaseToken, DateTime<Utc>)>,
+}
+
+impl RingCell {
+    /// The ring at `now`: members and leadership only while the lease holds.
+    pub fn view(&self, now: DateTime<Utc>) -> RingView {
+        let published = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let lease = published
             .lease
             .filter(|(_, expires_at)| *expires_at > now)
             .map(|(lease, _)| lease);
-        MessageResult(RingView {
-            version: self.version,
-            algorithm: self.settings.algorithm.name(),
+        RingView {
+            version: published.version,
+            algorithm: published.algorithm,
             members: if lease.is_some() {
-                self.memory.members.clone()
+                published.members.clone()
             } else {
                 Vec::new()
             },
             leader: lease.is_some(),
             lease_epoch: lease.map(|lease| lease.epoch),
-        })
+        }
+    }
+}
+
+impl Rebalancer {
+    /// Publishes the ring as this rebalancer holds it now.
+    fn publish(&self) {
+        *self
+            .published
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Published {
+            version: self.version,
+            algorithm: self.settings.algorithm.name(),
+            members: self.memory.members.clone(),
+            lease: self.lease,
+        };
     }
 }
 
@@ -491,6 +535,7 @@ impl Handler<Resign> for Rebalancer {
     fn handle(&mut self, _: Resign, _: &mut Self::Context) -> Self::Result {
         self.memory.members.clear();
         let held = self.lease.take();
+        self.publish();
         let (pool, process, now) = (self.pool.clone(), self.process, self.clock.now());
         AtomicResponse::new(Box::pin(
             async move {

@@ -12,13 +12,12 @@ use super::dto::{
     ViolationGroup, ViolationResponse,
 };
 use super::error::ApiError;
-use crate::actors::rebalancer::GetRing;
 use crate::db;
 
 /// Returns the ring: version, algorithm, members, node counts per host and the nodes in all
 /// (those no host owns are the difference).
 pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let ring = state.actors.rebalancer.send(GetRing).await?;
+    let ring = state.actors.ring.view(state.actors.clock.now());
     let cache = state.node_counts.clone();
     let (counts, nodes) = db::run(&state.pool, move |conn| {
         let counts = cache.get(conn)?;

@@ -318,6 +318,15 @@ pub fn ping(conn: &mut PgConnection) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Checks that the database answers a trivial query on a connection of `pool`, waiting at
+/// most `wait` for one (readiness: a database that is away is told quickly). Blocking.
+pub fn ping_within(pool: &Pool, wait: Duration) -> Result<(), DbError> {
+    let mut conn = pool
+        .get_timeout(wait)
+        .map_err(|error| DbError::Unavailable(error.to_string()))?;
+    ping(&mut conn)
+}
+
 /// A pool's connections, as the metrics show them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PoolFigures {

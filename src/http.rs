@@ -50,6 +50,8 @@ pub struct AppState {
     pub keystone: Option<std::sync::Arc<crate::keystone::Keystone>>,
     /// The deployment's figures the metrics show, read every few seconds.
     pub figures: crate::actors::figures::FigureCache,
+    /// The one database probe of `/readyz`.
+    pub readiness: std::sync::Arc<health::Readiness>,
 }
 
 impl AppState {
@@ -63,6 +65,7 @@ impl AppState {
             node_counts: std::sync::Arc::default(),
             keystone: None,
             figures: crate::actors::figures::FigureCache::default(),
+            readiness: std::sync::Arc::default(),
         }
     }
 
@@ -99,6 +102,7 @@ pub fn configure(
             .app_data(error::path_config())
             .app_data(error::query_config())
             .service(web::resource("/healthz").route(web::get().to(health::get_health)))
+            .service(web::resource("/readyz").route(web::get().to(health::get_ready)))
             .service(web::resource("/metrics").route(web::get().to(metrics::get_metrics)))
             .service(web::scope("/api/v1").configure(admin_routes))
             .configure(placement::configure)

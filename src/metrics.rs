@@ -12,7 +12,9 @@ use prometheus::{
 };
 
 use crate::db::figures::DeploymentFigures;
+use crate::domain::archive::ARCHIVE_ORDER;
 use crate::domain::host::{HostState, Liveness};
+use crate::domain::ring::MoveReason;
 
 /// The process's counters and histograms.
 struct Families {
@@ -27,10 +29,14 @@ struct Families {
     pool_wait: HistogramVec,
     leadership_changes: IntCounterVec,
     fences: IntCounterVec,
+    candidates_truncated: IntCounterVec,
 }
 
 static FAMILIES: LazyLock<Option<Families>> = LazyLock::new(|| match Families::new() {
-    Ok(families) => Some(families),
+    Ok(families) => {
+        families.start_at_zero();
+        Some(families)
+    }
     Err(error) => {
         log::error!("metrics disabled: {error}");
         None
@@ -146,8 +152,82 @@ impl Families {
                  again), by host.",
                 &["host", "event"],
             )?,
+            candidates_truncated: counter(
+                r,
+                "ringmaster_placement_candidates_truncated_total",
+                "Allocation-candidate answers cut short at the candidate cap.",
+                &["reason"],
+            )?,
             registry,
         })
+    }
+}
+
+/// The HTTP methods counted by name; any other method a client sends is counted as `other`,
+/// so that the label takes values from a fixed set whatever clients send (invariant 16).
+const HTTP_METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// The label value of `method`: its name when it is a known method, `other` otherwise.
+pub fn method_label(method: &str) -> &'static str {
+    HTTP_METHODS
+        .iter()
+        .find(|known| **known == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+/// Why a node moves, as `ringmaster_node_moves_total` and the failover histogram count it.
+const MOVE_REASONS: [MoveReason; 4] = [
+    MoveReason::HostDown,
+    MoveReason::Drain,
+    MoveReason::Join,
+    MoveReason::Manual,
+];
+
+/// How a boot ended, as `ringmaster_boots_total` counts it.
+const BOOT_RESULTS: [&str; 5] = ["active", "error", "building", "deleted", "refused"];
+
+/// Why candidates were cut short, as `ringmaster_placement_candidates_truncated_total` counts.
+pub const TRUNCATED_BY: [&str; 1] = ["max_allocation_candidates"];
+
+impl Families {
+    /// Shows every counter of a known label set at 0 from the start, so an alert on a counter
+    /// needs no `or vector(0)` before its first event. Labels that name hosts start when the
+    /// host does (`start_host`).
+    fn start_at_zero(&self) {
+        for reason in MOVE_REASONS {
+            self.moves.with_label_values(&[reason.name()]).inc_by(0);
+            self.failover.with_label_values(&[reason.name()]);
+        }
+        for result in BOOT_RESULTS {
+            self.boots.with_label_values(&[result]).inc_by(0);
+            self.boot_duration.with_label_values(&[result]);
+        }
+        for table in ARCHIVE_ORDER {
+            self.archived.with_label_values(&[table.name]).inc_by(0);
+        }
+        for change in ["gained", "lost"] {
+            self.leadership_changes
+                .with_label_values(&[change])
+                .inc_by(0);
+        }
+        for outcome in ["ok", "failed"] {
+            self.pool_wait.with_label_values(&[outcome]);
+        }
+        for reason in TRUNCATED_BY {
+            self.candidates_truncated
+                .with_label_values(&[reason])
+                .inc_by(0);
+        }
+    }
+}
+
+/// Shows host `host`'s fence counters at 0 (called when this process starts running it).
+pub fn start_host(host: &str) {
+    if let Some(families) = families() {
+        for event in ["fenced", "unfenced"] {
+            families.fences.with_label_values(&[host, event]).inc_by(0);
+        }
     }
 }
 
@@ -155,13 +235,14 @@ fn families() -> Option<&'static Families> {
     FAMILIES.as_ref()
 }
 
-/// Counts an HTTP request of route `family` answered with `status` after `elapsed`.
+/// Counts an HTTP request of route `family` answered with `status` after `elapsed` (a method
+/// outside the known ones counts as `other`).
 pub fn observe_http(family: &str, method: &str, status: u16, elapsed: Duration) {
     if let Some(families) = families() {
         let code = status.to_string();
         families
             .http_requests
-            .with_label_values(&[family, method, code.as_str()])
+            .with_label_values(&[family, method_label(method), code.as_str()])
             .inc();
         families
             .http_duration
@@ -230,6 +311,16 @@ pub fn count_leadership(change: &str) {
         families
             .leadership_changes
             .with_label_values(&[change])
+            .inc();
+    }
+}
+
+/// Counts an allocation-candidates answer cut short at the candidate cap.
+pub fn count_candidates_truncated() {
+    if let Some(families) = families() {
+        families
+            .candidates_truncated
+            .with_label_values(&[TRUNCATED_BY[0]])
             .inc();
     }
 }

@@ -179,6 +179,7 @@ impl Actor for ComputeHost {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
+        crate::metrics::start_host(&self.name);
         ctx.notify(Heartbeat);
         if !self.settings.report_interval.is_zero() {
             ctx.run_interval(self.settings.report_interval, |_, ctx| {

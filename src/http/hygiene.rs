@@ -61,9 +61,19 @@ fn refusal(
     placement: bool,
 ) -> Option<(StatusCode, String)> {
     let headers = request.headers();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|value| value.to_str().ok());
+    let host = match asked_host(request) {
+        Ok(Some(host)) => Some(host),
+        Ok(None) if is_probe(request) => None,
+        Ok(None) => {
+            return Some((
+                StatusCode::BAD_REQUEST,
+                "the request has no Host header: HTTP/1.1 requires one, and this server \
+                 answers only to the names it knows"
+                    .to_owned(),
+            ));
+        }
+        Err(message) => return Some((StatusCode::BAD_REQUEST, message)),
+    };
     if let Some(host) = host
         && !host_allowed(host, &settings.allowed_hosts)
     {
@@ -75,21 +85,8 @@ fn refusal(
             ),
         ));
     }
-    if let Some(origin) = headers
-        .get(header::ORIGIN)
-        .and_then(|value| value.to_str().ok())
-    {
-        let same = host.is_some_and(|host| same_origin(origin, host));
-        let cors = placement && settings.placement_origins.iter().any(|o| o == origin);
-        // Placement answers reads across origins as Placement does (its CORS middleware: no
-        // CORS headers for an origin it does not know, so the browser keeps the answer away).
-        let placement_read = placement && !is_mutating(request.method());
-        if !same && !cors && !placement_read {
-            return Some((
-                StatusCode::FORBIDDEN,
-                format!("cross-origin requests are refused (Origin {origin:?})"),
-            ));
-        }
+    if let Some(refused) = origin_refusal(request, settings, placement, host) {
+        return Some((StatusCode::FORBIDDEN, refused));
     }
     let uri = request.uri();
     if has_encoded_nul(uri.path()) || uri.query().is_some_and(has_encoded_nul) {
@@ -108,6 +105,80 @@ fn refusal(
         ));
     }
     None
+}
+
+/// The server the request asks for: the authority of an absolute-form target (RFC 9112
+/// 3.2.2: it replaces the `Host` header), else the one `Host` header; `None` when there is
+/// neither (HTTP/1.0). A `Host` that is not a host name or address with an optional port, or
+/// that comes twice, is refused: the guard cannot tell what it names (it fails closed).
+fn asked_host(request: &ServiceRequest) -> Result<Option<&str>, String> {
+    if let Some(authority) = request.uri().authority() {
+        let authority = authority.as_str();
+        return match parse_host(authority) {
+            Some(_) => Ok(Some(authority)),
+            None => Err(format!(
+                "the request target names no valid host: {authority:?}"
+            )),
+        };
+    }
+    let mut values = request.headers().get_all(header::HOST);
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err("the request has more than one Host header".to_owned());
+    }
+    let host = first
+        .to_str()
+        .ok()
+        .filter(|host| parse_host(host).is_some())
+        .ok_or_else(|| {
+            format!(
+                "the Host header is not a host name or address: {:?}",
+                String::from_utf8_lossy(first.as_bytes())
+            )
+        })?;
+    Ok(Some(host))
+}
+
+/// A load balancer's health check, which may come over HTTP/1.0 without a `Host`.
+fn is_probe(request: &ServiceRequest) -> bool {
+    matches!(*request.method(), Method::GET | Method::HEAD)
+        && matches!(request.path(), "/healthz" | "/readyz")
+}
+
+/// Why the request's `Origin` refuses it, if it does: another site (but Placement's CORS
+/// origins, and Placement's reads as Placement answers them); on a write also an origin that is
+/// `null` (a sandboxed page or a redirect), that cannot be read, or that comes twice. No
+/// `Origin` at all passes: curl and the OpenStack clients send none.
+fn origin_refusal(
+    request: &ServiceRequest,
+    settings: &HygieneSettings,
+    placement: bool,
+    host: Option<&str>,
+) -> Option<String> {
+    let mut values = request.headers().get_all(header::ORIGIN);
+    let first = values.next()?;
+    let write = is_mutating(request.method());
+    if values.next().is_some() {
+        return write.then(|| "the request has more than one Origin header".to_owned());
+    }
+    let Some(origin) = first
+        .to_str()
+        .ok()
+        .filter(|origin| parse_origin(origin).is_some())
+    else {
+        let shown = String::from_utf8_lossy(first.as_bytes()).into_owned();
+        return (write || !placement)
+            .then(|| format!("the Origin {shown:?} is not a web origin: the request is refused"));
+    };
+    let same = host.is_some_and(|host| same_origin(origin, host));
+    let cors = placement && settings.placement_origins.iter().any(|o| o == origin);
+    // Placement answers reads across origins as Placement does (its CORS middleware: no
+    // CORS headers for an origin it does not know, so the browser keeps the answer away).
+    let placement_read = placement && !write;
+    (!same && !cors && !placement_read)
+        .then(|| format!("cross-origin requests are refused (Origin {origin:?})"))
 }
 
 /// Reads a mutating request's body within the limit and the deadline and checks it for NUL
@@ -275,7 +346,9 @@ fn has_body(headers: &HeaderMap) -> bool {
 /// Says whether a `Host` header names this server: an IP literal (no DNS name can be rebound
 /// to it), `localhost`, or a name the operator allowed.
 pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
-    let name = host_name(host);
+    let Some(name) = parse_host(host) else {
+        return false;
+    };
     name.parse::<std::net::IpAddr>().is_ok()
         || name.eq_ignore_ascii_case("localhost")
         || allowed
@@ -283,22 +356,46 @@ pub fn host_allowed(host: &str, allowed: &[String]) -> bool {
             .any(|allowed| allowed.eq_ignore_ascii_case(name))
 }
 
-/// The name of `host[:port]` or `[v6]:port`.
-fn host_name(host: &str) -> &str {
-    if let Some(rest) = host.strip_prefix('[') {
-        return rest.split(']').next().unwrap_or(rest);
-    }
-    match host.rsplit_once(':') {
-        Some((name, port)) if port.chars().all(|c| c.is_ascii_digit()) => name,
-        _ => host,
-    }
+/// The name (or address) of `host[:port]` or `[v6]:port`, when that is what `host` is: a
+/// name of letters, digits, `-`, `.` and `_` (or a bracketed IPv6 address) and an optional
+/// port of digits. `None` for anything else (empty, spaces, non-ASCII, user info, a path).
+fn parse_host(host: &str) -> Option<&str> {
+    let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+        let (address, after) = rest.split_once(']')?;
+        address.parse::<std::net::Ipv6Addr>().ok()?;
+        let port = match after {
+            "" => None,
+            _ => Some(after.strip_prefix(':')?),
+        };
+        (address, port)
+    } else {
+        let (name, port) = match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        };
+        let valid = !name.is_empty()
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+        (valid.then_some(name)?, port)
+    };
+    let port_ok = port.is_none_or(|port| {
+        !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit())
+    });
+    port_ok.then_some(name)
+}
+
+/// The authority of `scheme://authority` when `origin` is a web origin (http or https, a
+/// valid host, no path).
+fn parse_origin(origin: &str) -> Option<&str> {
+    let (scheme, authority) = origin.split_once("://")?;
+    let scheme_ok = scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https");
+    (scheme_ok && parse_host(authority).is_some()).then_some(authority)
 }
 
 /// Says whether `origin` (`scheme://authority`) is the server the request went to.
 fn same_origin(origin: &str, host: &str) -> bool {
-    origin
-        .split_once("://")
-        .is_some_and(|(_, authority)| authority.eq_ignore_ascii_case(host))
+    parse_origin(origin).is_some_and(|authority| authority.eq_ignore_ascii_case(host))
 }
 
 #[cfg(test)]
@@ -322,6 +419,15 @@ mod tests {
             "evil.example:8080",
             "evil.example",
             "127.0.0.1.evil.example",
+            "",
+            "127.0.0.1:",
+            "127.0.0.1:80:80",
+            "user@127.0.0.1",
+            "127.0.0.1/x",
+            "127.0.0.1 evil.example",
+            "[::1",
+            "[evil.example]:80",
+            "locälhost",
         ] {
             assert!(!host_allowed(host, &allowed), "{host}");
         }
@@ -332,6 +438,9 @@ mod tests {
         assert!(same_origin("http://127.0.0.1:8080", "127.0.0.1:8080"));
         assert!(!same_origin("https://evil.example", "127.0.0.1:8080"));
         assert!(!same_origin("null", "127.0.0.1:8080"));
+        assert!(!same_origin("http://127.0.0.1:8080/path", "127.0.0.1:8080"));
+        assert!(parse_origin("https://[::1]:8443").is_some());
+        assert!(parse_origin("file://").is_none());
     }
 
     #[test]

@@ -82,7 +82,8 @@ pub async fn observe(
 /// Reads the dashboard makes over and over (and health checks, scrapes): logged at DEBUG.
 fn is_dashboard_read(method: &Method, family: &str) -> bool {
     (method == Method::GET || method == Method::HEAD)
-        && (family.starts_with("api/") || matches!(family, "dashboard" | "healthz" | "metrics"))
+        && (family.starts_with("api/")
+            || matches!(family, "dashboard" | "healthz" | "readyz" | "metrics"))
 }
 
 /// The admin API's resources (the segment after /api/v1) and their route families.
@@ -121,6 +122,7 @@ pub fn route_family(path: &str) -> &'static str {
     match segments.next().unwrap_or("") {
         "" => "dashboard",
         "healthz" => "healthz",
+        "readyz" => "readyz",
         "metrics" => "metrics",
         "api" if segments.next() == Some("v1") => {
             family_of(segments.next(), API_FAMILIES).unwrap_or("api/other")
@@ -152,6 +154,7 @@ mod tests {
         assert_eq!(route_family("/app.js"), "dashboard");
         assert_eq!(route_family("/favicon.ico"), "dashboard");
         assert_eq!(route_family("/healthz"), "healthz");
+        assert_eq!(route_family("/readyz"), "readyz");
         assert_eq!(route_family("/metrics"), "metrics");
         assert_eq!(route_family("/api/v1/hosts/cmp-1/crash"), "api/hosts");
         assert_eq!(route_family("/api/v1/node-source"), "api/node-source");

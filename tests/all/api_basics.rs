@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::helpers::TestApp;
 
 #[actix_web::test]
-async fn healthz_answers_ok_while_the_database_answers() {
+async fn healthz_and_readyz_answer_ok_while_the_database_answers() {
     let app = TestApp::spawn().await;
     let response = app.get("/healthz").await;
     assert_eq!(response.status(), 200);
@@ -15,10 +15,18 @@ async fn healthz_answers_ok_while_the_database_answers() {
         response.json::<Value>().await.unwrap(),
         json!({"status": "ok"})
     );
+    let response = app.get("/readyz").await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap(),
+        json!({"status": "ready"})
+    );
 }
 
+/// Liveness stays 200 while the database is gone (the process rides it out within its grace);
+/// readiness is 503, without internal details.
 #[actix_web::test]
-async fn healthz_is_503_without_internal_details_when_the_database_is_gone() {
+async fn readyz_is_503_without_internal_details_when_the_database_is_gone() {
     let app = TestApp::spawn().await.without_final_audit();
     let name = app.db.name().to_owned();
     let mut admin: diesel::PgConnection =
@@ -27,7 +35,8 @@ async fn healthz_is_503_without_internal_details_when_the_database_is_gone() {
         .execute(&mut admin)
         .unwrap();
 
-    let response = app.get("/healthz").await;
+    assert_eq!(app.get("/healthz").await.status(), 200);
+    let response = app.get("/readyz").await;
     assert_eq!(response.status(), 503);
     assert_eq!(
         response.json::<Value>().await.unwrap(),

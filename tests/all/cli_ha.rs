@@ -371,14 +371,14 @@ fn a_database_crash_recovery_and_restart_are_ridden_out() {
     eventually(
         Duration::from_secs(30),
         "the database to answer again",
-        || (http(&address, "GET", "/healthz").0 == 200).then_some(()),
+        || (http(&address, "GET", "/readyz").0 == 200).then_some(()),
     );
     let restarted =
         crate::helpers::RestartedServer::restart(cluster.data_dir(), Duration::from_secs(3));
     eventually(
         Duration::from_secs(30),
         "the restarted database to answer",
-        || (http(&address, "GET", "/healthz").0 == 200).then_some(()),
+        || (http(&address, "GET", "/readyz").0 == 200).then_some(()),
     );
     // Hosts heartbeat again and unfence; nothing moved because the database went away.
     eventually(Duration::from_secs(20), "both hosts up again", || {

@@ -10,6 +10,7 @@ mod ironic;
 mod keystone;
 mod placement;
 mod process;
+mod proxy;
 mod wait;
 
 pub use app::*;
@@ -19,4 +20,5 @@ pub use ironic::*;
 pub use keystone::*;
 pub use placement::*;
 pub use process::*;
+pub use proxy::*;
 pub use wait::*;

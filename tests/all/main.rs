@@ -2,6 +2,8 @@
 //! Each test gets its own database cloned from a migrated template (see `helpers`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod adversary_database;
+mod adversary_requests;
 mod fuzz;
 mod helpers;
 

@@ -16,7 +16,7 @@ use crate::helpers::{TestApp, eventually_async};
 /// Sends `head` (request line and headers, without the blank line) and `body` over a socket
 /// of its own, off the test's runtime (the server's actors run on it); returns the status, the
 /// headers (lower-cased) and the body.
-async fn raw(app: &TestApp, head: &str, body: &str) -> (u16, String, String) {
+pub(crate) async fn raw(app: &TestApp, head: &str, body: &str) -> (u16, String, String) {
     let (address, head, body) = (
         app.address.trim_start_matches("http://").to_owned(),
         head.to_owned(),
@@ -45,7 +45,7 @@ fn raw_blocking(address: &str, head: &str, body: &str) -> (u16, String, String) 
     (status, headers.to_lowercase(), body.to_owned())
 }
 
-async fn host_state(app: &TestApp, host: &str) -> String {
+pub(crate) async fn host_state(app: &TestApp, host: &str) -> String {
     let hosts: Vec<Value> = app.get("/api/v1/hosts").await.json().await.unwrap();
     hosts
         .iter()
@@ -54,7 +54,7 @@ async fn host_state(app: &TestApp, host: &str) -> String {
         .unwrap_or_default()
 }
 
-async fn app_with_host() -> TestApp {
+pub(crate) async fn app_with_host() -> TestApp {
     let app = TestApp::spawn().await;
     let created = app
         .client

@@ -70,7 +70,7 @@ impl TestDb {
 }
 
 /// Runs a PostgreSQL server program as the server's user (`postgres` when we are root).
-fn pg_command(program: &str) -> Command {
+pub fn pg_command(program: &str) -> Command {
     let bin = std::fs::read_dir("/usr/lib/postgresql")
         .into_iter()
         .flatten()
@@ -88,6 +88,18 @@ fn pg_command(program: &str) -> Command {
     }
 }
 
+/// The process id of the server running the cluster in `data_dir`.
+pub fn postmaster_pid(data_dir: &std::path::Path) -> i32 {
+    std::fs::read_to_string(data_dir.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
 /// The server of a throwaway cluster, restarted by a test under a running deployment: the
 /// new server runs on the same data directory and socket; it is stopped when this is dropped
 /// (before the cluster, whose keeper then removes the folder).
@@ -100,14 +112,7 @@ impl RestartedServer {
     /// `down`, then starts it again on the same data directory.
     pub fn restart(data_dir: &std::path::Path, down: Duration) -> RestartedServer {
         let pid_file = data_dir.join("postmaster.pid");
-        let pid: i32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .lines()
-            .next()
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = postmaster_pid(data_dir);
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGINT,
@@ -117,6 +122,11 @@ impl RestartedServer {
             (!pid_file.exists()).then_some(())
         });
         std::thread::sleep(down);
+        Self::start(data_dir)
+    }
+
+    /// Starts the stopped server of the cluster in `data_dir` again, on the same socket.
+    pub fn start(data_dir: &std::path::Path) -> RestartedServer {
         let dir = data_dir.to_string_lossy().into_owned();
         let (code, _, stderr) = run_to_end(pg_command("pg_ctl").args([
             "start",

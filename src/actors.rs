@@ -244,6 +244,20 @@ impl HostDirectory {
         .await
     }
 
+    /// Stops every host of this process and closes its presence: the last step of a stop, so
+    /// another process may take the hosts at once.
+    pub async fn release_all(&self) {
+        let running: Vec<Addr<ComputeHost>> =
+            std::mem::take(&mut *self.hosts.lock().unwrap_or_else(PoisonError::into_inner))
+                .into_values()
+                .collect();
+        for host in &running {
+            let _ = host.send(compute_host::Release).await;
+        }
+        let presence = self.factory.presence.clone();
+        let _ = actix_rt::task::spawn_blocking(move || presence.release()).await;
+    }
+
     /// Says whether host `name` runs in this process.
     pub fn is_running(&self, name: &str) -> bool {
         self.get(name).is_some()

@@ -248,7 +248,14 @@ pub struct Application {
     server: actix_web::dev::Server,
     local_addr: SocketAddr,
     database_grace: Duration,
+    /// Whether SIGINT and SIGTERM stop it (`serve`, `demo`; not the tests).
+    handle_signals: bool,
+    /// The process's event streams, ended when it stops.
+    events: std::sync::Arc<http::events::EventHub>,
 }
+
+/// How long a stop waits for requests in flight (event streams are ended at once).
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl Application {
     /// Binds the listener and builds the server; call inside an actix system.
@@ -274,9 +281,10 @@ impl Application {
             .with_placement(config.placement.clone())
             .with_stream_limits(config.event_streams)
             .with_keystone(keystone);
+        let events = state.events.clone();
         let admin_token = config.admin_token.clone();
         let hygiene = actix_web::web::Data::new(hygiene_settings(config));
-        let mut server = HttpServer::new(move || {
+        let server = HttpServer::new(move || {
             App::new()
                 .app_data(hygiene.clone())
                 // Compressed when the client asks (Accept-Encoding): a 100,000-node listing is
@@ -291,15 +299,17 @@ impl Application {
         .workers(WORKERS)
         .max_connections(connections_per_worker())
         .client_request_timeout(Duration::from_secs(5))
-        .client_disconnect_timeout(Duration::from_secs(2));
-        if !config.handle_signals {
-            server = server.disable_signals();
-        }
+        .client_disconnect_timeout(Duration::from_secs(2))
+        .shutdown_timeout(SHUTDOWN_TIMEOUT.as_secs())
+        // Signals are handled here (`run_until_stopped`): the event streams end first.
+        .disable_signals();
         let server = server.listen(listener).map_err(bind_error)?.run();
         Ok(Application {
             server,
             local_addr,
             database_grace: config.database_grace,
+            handle_signals: config.handle_signals,
+            events,
         })
     }
 
@@ -313,26 +323,70 @@ impl Application {
         self.server.handle()
     }
 
-    /// Serves until the server is stopped, or until `probe` has found the database gone for the
-    /// whole database grace period (a restart or failover shorter than that is ridden out).
+    /// Serves until the server is stopped (by its handle, or by SIGINT or SIGTERM when it
+    /// handles signals), or until `probe` has found the database gone for the whole database
+    /// grace period (a restart or failover shorter than that is ridden out). A stop ends the
+    /// event streams first, then waits for the requests in flight (at most
+    /// `SHUTDOWN_TIMEOUT`).
     pub async fn run_until_stopped(self, probe: Option<DatabaseProbe>) -> Result<(), AppError> {
         let handle = self.server.handle();
-        let Some(probe) = probe else {
-            return self.server.await.map_err(AppError::Server);
-        };
         let grace = self.database_grace;
-        match select(pin!(self.server), pin!(watch_database(probe, grace))).await {
+        let events = self.events.clone();
+        let watched = async move {
+            match probe {
+                Some(probe) => Some(watch_database(probe, grace).await),
+                None => std::future::pending().await,
+            }
+        };
+        let signalled = async move {
+            if self.handle_signals {
+                stop_signal().await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+            None
+        };
+        let (watched, signalled) = (pin!(watched), pin!(signalled));
+        let stopping = select(watched, signalled);
+        match select(pin!(self.server), stopping).await {
             Either::Left((served, _)) => served.map_err(AppError::Server),
-            Either::Right((lost, server)) => {
+            Either::Right((Either::Left((lost, _)) | Either::Right((lost, _)), server)) => {
+                log::info!("stopping: ending event streams, finishing requests in flight");
+                events.close();
                 // The server processes its stop command only while it is polled.
-                let (_, stopped) = join(handle.stop(false), server).await;
+                let (_, stopped) = join(handle.stop(true), server).await;
                 if let Err(error) = stopped {
                     log::warn!("HTTP server did not stop cleanly: {error}");
                 }
-                Err(AppError::DatabaseLost(lost))
+                match lost {
+                    Some(error) => Err(AppError::DatabaseLost(error)),
+                    None => Ok(()),
+                }
             }
         }
     }
+}
+
+/// Waits for SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_signal() {
+    use actix_rt::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(error) => {
+                log::warn!("SIGTERM cannot be handled: {error}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    let interrupt = async {
+        if actix_rt::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    select(pin!(terminate), pin!(interrupt)).await;
 }
 
 /// Probes the database every `PROBE_INTERVAL` and returns once it has not answered for

@@ -571,6 +571,8 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
         println!("ringmaster {command}: listening on http://{address}/");
         let served = application.run_until_stopped(Some(probe)).await;
         actors.rebalancer.send(Resign).await.ok();
+        // Last: the hosts stay held until nothing of this process serves any more.
+        actors.hosts.release_all().await;
         served.map_err(CliError::from)
     });
     drop(database);

@@ -290,6 +290,20 @@ impl Handler<Crash> for ComputeHost {
     }
 }
 
+/// Stops the host as its process stops: no more heartbeats; its nodes wait for it (or move
+/// once it is down).
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub struct Release;
+
+impl Handler<Release> for ComputeHost {
+    type Result = ();
+
+    fn handle(&mut self, _: Release, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
+
 /// Asks whether the host's lease holds.
 #[derive(Debug, Message)]
 #[rtype(result = "bool")]

@@ -65,6 +65,24 @@ impl Presence {
         self.holder
     }
 
+    /// Closes the presence: the process's hosts are free for another process at once. Its
+    /// connection goes back to the pool without the holder's name. Blocking.
+    pub fn release(&self) {
+        let conn = self
+            .held
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .conn
+            .take();
+        if let Some(mut conn) = conn {
+            let reset = diesel::sql_query("SELECT set_config('application_name', '', false)")
+                .execute(&mut *conn);
+            if let Err(error) = reset {
+                log::debug!("presence of process {} not reset: {error}", self.holder);
+            }
+        }
+    }
+
     /// Makes sure the presence connection is open (reconnecting when the server went away),
     /// checking it at most once a second. Blocking.
     pub fn ensure(&self, pool: &Pool) -> Result<(), DbError> {

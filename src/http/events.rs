@@ -76,13 +76,16 @@ impl Event {
 
 /// The events of this process's streams: started by the first stream, it listens for the
 /// deployment's notifications and judges hosts' states and the audit, for every stream at
-/// once, however many dashboards are open. It stops when the application goes away. It also
-/// counts the open streams: at most `limits` of them, by the process and per client address.
+/// once, however many dashboards are open. It stops when the application goes away, or when
+/// the process stops (`close`: every open stream ends, so a stop does not wait for them). It
+/// also counts the open streams: at most `limits` of them, by the process and per client
+/// address.
 #[derive(Default)]
 pub struct EventHub {
     sender: Mutex<Option<Arc<broadcast::Sender<Event>>>>,
     limits: crate::config::StreamLimits,
     open: Mutex<OpenStreams>,
+    closed: std::sync::atomic::AtomicBool,
 }
 
 /// The streams open now, in all and by client address.
@@ -122,6 +125,23 @@ impl EventHub {
         }
     }
 
+    /// Ends every open stream and refuses new ones: the process is stopping. The streams end
+    /// when the channel closes, which dropping its one sender does (the listener and the
+    /// watcher hold it only for a moment at a time).
+    pub fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let sender = self
+            .sender
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(sender);
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Counts a new stream of `client`; `None` (and nothing counted) when the process or that
     /// client already has as many as it may.
     fn admit(self: &Arc<Self>, client: Option<std::net::IpAddr>) -> Option<StreamTicket> {
@@ -145,6 +165,10 @@ impl EventHub {
     /// Returns a receiver of every event from now on, starting the hub if needed.
     pub fn subscribe(&self, state: &AppState) -> broadcast::Receiver<Event> {
         let mut sender = self.sender.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.is_closed() {
+            // Stopping: a receiver whose channel is closed already ends its stream at once.
+            return broadcast::channel(1).1;
+        }
         if let Some(running) = sender.as_ref() {
             return running.subscribe();
         }
@@ -284,6 +308,12 @@ pub async fn stream_events(
     state: web::Data<AppState>,
     request: actix_web::HttpRequest,
 ) -> Result<HttpResponse, super::error::ApiError> {
+    if state.events.is_closed() {
+        return Err(super::error::ApiError::Refused {
+            status: actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            message: "this process is stopping: connect to another one".to_owned(),
+        });
+    }
     let client = request.peer_addr().map(|address| address.ip());
     let Some(ticket) = state.events.admit(client) else {
         return Err(super::error::ApiError::Refused {

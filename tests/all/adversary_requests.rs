@@ -7,11 +7,8 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::helpers::{Running, TestApp, TestDb, address_of, exchange, http, ringmaster};
+use crate::helpers::{TestApp, TestDb, exchange, http, start_serve};
 use crate::security::{app_with_host, raw};
-
-/// How long a `serve` process may take to listen.
-const START: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The hosts `GET /api/v1/hosts` lists.
 async fn hosts(app: &TestApp) -> Vec<String> {
@@ -161,13 +158,7 @@ fn random_method(seed: &mut u64) -> String {
 #[test]
 fn random_methods_and_paths_add_no_metric_series() {
     let db = TestDb::new();
-    let mut command = ringmaster();
-    command
-        .args(["serve", "--bind", "127.0.0.1:0"])
-        .env("DATABASE_URL", db.url())
-        .env("RUST_LOG", "warn");
-    let mut serve = Running::spawn(command);
-    let address = address_of(&serve.wait_for_stdout("listening on http://", START));
+    let (_serve, address) = start_serve(db.url(), &[], "warn");
     let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
     let paths = [
         "/api/v1/hosts",

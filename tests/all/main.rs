@@ -4,6 +4,7 @@
 
 mod adversary_database;
 mod adversary_requests;
+mod adversary_shutdown;
 mod fuzz;
 mod helpers;
 

@@ -147,8 +147,13 @@ impl Running {
 
     /// Sends SIGINT, as Ctrl-C does.
     pub fn interrupt(&self) {
+        self.signal(nix::sys::signal::Signal::SIGINT);
+    }
+
+    /// Sends `signal` (SIGTERM: as systemd and container runtimes stop a service).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
         let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        nix::sys::signal::kill(pid, signal).unwrap();
     }
 }
 
@@ -235,6 +240,21 @@ pub fn start_demo_with(label: &str, extra: &[&str]) -> (TempDir, Running, String
     let address =
         address_of(&demo.wait_for_stdout("listening on http://", Duration::from_secs(60)));
     (dir, demo, address)
+}
+
+/// Starts `serve` on a random loopback port over the database at `url`, with more arguments;
+/// returns the process and its `host:port` once it listens.
+pub fn start_serve(url: &str, extra: &[&str], log: &str) -> (Running, String) {
+    let mut command = ringmaster();
+    command
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(extra)
+        .env("DATABASE_URL", url)
+        .env("RUST_LOG", log);
+    let mut serve = Running::spawn(command);
+    let address =
+        address_of(&serve.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    (serve, address)
 }
 
 /// Returns `host:port` from the "listening on http://host:port/" line.

@@ -1,0 +1,97 @@
+//! Stopping with dashboards open (issue 25, item 8): SIGTERM ends every open event stream
+//! and the process exits at once, instead of waiting out the server's shutdown timeout with
+//! its listener closed and its hosts still held.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use crate::helpers::{TestDb, start_serve};
+
+/// Streams opened before the stop: the process's default cap.
+const STREAMS: usize = 256;
+
+/// Opens an event stream over a socket of its own and reads until its first event arrives.
+fn open_stream(address: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /api/v1/events HTTP/1.1\r\nHost: {address}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("retry: 2000") {
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(read > 0, "the stream ended before its first event");
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    assert!(String::from_utf8_lossy(&seen).starts_with("HTTP/1.1 200"));
+    stream
+}
+
+/// Says whether the server ended `stream` (end of file, or the connection reset) rather than
+/// leaving it open.
+fn ended(mut stream: TcpStream) -> bool {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(error) => {
+                return !matches!(
+                    error.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_stop_with_256_open_event_streams_ends_them_and_exits_at_once() {
+    let db = TestDb::new();
+    let (mut serve, address) = start_serve(
+        db.url(),
+        &[
+            "--hosts",
+            "cmp-1",
+            "--max-event-streams",
+            "256",
+            "--max-event-streams-per-client",
+            "256",
+        ],
+        "info",
+    );
+    let streams: Vec<TcpStream> = (0..STREAMS).map(|_| open_stream(&address)).collect();
+
+    let asked = Instant::now();
+    serve.signal(nix::sys::signal::Signal::SIGTERM);
+    let (code, stderr) = serve.wait_exit(Duration::from_secs(60));
+    let took = asked.elapsed();
+    assert_eq!(code, Some(0), "{stderr:#?}");
+    // Before, the server waited its 30 s shutdown timeout for the streams; the target (2 s)
+    // is measured in the closing note of issue 25, this bound leaves room for a loaded machine.
+    assert!(took < Duration::from_secs(5), "the stop took {took:?}");
+    eprintln!("stopped with {STREAMS} open event streams in {took:?}");
+    let open = streams
+        .into_iter()
+        .filter(|stream| !ended(stream.try_clone().unwrap()));
+    assert_eq!(open.count(), 0, "every stream ended");
+    // The hosts were released last: after the server stopped.
+    let stopping = stderr
+        .iter()
+        .position(|line| line.contains("stopping: ending event streams"))
+        .expect("the stop is logged");
+    let released = stderr
+        .iter()
+        .position(|line| line.contains("compute host cmp-1 stopped"))
+        .expect("the host's stop is logged");
+    assert!(stopping < released, "{stderr:#?}");
+}

@@ -10,6 +10,7 @@ mod archive;
 mod database;
 mod ironic;
 mod keystone;
+mod placement;
 mod upgrade;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -19,8 +20,7 @@ use crate::actors::compute_host::HostSettings;
 use crate::actors::rebalancer::{RebalancerSettings, Resign};
 use crate::app::{self, AppError};
 use crate::config::{
-    AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig,
-    PlacementSettings, ServerConfig,
+    AdminToken, Config, ConfigError, DatabaseSource, DatabaseUrl, DeploymentConfig, ServerConfig,
 };
 use crate::db::DbError;
 use crate::db::cluster::{self, ClusterOptions};
@@ -126,16 +126,6 @@ pub struct ServeArgs {
     /// Event streams one client address may hold at once; beyond, 503.
     #[arg(long, env = "RINGMASTER_MAX_EVENT_STREAMS_PER_CLIENT", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_event_streams_per_client: u32,
-    /// Placement policy: legacy (Placement's default), secure-rbac (new defaults only) or
-    /// open (any authenticated caller).
-    #[arg(long, env = "RINGMASTER_PLACEMENT_POLICY", default_value = "legacy")]
-    pub placement_policy: crate::domain::placement::PolicyProfile,
-    /// Origins allowed cross-origin requests to Placement (CORS), comma-separated.
-    #[arg(long, env = "RINGMASTER_PLACEMENT_CORS_ORIGINS", value_delimiter = ',')]
-    pub placement_cors_origins: Vec<String>,
-    /// Request headers cross-origin Placement requests may send, comma-separated.
-    #[arg(long, env = "RINGMASTER_PLACEMENT_CORS_HEADERS", value_delimiter = ',')]
-    pub placement_cors_headers: Vec<String>,
     /// Compute services this process runs, comma-separated [demo default: cmp-1,cmp-2,cmp-3].
     #[arg(long, env = "RINGMASTER_HOSTS", value_delimiter = ',')]
     pub hosts: Option<Vec<String>>,
@@ -186,6 +176,8 @@ pub struct ServeArgs {
     pub ironic: ironic::IronicArgs,
     #[command(flatten)]
     pub keystone: keystone::KeystoneArgs,
+    #[command(flatten)]
+    pub placement: placement::PlacementArgs,
 }
 
 /// The admin token, from --admin-token or the first line of --admin-token-file; a token given
@@ -220,7 +212,7 @@ fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError
 }
 
 /// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)
         .map_err(|error| format!("{error} (write durations as 2s, 500ms, 1m)"))
 }
@@ -425,11 +417,7 @@ fn config(
         server: ServerConfig {
             bind: args.bind,
             admin_token,
-            placement: PlacementSettings {
-                policy: args.placement_policy,
-                cors_origins: args.placement_cors_origins,
-                cors_headers: args.placement_cors_headers,
-            },
+            placement: args.placement.settings()?,
             handle_signals: true,
             database_grace: args.database_grace,
             allowed_hosts: args.allowed_hosts.clone(),

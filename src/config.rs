@@ -67,6 +67,36 @@ pub struct PlacementSettings {
     pub cors_origins: Vec<String>,
     /// Request headers a cross-origin request may send.
     pub cors_headers: Vec<String>,
+    /// How allocation candidates are generated.
+    pub candidates: CandidateSettings,
+}
+
+/// How allocation candidates are generated (`--placement-max-allocation-candidates`,
+/// `--placement-candidates-strategy`, `--placement-randomize-candidates`,
+/// `--placement-candidates-timeout`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CandidateSettings {
+    /// The most candidates one request generates; `None`: no cap.
+    pub cap: Option<usize>,
+    pub strategy: crate::domain::candidates::Strategy,
+    pub randomize: bool,
+    /// How long one request may compute.
+    pub timeout: std::time::Duration,
+}
+
+/// The default cap: a documented divergence from Placement's -1 (no cap), so that one request
+/// cannot take the process's memory.
+pub const DEFAULT_CANDIDATE_CAP: usize = 1000;
+
+impl Default for CandidateSettings {
+    fn default() -> Self {
+        CandidateSettings {
+            cap: Some(DEFAULT_CANDIDATE_CAP),
+            strategy: crate::domain::candidates::Strategy::DepthFirst,
+            randomize: false,
+            timeout: std::time::Duration::from_secs(30),
+        }
+    }
 }
 
 /// The HTTP server's settings.

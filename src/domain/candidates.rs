@@ -5,10 +5,12 @@
 //! a tree and its sharing providers, granular groups each on one provider, `group_policy`,
 //! `same_subtree`, `root_required` and `in_tree`. Pure.
 //!
-//! Placement returns its candidates in set order; here they come in a stable order (anchors by
-//! provider order, then combinations in order), so `limit` keeps the first ones.
+//! Placement returns its candidates in set order; here they come in a stable order (anchor trees
+//! in provider order, depth-first or breadth-first across them, then combinations in order),
+//! made one at a time and only as many as are answered: `limit`, or the candidate cap
+//! (Placement's `max_allocation_candidates`), whichever comes first (`generate`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use uuid::Uuid;
 
@@ -72,6 +74,8 @@ pub struct Candidate {
 pub struct Outcome {
     pub candidates: Vec<Candidate>,
     pub summaries: Vec<usize>,
+    /// Generation stopped at the candidate cap: more candidates may exist.
+    pub truncated: bool,
 }
 
 /// Per requested class: the class, the amount, and the (provider, root) pairs with room.
@@ -140,8 +144,21 @@ impl Context<'_> {
     }
 }
 
-/// Computes the allocation candidates of `request` over `providers`.
+/// Computes every allocation candidate of `request` over `providers` (up to its `limit`),
+/// depth-first across trees, without a cap or a deadline.
 pub fn candidates(providers: &[Provider], request: &Request) -> Outcome {
+    generate(providers, request, &Generation::default(), &|| false).unwrap_or_default()
+}
+
+/// Computes the allocation candidates of `request` over `providers` as `generation` says:
+/// one at a time, stopping at the request's `limit` (unless sampling) or the cap; `Stopped`
+/// when `stop` says so (it is asked every thousand or so choices).
+pub fn generate(
+    providers: &[Provider],
+    request: &Request,
+    generation: &Generation,
+    stop: &dyn Fn() -> bool,
+) -> Result<Outcome, Stopped> {
     let sharing: BTreeSet<usize> = (0..providers.len())
         .filter(|index| providers[*index].facts.traits.contains(SHARING_TRAIT))
         .collect();
@@ -163,7 +180,7 @@ pub fn candidates(providers: &[Provider], request: &Request) -> Outcome {
                 .collect::<BTreeSet<usize>>()
         });
     if anchor_roots.as_ref().is_some_and(BTreeSet::is_empty) {
-        return Outcome::default();
+        return Ok(Outcome::default());
     }
     let context = Context {
         providers,
@@ -176,40 +193,15 @@ pub fn candidates(providers: &[Provider], request: &Request) -> Outcome {
             .map(|(index, provider)| (provider.uuid, index))
             .collect(),
     };
-    let mut by_suffix: Vec<(String, Vec<Partial>)> = Vec::new();
+    let mut options = Vec::with_capacity(request.groups.len());
     for group in &request.groups {
-        let partials = one_group(&context, group);
-        if partials.is_empty() {
-            return Outcome::default();
+        let found = one_group(&context, group);
+        if found.is_empty() {
+            return Ok(Outcome::default());
         }
-        by_suffix.push((group.suffix.clone(), partials));
+        options.push(found);
     }
-    let (mut merged, mut summaries) = merge(&context, request, by_suffix);
-    if !request.nested_aware && context.has_trees {
-        // Before 1.29 a candidate may not take from two providers of one tree.
-        merged.retain(|candidate| {
-            let used: BTreeSet<usize> = candidate.amounts.keys().map(|(p, _)| *p).collect();
-            let roots: BTreeSet<usize> = used.iter().map(|p| providers[*p].root).collect();
-            used.len() == roots.len()
-        });
-        let used: BTreeSet<usize> = merged
-            .iter()
-            .flat_map(|candidate| candidate.amounts.keys().map(|(p, _)| *p))
-            .collect();
-        summaries.retain(|provider| used.contains(provider));
-    }
-    if let Some(limit) = request.limit.filter(|limit| *limit < merged.len()) {
-        merged.truncate(limit);
-        let roots: BTreeSet<usize> = merged
-            .iter()
-            .flat_map(|candidate| candidate.amounts.keys().map(|(p, _)| providers[*p].root))
-            .collect();
-        summaries.retain(|provider| roots.contains(&providers[*provider].root));
-    }
-    Outcome {
-        candidates: merged,
-        summaries,
-    }
+    generate::run(&context, request, &options, generation, stop)
 }
 
 /// The providers with room for `amount` of `class` (in the tree of `tree_root` if given), as
@@ -236,29 +228,47 @@ fn with_resource(
         .collect()
 }
 
-fn one_group(context: &Context, group: &Group) -> Vec<Partial> {
+/// What one group may take: whole partials (a granular group, or one on a single provider),
+/// or, for the unsuffixed group spread over trees and sharing providers, the nominees of each
+/// of its classes (combined by the search, one class at a time).
+enum GroupOptions {
+    Whole(Vec<Partial>),
+    Spread(Nominees),
+}
+
+impl GroupOptions {
+    fn is_empty(&self) -> bool {
+        match self {
+            GroupOptions::Whole(partials) => partials.is_empty(),
+            GroupOptions::Spread(nominees) => nominees.is_empty(),
+        }
+    }
+}
+
+fn one_group(context: &Context, group: &Group) -> GroupOptions {
+    let none = || GroupOptions::Whole(Vec::new());
     let in_aggregates =
         (!group.member_of.is_empty()).then(|| context.in_aggregates(&group.member_of));
     if in_aggregates.as_ref().is_some_and(BTreeSet::is_empty) {
-        return Vec::new();
+        return none();
     }
     let tree_root = match group.in_tree {
         Some(uuid) => match context.by_uuid.get(&uuid) {
             Some(index) => Some(context.providers[*index].root),
-            None => return Vec::new(),
+            None => return none(),
         },
         None => None,
     };
     let spread = !group.same_provider() && (!context.sharing.is_empty() || context.has_trees);
     if !spread {
         let found = providers_matching(context, group, in_aggregates.as_ref(), tree_root);
-        return single_provider(context, group, &found);
+        return GroupOptions::Whole(single_provider(context, group, &found));
     }
     let mut with: WithResource = Vec::new();
     for (class, amount) in &group.resources {
         let found = with_resource(context, class, *amount, tree_root);
         if found.is_empty() {
-            return Vec::new();
+            return none();
         }
         with.push((class.clone(), *amount, found));
     }
@@ -271,11 +281,16 @@ fn one_group(context: &Context, group: &Group) -> Vec<Partial> {
                 .any(|name| provider.facts.traits.contains(name))
         });
         if !any_trait {
-            return Vec::new();
+            return none();
         }
     }
-    let found = trees_matching_all(context, group, &with, in_aggregates.as_ref(), tree_root);
-    multiple_providers(context, group, &found)
+    GroupOptions::Spread(trees_matching_all(
+        context,
+        group,
+        &with,
+        in_aggregates.as_ref(),
+        tree_root,
+    ))
 }
 
 /// `get_provider_ids_matching`: providers that alone meet the whole group — its traits,
@@ -495,89 +510,43 @@ fn trees_with_traits(context: &Context, group: &Group, all: &Nominees) -> BTreeS
         .collect()
 }
 
-/// Every combination, per anchor tree, of one nominee per requested class, keeping those
-/// whose providers have no forbidden trait and together have the required ones.
-fn multiple_providers(context: &Context, group: &Group, nominees: &Nominees) -> Vec<Partial> {
-    let mut by_anchor: BTreeMap<usize, BTreeMap<&str, Vec<usize>>> = BTreeMap::new();
-    for (provider, anchor, class) in nominees {
-        by_anchor
-            .entry(*anchor)
-            .or_default()
-            .entry(class.as_str())
-            .or_default()
-            .push(*provider);
-    }
-    let amounts: HashMap<&str, i64> = group
-        .resources
-        .iter()
-        .map(|(class, amount)| (class.as_str(), *amount))
-        .collect();
-    let mut partials = Vec::new();
-    let mut seen: HashSet<Candidate> = HashSet::new();
-    for (anchor, by_class) in by_anchor {
-        if by_class.len() != group.resources.len() {
-            continue;
+/// Every `same_subtree` set: the providers of its groups all under one of them.
+fn same_subtree(context: &Context, request: &Request, candidate: &Candidate) -> bool {
+    request.same_subtrees.iter().all(|suffixes| {
+        let providers: BTreeSet<usize> = suffixes
+            .iter()
+            .filter_map(|suffix| candidate.mappings.get(suffix))
+            .flatten()
+            .copied()
+            .collect();
+        if providers.len() <= 1 {
+            return true;
         }
-        let classes: Vec<(&str, &Vec<usize>)> = by_class.iter().map(|(c, p)| (*c, p)).collect();
-        for choice in product(&classes.iter().map(|(_, p)| p.len()).collect::<Vec<_>>()) {
-            let chosen: Vec<(usize, &str)> = choice
-                .iter()
-                .enumerate()
-                .map(|(i, pick)| (classes[i].1[*pick], classes[i].0))
-                .collect();
-            let providers: BTreeSet<usize> = chosen.iter().map(|(p, _)| *p).collect();
-            if providers.iter().any(|p| {
-                group
-                    .forbidden
-                    .iter()
-                    .any(|name| context.has_trait(*p, name))
-            }) {
-                continue;
+        let ancestors = |mut provider: usize| {
+            let mut line = BTreeSet::from([provider]);
+            while let Some(parent) = context.providers[provider].parent {
+                line.insert(parent);
+                provider = parent;
             }
-            let traits: BTreeSet<&str> = providers
-                .iter()
-                .flat_map(|p| {
-                    context.providers[*p]
-                        .facts
-                        .traits
-                        .iter()
-                        .map(String::as_str)
-                })
-                .collect();
-            if !group
-                .required
-                .iter()
-                .all(|any| any.iter().any(|name| traits.contains(name.as_str())))
-            {
-                continue;
-            }
-            let candidate = Candidate {
-                amounts: chosen
-                    .iter()
-                    .map(|(p, class)| {
-                        (
-                            (*p, (*class).to_owned()),
-                            amounts.get(class).copied().unwrap_or(0),
-                        )
-                    })
-                    .collect(),
-                anchor,
-                mappings: BTreeMap::from([(group.suffix.clone(), providers)]),
-            };
-            if seen.insert(candidate.clone()) {
-                partials.push(Partial {
-                    candidate,
-                    same_provider: false,
-                });
-            }
+            line
+        };
+        let mut common: Option<BTreeSet<usize>> = None;
+        for provider in &providers {
+            let line = ancestors(*provider);
+            common = Some(match common {
+                None => line,
+                Some(set) => set.intersection(&line).copied().collect(),
+            });
         }
-    }
-    partials
+        common.is_some_and(|set| set.iter().any(|p| providers.contains(p)))
+    })
 }
 
-mod merge;
+mod generate;
+mod search;
 
-use merge::{merge, product};
+pub use generate::{Generation, Strategy};
+pub use search::Stopped;
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 //! Each test gets its own database cloned from a migrated template (see `helpers`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod adversary_candidates;
 mod adversary_database;
 mod adversary_requests;
 mod adversary_shutdown;

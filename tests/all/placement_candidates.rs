@@ -5,24 +5,14 @@ use diesel::RunQueryDsl;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, create_placement_provider, placement_race};
+use crate::helpers::{TestApp, create_placement_provider, placement_race, put_placement_inventory};
 
 const ADMIN: &str = "admin";
 
 /// Creates provider `uuid` with `inventories` and `traits`; returns nothing, asserts success.
 async fn provider(app: &TestApp, uuid: &str, inventories: Value, traits: &[&str]) {
     create_placement_provider(app, uuid).await;
-    let (status, _, body) = app
-        .placement(
-            Method::PUT,
-            &format!("/placement/resource_providers/{uuid}/inventories"),
-        )
-        .version("1.20")
-        .token(ADMIN)
-        .json(json!({"resource_provider_generation": 0, "inventories": inventories}))
-        .send()
-        .await;
-    assert_eq!(status, 200, "{body}");
+    put_placement_inventory(app, uuid, inventories).await;
     if !traits.is_empty() {
         for name in traits.iter().filter(|name| name.starts_with("CUSTOM_")) {
             app.placement(Method::PUT, &format!("/placement/traits/{name}"))

@@ -270,21 +270,217 @@ fn same_subtree_and_root_required_narrow_the_trees() {
     );
 }
 
+/// A root with `children` children of `vcpus` VCPU each (the tree: 10 × 1000).
+fn wide_tree(root: u128, children: usize, vcpus: f64) -> Vec<Provider> {
+    let mut providers = vec![provider(root, None, 0, facts(&[], &[], &[]))];
+    for child in 0..children {
+        providers.push(provider(
+            root + 1 + child as u128,
+            Some(0),
+            0,
+            facts(&[("VCPU", vcpus, 0)], &[], &[]),
+        ));
+    }
+    providers
+}
+
+/// `count` granular groups asking one VCPU each.
+fn granular(count: usize, isolate: bool, limit: Option<usize>) -> Request {
+    Request {
+        groups: (1..=count)
+            .map(|n| group(&n.to_string(), &[("VCPU", 1)]))
+            .collect(),
+        isolate,
+        limit,
+        nested_aware: true,
+        ..Request::default()
+    }
+}
+
+/// Counts how often the search asks whether to stop (once per 1,024 choices tried).
+fn counting(asked: &std::cell::Cell<u32>) -> impl Fn() -> bool + '_ {
+    move || {
+        asked.set(asked.get() + 1);
+        false
+    }
+}
+
 #[test]
-fn combinations_come_one_at_a_time_in_order() {
-    let all: Vec<Vec<usize>> = product(&[2, 3]).collect();
-    assert_eq!(
-        all,
-        vec![
-            vec![0, 0],
-            vec![0, 1],
-            vec![0, 2],
-            vec![1, 0],
-            vec![1, 1],
-            vec![1, 2]
-        ]
+fn six_granular_groups_on_ten_children_make_only_what_is_answered() {
+    let providers = wide_tree(1, 10, 1000.0);
+    // 10^6 combinations exist; limit=1 makes one, after six choices.
+    let asked = std::cell::Cell::new(0);
+    let outcome = generate(
+        &providers,
+        &granular(6, false, Some(1)),
+        &Generation::default(),
+        &counting(&asked),
+    )
+    .unwrap();
+    assert_eq!(outcome.candidates.len(), 1);
+    assert!(!outcome.truncated);
+    assert_eq!(asked.get(), 0, "fewer than 1,024 choices tried");
+    assert_eq!(outcome.summaries.len(), 11, "the whole tree is summarized");
+    // Without a limit, the cap stops it, and says so.
+    let capped = Generation {
+        cap: Some(1000),
+        ..Generation::default()
+    };
+    let asked = std::cell::Cell::new(0);
+    let outcome = generate(
+        &providers,
+        &granular(6, false, None),
+        &capped,
+        &counting(&asked),
+    )
+    .unwrap();
+    assert_eq!(outcome.candidates.len(), 1000);
+    assert!(outcome.truncated);
+    assert!(
+        asked.get() <= 2,
+        "about one choice per candidate: {}",
+        asked.get()
     );
-    assert_eq!(product(&[]).count(), 1, "one empty combination");
-    assert_eq!(product(&[4, 0]).count(), 0);
-    assert_eq!(product(&[1000, 1000, 1000]).take(3).count(), 3, "lazy");
+    // Each is a distinct allocation of six VCPUs.
+    let distinct: BTreeSet<_> = outcome
+        .candidates
+        .iter()
+        .map(|candidate| candidate.mappings.clone())
+        .collect();
+    assert_eq!(distinct.len(), 1000);
+    assert!(
+        outcome
+            .candidates
+            .iter()
+            .all(|candidate| { candidate.amounts.values().sum::<i64>() == 6 })
+    );
+}
+
+#[test]
+fn isolate_and_capacity_prune_as_they_go_and_a_deadline_stops_the_search() {
+    // Isolate: 11 groups on 10 children cannot be met; the search sees it before trying any
+    // of the 10^11 combinations.
+    let providers = wide_tree(1, 10, 1000.0);
+    let asked = std::cell::Cell::new(0);
+    let outcome = generate(
+        &providers,
+        &granular(11, true, None),
+        &Generation::default(),
+        &counting(&asked),
+    )
+    .unwrap();
+    assert!(outcome.candidates.is_empty());
+    assert_eq!(asked.get(), 0);
+    // 12! answers without a cap: a deadline stops it.
+    let twelve = wide_tree(1, 12, 1000.0);
+    let stopped = generate(
+        &twelve,
+        &granular(12, true, None),
+        &Generation::default(),
+        &|| true,
+    );
+    assert_eq!(stopped, Err(Stopped));
+    // Isolate with as many groups as children: every permutation, each child once.
+    let outcome = candidates(&providers[..5], &granular(4, true, None));
+    assert_eq!(outcome.candidates.len(), 24);
+    // Capacity: 3 groups of one VCPU on 2 children of one VCPU each cannot fit.
+    let small = wide_tree(1, 2, 1.0);
+    assert!(
+        candidates(&small, &granular(3, false, None))
+            .candidates
+            .is_empty()
+    );
+    assert_eq!(
+        candidates(&small, &granular(2, false, None))
+            .candidates
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn breadth_first_spreads_a_capped_answer_over_every_tree() {
+    // Three roots of two children each.
+    let mut providers = Vec::new();
+    for root in 0..3usize {
+        let base = providers.len();
+        providers.push(provider(
+            100 * root as u128 + 1,
+            None,
+            base,
+            facts(&[], &[], &[]),
+        ));
+        for child in 0..2u128 {
+            providers.push(provider(
+                100 * root as u128 + 2 + child,
+                Some(base),
+                base,
+                facts(&[("VCPU", 8.0, 0)], &[], &[]),
+            ));
+        }
+    }
+    let roots = |outcome: &Outcome| -> Vec<usize> {
+        outcome
+            .candidates
+            .iter()
+            .map(|candidate| candidate.anchor)
+            .collect()
+    };
+    let asked = granular(2, false, None);
+    let depth = Generation {
+        cap: Some(3),
+        ..Generation::default()
+    };
+    let outcome = generate(&providers, &asked, &depth, &|| false).unwrap();
+    assert_eq!(
+        roots(&outcome),
+        [0, 0, 0],
+        "depth-first: the first tree's first"
+    );
+    let breadth = Generation {
+        strategy: Strategy::BreadthFirst,
+        ..depth
+    };
+    let outcome = generate(&providers, &asked, &breadth, &|| false).unwrap();
+    assert_eq!(
+        roots(&outcome),
+        [0, 3, 6],
+        "breadth-first: one of each tree"
+    );
+    assert_eq!(outcome.summaries.len(), 9);
+}
+
+#[test]
+fn a_sampled_answer_is_drawn_from_the_capped_set() {
+    let providers = wide_tree(1, 10, 1000.0);
+    let asked = granular(2, false, Some(5));
+    let everything: BTreeSet<_> = candidates(&providers, &granular(2, false, None))
+        .candidates
+        .into_iter()
+        .map(|candidate| candidate.mappings)
+        .collect();
+    let drawn = |seed| -> Vec<_> {
+        let generation = Generation {
+            cap: Some(50),
+            sample_seed: Some(seed),
+            ..Generation::default()
+        };
+        generate(&providers, &asked, &generation, &|| false)
+            .unwrap()
+            .candidates
+            .into_iter()
+            .map(|candidate| candidate.mappings)
+            .collect()
+    };
+    let first = drawn(1);
+    assert_eq!(first.len(), 5);
+    assert!(first.iter().all(|mapping| everything.contains(mapping)));
+    assert_eq!(first, drawn(1), "the same seed, the same draw");
+    assert_ne!(first, drawn(2), "another seed, another draw");
+    let unsampled: Vec<_> = candidates(&providers, &asked)
+        .candidates
+        .into_iter()
+        .map(|candidate| candidate.mappings)
+        .collect();
+    assert_ne!(first, unsampled, "not simply the first five");
 }

@@ -7,6 +7,7 @@
 //! nested trees; mappings 1.34).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
@@ -71,7 +72,7 @@ pub async fn list_candidates(
             )));
         }
     }
-    let outcome = engine::candidates(&snapshot.providers, &asked);
+    let outcome = generate(&state, snapshot.clone(), asked.clone()).await?;
     let requested: BTreeSet<&str> = asked
         .groups
         .iter()
@@ -87,6 +88,60 @@ pub async fn list_candidates(
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
+}
+
+/// Generates the candidates off the request workers, within the candidate settings' cap and
+/// deadline: a request still computing at the deadline is 503 (nothing is kept); one cut at
+/// the cap is counted and logged.
+async fn generate(
+    state: &AppState,
+    snapshot: std::sync::Arc<db::placement::candidates::PlacementSnapshot>,
+    asked: engine::Request,
+) -> Result<engine::Outcome, PlacementError> {
+    let settings = state.placement.candidates;
+    let generation = engine::Generation {
+        cap: settings.cap,
+        strategy: settings.strategy,
+        sample_seed: settings
+            .randomize
+            .then(|| uuid::Uuid::new_v4().as_u64_pair().0),
+    };
+    let deadline = Instant::now() + settings.timeout;
+    let computed = actix_rt::task::spawn_blocking(move || {
+        engine::generate(&snapshot.providers, &asked, &generation, &|| {
+            Instant::now() >= deadline
+        })
+    })
+    .await
+    .map_err(|_| unavailable("The allocation candidates could not be computed."))?;
+    let Ok(outcome) = computed else {
+        log::warn!(
+            "allocation candidates not computed within {} (--placement-candidates-timeout): \
+             answered 503",
+            humantime::format_duration(settings.timeout)
+        );
+        return Err(unavailable(&format!(
+            "The allocation candidates could not be computed within {}: ask for fewer \
+             groups, a limit, in_tree or member_of.",
+            humantime::format_duration(settings.timeout)
+        )));
+    };
+    if outcome.truncated {
+        crate::metrics::count_candidates_truncated();
+        log::warn!(
+            "allocation candidates cut at {} (--placement-max-allocation-candidates): more \
+             may exist than were answered",
+            outcome.candidates.len()
+        );
+    }
+    Ok(outcome)
+}
+
+fn unavailable(message: &str) -> PlacementError {
+    PlacementError::new(
+        actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+        message.to_owned(),
+    )
 }
 
 /// A provider's amounts in one allocation request, per class.

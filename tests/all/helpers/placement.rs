@@ -87,6 +87,21 @@ pub async fn create_placement_provider(app: &TestApp, uuid: &str) {
     assert_eq!(status, 200, "{body}");
 }
 
+/// Replaces provider `uuid`'s inventories (its generation 0: new); asserts success.
+pub async fn put_placement_inventory(app: &TestApp, uuid: &str, inventories: serde_json::Value) {
+    let (status, _, body) = app
+        .placement(
+            reqwest::Method::PUT,
+            &format!("/placement/resource_providers/{uuid}/inventories"),
+        )
+        .version("1.20")
+        .token("admin")
+        .json(serde_json::json!({"resource_provider_generation": 0, "inventories": inventories}))
+        .send()
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
 /// Sends the PUT requests (path, body) all at once; returns each (status, error code).
 pub async fn placement_race(
     app: &TestApp,

@@ -210,6 +210,10 @@ fn parse_same_subtrees(values: &[&str]) -> Result<Vec<Vec<String>>, PlacementErr
         .collect()
 }
 
+/// The most request groups one query may have (the unsuffixed one included): beyond, 400.
+/// Each group multiplies the combinations a request can ask for; Nova asks for a handful.
+pub const MAX_GROUPS: usize = 32;
+
 /// Reads the request groups, in the order their suffixes first appear.
 fn read_groups(
     pairs: &[(String, String)],
@@ -222,6 +226,12 @@ fn read_groups(
         };
         let position = match groups.iter().position(|group| group.suffix == suffix) {
             Some(position) => position,
+            None if groups.len() >= MAX_GROUPS => {
+                return Err(bad_query(format!(
+                    "Too many request groups: at most {MAX_GROUPS} are allowed (each suffix of \
+                     resources, required, member_of or in_tree makes one)."
+                )));
+            }
             None => {
                 groups.push(Reading {
                     suffix: suffix.to_owned(),

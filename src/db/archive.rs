@@ -67,27 +67,21 @@ pub fn archive_batch(
         if budget <= 0 {
             break;
         }
-        let ids = if table.children.is_empty() {
-            lock_archivable(conn, table, options.before, budget, cursor)?
+        let rows = if table.children.is_empty() {
+            let ids = lock_archivable(conn, table, options.before, budget, cursor)?;
+            if ids.is_empty() {
+                continue;
+            }
+            let count = move_rows(conn, table.name, "id = ANY($1) AND deleted <> 0", &ids)?;
+            *moved.entry(table.name.to_owned()).or_default() += count;
+            count
         } else {
-            lock_trees(conn, table, options.before, budget, cursor)?
+            let rows = move_trees(conn, table, options.before, budget, cursor, &mut moved)?;
+            if rows == 0 {
+                continue;
+            }
+            rows
         };
-        if ids.is_empty() {
-            continue;
-        }
-        let condition = "id = ANY($1)";
-        let mut rows = 0;
-        for child in table.children {
-            rows += move_lifecycle(conn, table.name, condition, child, &ids, &mut moved)?;
-        }
-        let parents = move_rows(
-            conn,
-            table.name,
-            &format!("{condition} AND deleted <> 0"),
-            &ids,
-        )?;
-        *moved.entry(table.name.to_owned()).or_default() += parents;
-        rows += parents;
         budget -= rows.max(1);
     }
     if options.task_log && budget > 0 {
@@ -155,18 +149,40 @@ fn lock_archivable(
     Ok(ids)
 }
 
-/// Locks the parents of `table` whose trees fit `budget` as Nova counts them: a tree is its
-/// parent and each child row; trees are added while the count is below the budget (so at least
-/// one), never half a tree. Parents are locked about as many at a time as the budget needs by
-/// the last trees' size; those locked beyond it stay for the next batch (the cursor goes back).
-fn lock_trees(
+/// Why a try at moving trees was taken back (its savepoint rolled back).
+enum Undone {
+    /// Only the first trees fit the budget: this many.
+    Fits(usize),
+    Db(DbError),
+}
+
+impl From<diesel::result::Error> for Undone {
+    fn from(error: diesel::result::Error) -> Self {
+        Undone::Db(DbError::from(error))
+    }
+}
+
+impl From<DbError> for Undone {
+    fn from(error: DbError) -> Self {
+        Undone::Db(error)
+    }
+}
+
+/// Moves whole trees of `table` (parents and their lifecycle children) while the count, as
+/// Nova counts it, is below `budget`: a tree is its parent and each child row; trees are added
+/// while the count is below the budget (so at least one), never half a tree. Parents are
+/// locked about as many at a time as the budget needs by the last trees' size, their trees
+/// moved and counted by the moving statements themselves; when they do not all fit, the move
+/// is taken back (a savepoint) and done again for those that do, and the rest stay for the next
+/// batch (the cursor goes back). Returns the rows moved.
+fn move_trees(
     conn: &mut PgConnection,
     table: &ArchiveTable,
     before: Option<DateTime<Utc>>,
     budget: i64,
     cursor: &mut ArchiveCursor,
-) -> Result<Vec<i64>, DbError> {
-    let mut kept: Vec<i64> = Vec::new();
+    moved: &mut BTreeMap<String, i64>,
+) -> Result<i64, DbError> {
     let mut counted = 0;
     while counted < budget {
         let per_tree = cursor
@@ -180,126 +196,145 @@ fn lock_trees(
         if ids.is_empty() {
             break;
         }
-        let sizes = tree_sizes(conn, table, &ids)?;
-        let seen: i64 = ids
-            .iter()
-            .map(|id| sizes.get(id).copied().unwrap_or(1))
-            .sum();
-        let seen_trees = i64::try_from(ids.len()).unwrap_or(i64::MAX).max(1);
-        cursor
-            .tree_rows
-            .insert(table.name, (seen + seen_trees - 1) / seen_trees);
-        for id in ids {
-            if counted >= budget {
-                break;
+        let room = budget - counted;
+        let attempt = conn.transaction::<_, Undone, _>(|conn| {
+            let children = move_children(conn, table, &ids)?;
+            match fitting(&ids, &children.sizes, room) {
+                all if all == ids.len() => Ok(children),
+                some => Err(Undone::Fits(some)),
             }
-            counted += sizes.get(&id).copied().unwrap_or(1);
-            kept.push(id);
+        });
+        let (kept, children) = match attempt {
+            Ok(children) => (ids.as_slice(), children),
+            Err(Undone::Fits(some)) => {
+                let kept = &ids[..some];
+                (kept, move_children(conn, table, kept)?)
+            }
+            Err(Undone::Db(error)) => return Err(error),
+        };
+        let parents = move_rows(conn, table.name, "id = ANY($1) AND deleted <> 0", kept)?;
+        for (name, count) in &children.per_table {
+            *moved.entry((*name).to_owned()).or_default() += count;
+        }
+        *moved.entry(table.name.to_owned()).or_default() += parents;
+        let rows = parents + children.per_table.iter().map(|(_, count)| count).sum::<i64>();
+        counted += rows;
+        let trees = i64::try_from(kept.len()).unwrap_or(i64::MAX).max(1);
+        cursor.tree_rows.insert(table.name, (rows + trees - 1) / trees);
+        if let Some(last) = kept.last() {
+            cursor.last_id.insert(table.name, *last);
+        }
+        if kept.len() < ids.len() {
+            break;
         }
     }
-    if let Some(last) = kept.last() {
-        cursor.last_id.insert(table.name, *last);
-    }
-    Ok(kept)
+    Ok(counted)
 }
 
-/// Counts the rows of each parent's tree (itself and its lifecycle children, theirs too), by
-/// parent id: one grouped count per child table, selecting the children by their foreign key
-/// `= ANY` of the parents' keys (read once, by id, as an array): index lookups, where a join or
-/// a correlated count per parent is planned as a scan or costs a subplan per parent.
-fn tree_sizes(
+/// How many of the trees `ids` (in order) fit `room` as Nova counts: added while the count is
+/// below it, so at least one.
+fn fitting(ids: &[i64], sizes: &HashMap<i64, i64>, room: i64) -> usize {
+    let mut counted = 0;
+    let mut fit = 0;
+    for id in ids {
+        if counted >= room {
+            break;
+        }
+        counted += 1 + sizes.get(id).copied().unwrap_or(0);
+        fit += 1;
+    }
+    fit
+}
+
+/// What moving the lifecycle children of some parents moved: per parent id, its child rows
+/// (all levels), and per child table, the rows.
+#[derive(Default)]
+struct MovedChildren {
+    sizes: HashMap<i64, i64>,
+    per_table: Vec<(&'static str, i64)>,
+}
+
+/// Moves every lifecycle child (all levels, deepest first) of the parents `ids` of `table`,
+/// each child table in one statement that also counts what it moved per parent.
+fn move_children(
     conn: &mut PgConnection,
     table: &ArchiveTable,
     ids: &[i64],
-) -> Result<HashMap<i64, i64>, DbError> {
-    #[derive(QueryableByName)]
-    struct Keyed {
-        #[diesel(sql_type = Text)]
-        key: String,
-        #[diesel(sql_type = BigInt)]
-        count: i64,
+) -> Result<MovedChildren, DbError> {
+    let mut moved = MovedChildren::default();
+    let mut line: Vec<&LifecycleChild> = Vec::new();
+    for child in table.children {
+        move_child(conn, table.name, child, &mut line, ids, &mut moved)?;
     }
-    #[derive(QueryableByName)]
-    struct Parent {
-        #[diesel(sql_type = BigInt)]
-        id: i64,
-        #[diesel(sql_type = Text)]
-        key: String,
-    }
-    let mut sizes: HashMap<i64, i64> = ids.iter().map(|id| (*id, 1)).collect();
-    let mut keys: HashMap<&str, Vec<Parent>> = HashMap::new();
-    for first in table.children {
-        if !keys.contains_key(first.parent_column) {
-            let read: Vec<Parent> = diesel::sql_query(format!(
-                "SELECT id, {}::text AS key FROM {} WHERE id = ANY($1)",
-                first.parent_column, table.name
-            ))
-            .bind::<Array<BigInt>, _>(ids)
-            .load(conn)?;
-            keys.insert(first.parent_column, read);
-        }
-        // Every path from this child down: the JOIN clauses below it.
-        let mut paths: Vec<String> = vec![String::new()];
-        fn deeper(children: &[LifecycleChild], depth: usize, joins: &str, paths: &mut Vec<String>) {
-            for child in children {
-                let here = depth + 1;
-                let joins = format!(
-                    "{joins} JOIN {} p{here} ON p{here}.{} = p{depth}.{}",
-                    child.table, child.column, child.parent_column
-                );
-                paths.push(joins.clone());
-                deeper(child.children, here, &joins, paths);
-            }
-        }
-        deeper(first.children, 1, "", &mut paths);
-        let mut per_key: HashMap<String, i64> = HashMap::new();
-        for joins in paths {
-            let counted: Vec<Keyed> = diesel::sql_query(format!(
-                "SELECT p1.{column}::text AS key, count(*) AS count FROM {child} p1{joins}
-                  WHERE p1.{column} = ANY(ARRAY(SELECT {parent_column} FROM {parent}
-                                                 WHERE id = ANY($1)))
-                  GROUP BY 1",
-                column = first.column,
-                child = first.table,
-                parent_column = first.parent_column,
-                parent = table.name,
-            ))
-            .bind::<Array<BigInt>, _>(ids)
-            .load(conn)?;
-            for keyed in counted {
-                *per_key.entry(keyed.key).or_default() += keyed.count;
-            }
-        }
-        for parent in keys.get(first.parent_column).into_iter().flatten() {
-            if let Some(count) = per_key.get(&parent.key) {
-                *sizes.entry(parent.id).or_default() += count;
-            }
-        }
-    }
-    Ok(sizes)
+    Ok(moved)
 }
 
-/// Moves `child`'s rows referencing the parent rows selected by `parent_condition` (and their
-/// own lifecycle children first). Returns the rows moved.
-fn move_lifecycle(
+/// Moves `child`'s rows (its own children first) under the parents `ids`; `line` is the chain
+/// of children between the parent table and `child`.
+fn move_child<'a>(
     conn: &mut PgConnection,
     parent: &str,
-    parent_condition: &str,
-    child: &LifecycleChild,
+    child: &'a LifecycleChild,
+    line: &mut Vec<&'a LifecycleChild>,
     ids: &[i64],
-    moved: &mut BTreeMap<String, i64>,
-) -> Result<i64, DbError> {
-    let condition = format!(
-        "{} IN (SELECT {} FROM {parent} WHERE {parent_condition})",
-        child.column, child.parent_column
-    );
-    let mut rows = 0;
+    moved: &mut MovedChildren,
+) -> Result<(), DbError> {
+    line.push(child);
     for grandchild in child.children {
-        rows += move_lifecycle(conn, child.table, &condition, grandchild, ids, moved)?;
+        move_child(conn, parent, grandchild, line, ids, moved)?;
     }
-    let count = move_rows(conn, child.table, &condition, ids)?;
-    *moved.entry(child.table.to_owned()).or_default() += count;
-    Ok(rows + count)
+    // The rows to move: under the chain of children down from the parents `ids`.
+    let mut condition = "id = ANY($1)".to_owned();
+    let mut above = parent;
+    for link in line.iter() {
+        condition = format!(
+            "{} IN (SELECT {} FROM {above} WHERE {condition})",
+            link.column, link.parent_column
+        );
+        above = link.table;
+    }
+    // Up from the moved rows to their parent's id, through the chain (still in place: parents
+    // move after their children).
+    let mut joins = String::new();
+    let mut below = ("c".to_owned(), child.column);
+    for (depth, link) in line.iter().rev().enumerate().skip(1) {
+        joins.push_str(&format!(
+            " JOIN {} u{depth} ON u{depth}.{} = {}.{}",
+            link.table, line[line.len() - depth].parent_column, below.0, below.1
+        ));
+        below = (format!("u{depth}"), link.column);
+    }
+    let first = line[0];
+    let counted: Vec<PerParent> = diesel::sql_query(format!(
+        "WITH moved AS (DELETE FROM {table} WHERE {condition} RETURNING *),
+              copied AS (INSERT INTO shadow_{table} SELECT * FROM moved RETURNING {column})
+         SELECT p.id, count(*) AS count FROM copied c{joins}
+           JOIN {parent} p ON p.{parent_column} = {from}.{key}
+          GROUP BY p.id",
+        table = child.table,
+        column = child.column,
+        parent_column = first.parent_column,
+        from = below.0,
+        key = below.1,
+    ))
+    .bind::<Array<BigInt>, _>(ids)
+    .load(conn)?;
+    line.pop();
+    let mut rows = 0;
+    for row in counted {
+        *moved.sizes.entry(row.id).or_default() += row.count;
+        rows += row.count;
+    }
+    moved.per_table.push((child.table, rows));
+    Ok(())
+}
+
+#[derive(QueryableByName)]
+struct PerParent {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
+    #[diesel(sql_type = BigInt)]
+    count: i64,
 }
 
 /// Moves the rows of `table` matching `condition` (which may use `$1`, the parent ids) to its

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use crate::db::DbError;
@@ -62,63 +62,70 @@ impl From<diesel::result::Error> for AllocationError {
 /// allocations. Provider generations are the caller's: a replace that empties a consumer has
 /// bumped them already (`lock_providers`), Placement's `DELETE` bumps none.
 pub fn delete_consumer(conn: &mut PgConnection, consumer: Uuid) -> Result<bool, DbError> {
+    Ok(delete_consumers(conn, &[consumer])? > 0)
+}
+
+/// `delete_consumer` for several consumers in one statement (locked in uuid order); returns
+/// how many allocations went.
+fn delete_consumers(conn: &mut PgConnection, consumers: &[Uuid]) -> Result<i64, DbError> {
     #[derive(QueryableByName)]
     struct Count {
         #[diesel(sql_type = BigInt)]
         n: i64,
     }
     let deleted: Count = crate::db::cached::query(
-        "WITH consumer AS (SELECT uuid FROM consumers WHERE uuid = $1 FOR UPDATE),
+        "WITH consumer AS (SELECT uuid FROM consumers WHERE uuid = ANY($1)
+                            ORDER BY uuid FOR UPDATE),
               gone AS (DELETE FROM allocations
                         WHERE consumer_id IN (SELECT uuid FROM consumer) RETURNING 1),
               dropped AS (DELETE FROM consumers WHERE uuid IN (SELECT uuid FROM consumer))
          SELECT count(*) AS n FROM gone",
     )
-    .bind::<SqlUuid, _>(consumer)
+    .bind::<Array<SqlUuid>, _>(consumers)
     .get_result(conn)?;
-    Ok(deleted.n > 0)
+    Ok(deleted.n)
 }
 
-/// A consumer as the clearing statement finds it, with the ids of its project, user and type
-/// names when those exist.
-#[derive(QueryableByName)]
-struct ConsumerState {
-    #[diesel(sql_type = Nullable<BigInt>)]
-    generation: Option<i64>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    project_id: Option<i64>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    user_id: Option<i64>,
-    #[diesel(sql_type = Nullable<BigInt>)]
-    type_id: Option<i64>,
-}
+mod write;
 
 /// Replaces the allocations of every consumer of `writes`, all or nothing (run it in a
-/// transaction). Every provider touched is locked in id order first, so concurrent writers on a
-/// provider take turns and each sees the usage the others committed; per consumer it then takes
-/// three statements: clear (and check its generation), write the consumer, and write the
-/// allocations while checking capacity.
+/// transaction), in a handful of statements however many consumers there are: every provider
+/// touched is locked in id order first, so concurrent writers on a provider take turns and
+/// each sees the usage the others committed; then every consumer is locked and cleared in one
+/// statement, the generations compared, names created when new, emptied consumers deleted,
+/// and every consumer and allocation written and checked in one last statement. A refusal
+/// names the first consumer (in the order of `writes`) whose generation does not match, else
+/// the first allocation that breaks capacity or its inventory's limits, counting the usage of
+/// the consumers written before it.
 pub fn replace_allocations(
     conn: &mut PgConnection,
     writes: &[ConsumerAllocations],
 ) -> Result<(), AllocationError> {
     let provider_ids = lock_providers(conn, writes)?;
-    for write in writes {
-        let existing = clear_consumer(conn, write)?;
+    let found = write::clear_consumers(conn, writes)?;
+    for (write, existing) in writes.iter().zip(&found) {
         if !write.expected_generation.accepts(existing.generation) {
             return Err(AllocationError::ConsumerGeneration {
                 stored: existing.generation,
                 sent: write.expected_generation.expected(),
             });
         }
-        let empty = write.allocations.values().all(BTreeMap::is_empty);
-        if empty {
-            delete_consumer(conn, write.consumer)?;
-            continue;
-        }
-        let names = name_ids(conn, write, &existing)?;
-        let mut rows = AllocationRows::default();
-        for (provider, resources) in &write.allocations {
+    }
+    let (emptied, filled): (Vec<_>, Vec<_>) = writes
+        .iter()
+        .zip(found)
+        .partition(|(write, _)| write.allocations.values().all(BTreeMap::is_empty));
+    let emptied: Vec<Uuid> = emptied.iter().map(|(write, _)| write.consumer).collect();
+    if !emptied.is_empty() {
+        delete_consumers(conn, &emptied)?;
+    }
+    if filled.is_empty() {
+        return Ok(());
+    }
+    let consumers = write::name_ids(conn, filled)?;
+    let mut rows = write::AllocationRows::default();
+    for (index, consumer) in consumers.iter().enumerate() {
+        for (provider, resources) in &consumer.allocations.allocations {
             let provider_id = provider_ids
                 .get(provider)
                 .copied()
@@ -128,18 +135,11 @@ pub fn replace_allocations(
                     class: class.clone(),
                     provider: *provider,
                 })?;
-                rows.push(provider_id, *provider, class, amount);
+                rows.push(index, provider_id, *provider, class, amount);
             }
         }
-        write_and_check(
-            conn,
-            write.consumer,
-            existing.generation.is_some(),
-            names,
-            &rows,
-        )?;
     }
-    Ok(())
+    write::write_and_check(conn, &consumers, &rows)
 }
 
 #[derive(QueryableByName)]
@@ -196,200 +196,6 @@ fn lock_providers(
         return Err(AllocationError::ProviderMissing(*missing));
     }
     Ok(provider_ids)
-}
-
-/// Locks a consumer and clears its allocations; returns what it found.
-fn clear_consumer(
-    conn: &mut PgConnection,
-    write: &ConsumerAllocations,
-) -> Result<ConsumerState, AllocationError> {
-    Ok(crate::db::cached::query(
-        "WITH consumer AS (SELECT generation FROM consumers WHERE uuid = $1 FOR UPDATE),
-              -- Reads `consumer`, so the consumer is locked before its allocations.
-              cleared AS (DELETE FROM allocations
-                           WHERE consumer_id = $1 AND (SELECT count(*) FROM consumer) >= 0)
-         SELECT (SELECT generation FROM consumer) AS generation,
-                (SELECT id FROM projects WHERE external_id = $2)::bigint AS project_id,
-                (SELECT id FROM users WHERE external_id = $3)::bigint AS user_id,
-                (SELECT id FROM consumer_types WHERE name = $4)::bigint AS type_id",
-    )
-    .bind::<SqlUuid, _>(write.consumer)
-    .bind::<Text, _>(&write.project)
-    .bind::<Text, _>(&write.user)
-    .bind::<Nullable<Text>, _>(write.consumer_type.as_deref())
-    .get_result(conn)?)
-}
-
-/// The ids of a write's project, user and consumer type (none when it names no type). The
-/// locking statement looked them up; only a first sight writes one (a write that would
-/// otherwise lock a shared row in every transaction).
-fn name_ids(
-    conn: &mut PgConnection,
-    write: &ConsumerAllocations,
-    existing: &ConsumerState,
-) -> Result<(i64, i64, Option<i64>), DbError> {
-    let project = match existing.project_id {
-        Some(id) => id,
-        None => ensure_named(conn, "projects", "external_id", &write.project)?,
-    };
-    let user = match existing.user_id {
-        Some(id) => id,
-        None => ensure_named(conn, "users", "external_id", &write.user)?,
-    };
-    let kind = match (&write.consumer_type, existing.type_id) {
-        (Some(_), Some(id)) => Some(id),
-        (Some(name), None) => Some(ensure_named(conn, "consumer_types", "name", name)?),
-        (None, _) => None,
-    };
-    Ok((project, user, kind))
-}
-
-/// Returns the id of the row of `table` whose `column` is `value`, creating it if missing.
-fn ensure_named(
-    conn: &mut PgConnection,
-    table: &str,
-    column: &str,
-    value: &str,
-) -> Result<i64, DbError> {
-    #[derive(QueryableByName)]
-    struct Id {
-        #[diesel(sql_type = BigInt)]
-        id: i64,
-    }
-    let row: Id = diesel::sql_query(format!(
-        "INSERT INTO {table} ({column}) VALUES ($1) ON CONFLICT ({column})
-         DO UPDATE SET {column} = EXCLUDED.{column} RETURNING id::bigint AS id"
-    ))
-    .bind::<Text, _>(value)
-    .get_result(conn)?;
-    Ok(row.id)
-}
-
-/// The allocations of one consumer, as columns for one statement.
-#[derive(Debug, Default)]
-struct AllocationRows {
-    provider_ids: Vec<i64>,
-    providers: Vec<Uuid>,
-    classes: Vec<String>,
-    amounts: Vec<i32>,
-}
-
-impl AllocationRows {
-    fn push(&mut self, provider_id: i64, provider: Uuid, class: &str, amount: i32) {
-        self.provider_ids.push(provider_id);
-        self.providers.push(provider);
-        self.classes.push(class.to_owned());
-        self.amounts.push(amount);
-    }
-}
-
-/// Writes one consumer's allocations and checks, in the same statement, that each class is
-/// known and has inventory on its provider, that each amount meets min_unit, max_unit and
-/// step_size, and that usage (what the statement sees committed or written earlier in this
-/// transaction, plus the amount) stays within (total − reserved) × allocation_ratio. Refuses at
-/// the first failure, in the order of `rows`.
-fn write_and_check(
-    conn: &mut PgConnection,
-    consumer: Uuid,
-    exists: bool,
-    names: (i64, i64, Option<i64>),
-    rows: &AllocationRows,
-) -> Result<(), AllocationError> {
-    // The consumer is written by the same statement: updated when it exists, inserted when
-    // not — where a racing request that created it first makes the insert fail.
-    let consumer_sql = if exists {
-        "consumer_written AS (
-             UPDATE consumers SET project_id = $5, user_id = $6, generation = generation + 1,
-                    updated_at = now(), consumer_type_id = COALESCE($7::int, consumer_type_id)
-              WHERE uuid = $1)"
-    } else {
-        "consumer_written AS (
-             INSERT INTO consumers (uuid, project_id, user_id, generation, consumer_type_id)
-             VALUES ($1, $5, $6, 1, $7::int))"
-    };
-    let (project, user, kind) = names;
-    let checked: Result<Vec<Capacity>, DbError> = crate::db::cached::query(format!(
-        "WITH {consumer_sql},
-         wanted AS (
-             SELECT t.p, t.n, t.ord, rc.id AS class_id
-               FROM unnest($2::bigint[], $3::text[], $4::int[]) WITH ORDINALITY AS t(p, name, n, ord)
-               LEFT JOIN resource_classes rc ON rc.name = t.name),
-         written AS (
-             INSERT INTO allocations (resource_provider_id, consumer_id, resource_class_id, used)
-             SELECT p, $1, class_id, n FROM wanted WHERE class_id IS NOT NULL)
-         SELECT w.ord, w.class_id, ((i.total - i.reserved) * i.allocation_ratio)::float8 AS capacity,
-                i.min_unit, i.max_unit, i.step_size,
-                w.n + (SELECT COALESCE(sum(a.used), 0) FROM allocations a
-                        WHERE a.resource_provider_id = w.p AND a.resource_class_id = w.class_id)::bigint AS used
-           FROM wanted w
-           LEFT JOIN inventories i ON i.resource_provider_id = w.p AND i.resource_class_id = w.class_id
-          ORDER BY w.ord"
-    ))
-    .bind::<SqlUuid, _>(consumer)
-    .bind::<Array<BigInt>, _>(&rows.provider_ids)
-    .bind::<Array<Text>, _>(&rows.classes)
-    .bind::<Array<Integer>, _>(&rows.amounts)
-    .bind::<BigInt, _>(project)
-    .bind::<BigInt, _>(user)
-    .bind::<Nullable<BigInt>, _>(kind)
-    .load(conn)
-    .map_err(DbError::from);
-    let checked = match checked {
-        // Another request wrote this consumer after this one read it (a new consumer both
-        // saw missing): the consumer's row or its allocations already exist.
-        Err(DbError::UniqueViolation { constraint })
-            if constraint.starts_with("consumers") || constraint.starts_with("allocations") =>
-        {
-            return Err(AllocationError::ConsumerCreatedConcurrently(consumer));
-        }
-        other => other?,
-    };
-    checked
-        .iter()
-        .try_for_each(|row| refusal(row, rows).map_or(Ok(()), Err))
-}
-
-/// What `write_and_check` read back for one wanted allocation (in the order of the rows).
-#[derive(QueryableByName)]
-struct Capacity {
-    #[diesel(sql_type = BigInt)]
-    ord: i64,
-    #[diesel(sql_type = Nullable<Integer>)]
-    class_id: Option<i32>,
-    #[diesel(sql_type = Nullable<Double>)]
-    capacity: Option<f64>,
-    #[diesel(sql_type = BigInt)]
-    used: i64,
-    #[diesel(sql_type = Nullable<Integer>)]
-    min_unit: Option<i32>,
-    #[diesel(sql_type = Nullable<Integer>)]
-    max_unit: Option<i32>,
-    #[diesel(sql_type = Nullable<Integer>)]
-    step_size: Option<i32>,
-}
-
-/// Why the allocation `row` reads back is refused, if it is: an unknown class, no inventory,
-/// an amount outside min_unit, max_unit and step_size, or usage beyond capacity.
-fn refusal(row: &Capacity, rows: &AllocationRows) -> Option<AllocationError> {
-    let index = usize::try_from(row.ord - 1).ok()?;
-    let provider = rows.providers.get(index).copied()?;
-    let class = rows.classes.get(index).cloned()?;
-    let amount = rows.amounts.get(index).copied()?;
-    if row.class_id.is_none() {
-        return Some(AllocationError::UnknownClass(class));
-    }
-    let (Some(capacity), Some(min_unit), Some(max_unit), Some(step_size)) =
-        (row.capacity, row.min_unit, row.max_unit, row.step_size)
-    else {
-        return Some(AllocationError::NoInventory { class, provider });
-    };
-    if amount < min_unit || amount > max_unit || amount % step_size.max(1) != 0 {
-        return Some(AllocationError::Constraint { class, provider });
-    }
-    if row.used as f64 > capacity {
-        return Some(AllocationError::Capacity { class, provider });
-    }
-    None
 }
 
 /// One allocation row, as the read APIs show them.

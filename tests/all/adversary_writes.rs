@@ -1,0 +1,125 @@
+//! Large writes (issue 25, items 6 and 10): one `POST /placement/allocations` of 5,000
+//! consumers fits under the body limit and is written in a handful of statements, all or
+//! nothing; the benchmark figure is in the closing note of issue 25.
+
+use reqwest::Method;
+use serde_json::{Map, Value, json};
+
+use crate::helpers::{TestApp, create_placement_provider, put_placement_inventory};
+
+const CONSUMERS: usize = 5_000;
+const PROVIDERS: usize = 50;
+
+fn provider(index: usize) -> String {
+    format!("b0000000-0000-4000-8000-{index:012}")
+}
+
+fn consumer(index: usize) -> String {
+    format!("c0000000-0000-4000-8000-{index:012}")
+}
+
+/// The body of a POST writing `vcpus` VCPU for each consumer of `consumers`, spread over the
+/// providers, expecting consumer generation `generation`.
+fn body(consumers: std::ops::Range<usize>, vcpus: i64, generation: Option<i64>) -> Value {
+    let mut all = Map::new();
+    for index in consumers {
+        all.insert(
+            consumer(index),
+            json!({
+                "allocations": {provider(index % PROVIDERS): {"resources": {"VCPU": vcpus}}},
+                "project_id": format!("project-{}", index % 7),
+                "user_id": format!("user-{}", index % 3),
+                "consumer_generation": generation,
+                "consumer_type": "INSTANCE",
+            }),
+        );
+    }
+    Value::Object(all)
+}
+
+async fn used_vcpus(app: &TestApp) -> i64 {
+    let mut used = 0;
+    for index in 0..PROVIDERS {
+        let (status, _, body) = app
+            .placement(
+                Method::GET,
+                &format!("/placement/resource_providers/{}/usages", provider(index)),
+            )
+            .version("1.38")
+            .token("admin")
+            .send()
+            .await;
+        assert_eq!(status, 200, "{body}");
+        used += body["usages"]["VCPU"].as_i64().unwrap_or(0);
+    }
+    used
+}
+
+async fn post(app: &TestApp, body: Value) -> (u16, Value) {
+    let (status, _, answer) = app
+        .placement(Method::POST, "/placement/allocations")
+        .version("1.38")
+        .token("admin")
+        .json(body)
+        .send()
+        .await;
+    (status, answer)
+}
+
+#[actix_web::test]
+async fn five_thousand_consumers_in_one_post_are_written_all_or_nothing() {
+    let app = TestApp::spawn().await;
+    for index in 0..PROVIDERS {
+        create_placement_provider(&app, &provider(index)).await;
+        put_placement_inventory(&app, &provider(index), json!({"VCPU": {"total": 250}})).await;
+    }
+    let first = body(0..CONSUMERS, 1, None);
+    let size = first.to_string().len();
+    assert!(
+        size < 16 * 1024 * 1024,
+        "{size} bytes: under the body limit"
+    );
+    let (status, answer) = post(&app, first).await;
+    assert_eq!(status, 204, "{answer}");
+    assert_eq!(used_vcpus(&app).await, CONSUMERS as i64);
+
+    // Every consumer again, at 2 VCPU: 200 per provider of 250, fits.
+    let (status, answer) = post(&app, body(0..CONSUMERS, 2, Some(1))).await;
+    assert_eq!(status, 204, "{answer}");
+    assert_eq!(used_vcpus(&app).await, 2 * CONSUMERS as i64);
+
+    // 5,000 more at 1 VCPU would put 300 on providers of 250: refused whole.
+    let (status, answer) = post(&app, body(CONSUMERS..2 * CONSUMERS, 1, None)).await;
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(answer["errors"][0]["code"], "placement.undefined_code");
+    assert_eq!(
+        used_vcpus(&app).await,
+        2 * CONSUMERS as i64,
+        "nothing written"
+    );
+
+    // A stale generation on the last consumer refuses the whole write too.
+    let mut stale = body(0..CONSUMERS, 1, Some(2));
+    stale[consumer(CONSUMERS - 1)]["consumer_generation"] = json!(1);
+    let (status, answer) = post(&app, stale).await;
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(answer["errors"][0]["code"], "placement.concurrent_update");
+    assert_eq!(
+        used_vcpus(&app).await,
+        2 * CONSUMERS as i64,
+        "nothing written"
+    );
+
+    // Emptying them all deletes every consumer.
+    let mut emptied = Map::new();
+    for index in 0..CONSUMERS {
+        emptied.insert(
+            consumer(index),
+            json!({"allocations": {}, "project_id": "p", "user_id": "u",
+                   "consumer_generation": 2, "consumer_type": "INSTANCE"}),
+        );
+    }
+    let (status, answer) = post(&app, Value::Object(emptied)).await;
+    assert_eq!(status, 204, "{answer}");
+    assert_eq!(used_vcpus(&app).await, 0);
+}

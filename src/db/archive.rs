@@ -217,10 +217,17 @@ fn move_trees(
             *moved.entry((*name).to_owned()).or_default() += count;
         }
         *moved.entry(table.name.to_owned()).or_default() += parents;
-        let rows = parents + children.per_table.iter().map(|(_, count)| count).sum::<i64>();
+        let rows = parents
+            + children
+                .per_table
+                .iter()
+                .map(|(_, count)| count)
+                .sum::<i64>();
         counted += rows;
         let trees = i64::try_from(kept.len()).unwrap_or(i64::MAX).max(1);
-        cursor.tree_rows.insert(table.name, (rows + trees - 1) / trees);
+        cursor
+            .tree_rows
+            .insert(table.name, (rows + trees - 1) / trees);
         if let Some(last) = kept.last() {
             cursor.last_id.insert(table.name, *last);
         }
@@ -300,7 +307,10 @@ fn move_child<'a>(
     for (depth, link) in line.iter().rev().enumerate().skip(1) {
         joins.push_str(&format!(
             " JOIN {} u{depth} ON u{depth}.{} = {}.{}",
-            link.table, line[line.len() - depth].parent_column, below.0, below.1
+            link.table,
+            line[line.len() - depth].parent_column,
+            below.0,
+            below.1
         ));
         below = (format!("u{depth}"), link.column);
     }

@@ -189,38 +189,10 @@ impl AllocationRows {
     }
 }
 
-/// Writes the consumers (updated when they exist, inserted when not — where a racing request
-/// that created one first makes the insert fail) and every allocation, and checks in the same
-/// statement that each class is known and has inventory on its provider, that each amount
-/// meets min_unit, max_unit and step_size, and that usage — the other consumers' plus the
-/// amounts written up to this one, in order — stays within (total − reserved) ×
-/// allocation_ratio. Refuses at the first failure, in the order of `rows`.
-pub(super) fn write_and_check(
-    conn: &mut PgConnection,
-    consumers: &[Named],
-    rows: &AllocationRows,
-) -> Result<(), AllocationError> {
-    let column = |exists: bool| {
-        let chosen: Vec<&Named> = consumers.iter().filter(|c| c.exists == exists).collect();
-        (
-            chosen
-                .iter()
-                .map(|c| c.allocations.consumer)
-                .collect::<Vec<_>>(),
-            chosen.iter().map(|c| c.project).collect::<Vec<_>>(),
-            chosen.iter().map(|c| c.user).collect::<Vec<_>>(),
-            chosen.iter().map(|c| c.kind).collect::<Vec<_>>(),
-        )
-    };
-    let (old, old_projects, old_users, old_kinds) = column(true);
-    let (new, new_projects, new_users, new_kinds) = column(false);
-    let row_consumers: Vec<Uuid> = rows
-        .consumers
-        .iter()
-        .map(|index| consumers[*index].allocations.consumer)
-        .collect();
-    let checked: Result<Vec<Capacity>, DbError> = crate::db::cached::query(
-        "WITH updated AS (
+/// The statement of `write_and_check`: $1–$4 the allocations (consumer, provider id, class
+/// name, amount), $5–$8 the consumers to update, $9–$12 those to insert (uuid, project id,
+/// user id, type id).
+const WRITE_AND_CHECK: &str = "WITH updated AS (
              UPDATE consumers c SET project_id = v.project, user_id = v.usr,
                     generation = c.generation + 1, updated_at = now(),
                     consumer_type_id = COALESCE(v.kind::int, c.consumer_type_id)
@@ -256,22 +228,41 @@ pub(super) fn write_and_check(
            LEFT JOIN inventories i
              ON i.resource_provider_id = w.p AND i.resource_class_id = w.class_id
            LEFT JOIN others o ON o.p = w.p AND o.class_id = w.class_id
-          ORDER BY w.ord",
-    )
-    .bind::<Array<SqlUuid>, _>(&row_consumers)
-    .bind::<Array<BigInt>, _>(&rows.provider_ids)
-    .bind::<Array<Text>, _>(&rows.classes)
-    .bind::<Array<Integer>, _>(&rows.amounts)
-    .bind::<Array<SqlUuid>, _>(&old)
-    .bind::<Array<BigInt>, _>(&old_projects)
-    .bind::<Array<BigInt>, _>(&old_users)
-    .bind::<Array<Nullable<BigInt>>, _>(&old_kinds)
-    .bind::<Array<SqlUuid>, _>(&new)
-    .bind::<Array<BigInt>, _>(&new_projects)
-    .bind::<Array<BigInt>, _>(&new_users)
-    .bind::<Array<Nullable<BigInt>>, _>(&new_kinds)
-    .load(conn)
-    .map_err(DbError::from);
+          ORDER BY w.ord";
+
+/// Writes the consumers (updated when they exist, inserted when not — where a racing request
+/// that created one first makes the insert fail) and every allocation, and checks in the same
+/// statement that each class is known and has inventory on its provider, that each amount
+/// meets min_unit, max_unit and step_size, and that usage — the other consumers' plus the
+/// amounts written up to this one, in order — stays within (total − reserved) ×
+/// allocation_ratio. Refuses at the first failure, in the order of `rows`.
+pub(super) fn write_and_check(
+    conn: &mut PgConnection,
+    consumers: &[Named],
+    rows: &AllocationRows,
+) -> Result<(), AllocationError> {
+    let (old, old_projects, old_users, old_kinds) = columns(consumers, true);
+    let (new, new_projects, new_users, new_kinds) = columns(consumers, false);
+    let row_consumers: Vec<Uuid> = rows
+        .consumers
+        .iter()
+        .map(|index| consumers[*index].allocations.consumer)
+        .collect();
+    let checked: Result<Vec<Capacity>, DbError> = crate::db::cached::query(WRITE_AND_CHECK)
+        .bind::<Array<SqlUuid>, _>(&row_consumers)
+        .bind::<Array<BigInt>, _>(&rows.provider_ids)
+        .bind::<Array<Text>, _>(&rows.classes)
+        .bind::<Array<Integer>, _>(&rows.amounts)
+        .bind::<Array<SqlUuid>, _>(&old)
+        .bind::<Array<BigInt>, _>(&old_projects)
+        .bind::<Array<BigInt>, _>(&old_users)
+        .bind::<Array<Nullable<BigInt>>, _>(&old_kinds)
+        .bind::<Array<SqlUuid>, _>(&new)
+        .bind::<Array<BigInt>, _>(&new_projects)
+        .bind::<Array<BigInt>, _>(&new_users)
+        .bind::<Array<Nullable<BigInt>>, _>(&new_kinds)
+        .load(conn)
+        .map_err(DbError::from);
     let checked = match checked {
         // Another request wrote a consumer after this one read it (a new consumer both saw
         // missing): the consumer's row or its allocations already exist.
@@ -286,6 +277,18 @@ pub(super) fn write_and_check(
     checked
         .iter()
         .try_for_each(|row| refusal(row, rows).map_or(Ok(()), Err))
+}
+
+/// The consumers that exist (or not), as columns: uuid, project, user, type.
+#[allow(clippy::type_complexity)]
+fn columns(consumers: &[Named], exists: bool) -> (Vec<Uuid>, Vec<i64>, Vec<i64>, Vec<Option<i64>>) {
+    let chosen: Vec<&Named> = consumers.iter().filter(|c| c.exists == exists).collect();
+    (
+        chosen.iter().map(|c| c.allocations.consumer).collect(),
+        chosen.iter().map(|c| c.project).collect(),
+        chosen.iter().map(|c| c.user).collect(),
+        chosen.iter().map(|c| c.kind).collect(),
+    )
 }
 
 /// What `write_and_check` read back for one wanted allocation (in the order of the rows).

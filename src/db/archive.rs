@@ -63,6 +63,10 @@ pub fn archive_batch(
 ) -> Result<BTreeMap<String, i64>, DbError> {
     let mut moved: BTreeMap<String, i64> = BTreeMap::new();
     let mut budget = options.max_rows;
+    // Every statement of a batch reaches its rows through an index (by id, by the parents'
+    // keys): a plan that scans a whole table instead, chosen for a batch that is a few percent
+    // of it, makes archiving a large table quadratic.
+    diesel::sql_query("SET LOCAL enable_seqscan = off").execute(conn)?;
     for table in ARCHIVE_ORDER {
         if budget <= 0 {
             break;
@@ -72,7 +76,7 @@ pub fn archive_batch(
             if ids.is_empty() {
                 continue;
             }
-            let count = move_rows(conn, table.name, "id = ANY($1) AND deleted <> 0", &ids)?;
+            let count = move_rows(conn, table.name, &locked_rows(&ids), &ids)?;
             *moved.entry(table.name.to_owned()).or_default() += count;
             count
         } else {
@@ -107,7 +111,8 @@ pub fn archive_batch(
     Ok(moved)
 }
 
-/// Locks up to `limit` soft-deleted rows of `table` after the cursor that nothing blocks.
+/// Locks up to `limit` soft-deleted rows of `table` after the cursor that nothing blocks;
+/// returns their ids.
 fn lock_archivable(
     conn: &mut PgConnection,
     table: &ArchiveTable,
@@ -115,6 +120,21 @@ fn lock_archivable(
     limit: i64,
     cursor: &mut ArchiveCursor,
 ) -> Result<Vec<i64>, DbError> {
+    Ok(lock_keyed(conn, table, "''", before, limit, cursor)?
+        .into_iter()
+        .map(|row| row.count)
+        .collect())
+}
+
+/// `lock_archivable`, returning each row's id (as `count`) with its column `key` (as text).
+fn lock_keyed(
+    conn: &mut PgConnection,
+    table: &ArchiveTable,
+    key: &str,
+    before: Option<DateTime<Utc>>,
+    limit: i64,
+    cursor: &mut ArchiveCursor,
+) -> Result<Vec<Keyed>, DbError> {
     let blockers: String = table
         .blockers
         .iter()
@@ -130,8 +150,8 @@ fn lock_archivable(
         .map(|condition| format!(" AND NOT ({condition})"))
         .unwrap_or_default();
     let last = cursor.last_id.get(table.name).copied().unwrap_or(0);
-    let ids: Vec<i64> = diesel::sql_query(format!(
-        "SELECT t.id FROM {} t
+    let rows: Vec<Keyed> = diesel::sql_query(format!(
+        "SELECT t.id AS count, {key}::text AS key FROM {} t
           WHERE t.deleted <> 0 AND t.id > $1 AND ($2::timestamptz IS NULL OR t.deleted_at < $2){blockers}{in_use}
           ORDER BY t.id LIMIT $3 FOR UPDATE OF t SKIP LOCKED",
         table.name
@@ -139,14 +159,22 @@ fn lock_archivable(
     .bind::<BigInt, _>(last)
     .bind::<Nullable<Timestamptz>, _>(before)
     .bind::<BigInt, _>(limit)
-    .load::<Id>(conn)?
-    .into_iter()
-    .map(|row| row.id)
-    .collect();
-    if let Some(max) = ids.iter().max() {
-        cursor.last_id.insert(table.name, *max);
+    .load(conn)?;
+    if let Some(max) = rows.iter().map(|row| row.count).max() {
+        cursor.last_id.insert(table.name, max);
     }
-    Ok(ids)
+    Ok(rows)
+}
+
+/// The condition selecting the locked rows `ids` ($1, in id order) that are still soft-deleted:
+/// the ids are a range of the keyset, whose bounds let the id index find them (an array alone
+/// of thousands is planned as a scan of the table).
+fn locked_rows(ids: &[i64]) -> String {
+    format!(
+        "id = ANY($1) AND id BETWEEN {} AND {} AND deleted <> 0",
+        ids.first().copied().unwrap_or(0),
+        ids.last().copied().unwrap_or(0)
+    )
 }
 
 /// Why a try at moving trees was taken back (its savepoint rolled back).
@@ -185,20 +213,27 @@ fn move_trees(
 ) -> Result<i64, DbError> {
     let mut counted = 0;
     while counted < budget {
+        // Until a batch has seen some, a tree is guessed to have a row in each child table:
+        // a guess too small would move many trees only to take most of them back.
         let per_tree = cursor
             .tree_rows
             .get(table.name)
             .copied()
-            .unwrap_or(1)
+            .unwrap_or_else(|| 1 + child_tables(table.children))
             .max(1);
         let wanted = ((budget - counted) / per_tree).max(1);
-        let ids = lock_archivable(conn, table, before, wanted, cursor)?;
-        if ids.is_empty() {
+        let key = table
+            .children
+            .first()
+            .map_or("''", |child| child.parent_column);
+        let locked = lock_keyed(conn, table, &format!("t.{key}"), before, wanted, cursor)?;
+        if locked.is_empty() {
             break;
         }
+        let ids: Vec<i64> = locked.iter().map(|row| row.count).collect();
         let room = budget - counted;
         let attempt = conn.transaction::<_, Undone, _>(|conn| {
-            let children = move_children(conn, table, &ids)?;
+            let children = move_children(conn, table, &locked)?;
             match fitting(&ids, &children.sizes, room) {
                 all if all == ids.len() => Ok(children),
                 some => Err(Undone::Fits(some)),
@@ -206,13 +241,10 @@ fn move_trees(
         });
         let (kept, children) = match attempt {
             Ok(children) => (ids.as_slice(), children),
-            Err(Undone::Fits(some)) => {
-                let kept = &ids[..some];
-                (kept, move_children(conn, table, kept)?)
-            }
+            Err(Undone::Fits(some)) => (&ids[..some], move_children(conn, table, &locked[..some])?),
             Err(Undone::Db(error)) => return Err(error),
         };
-        let parents = move_rows(conn, table.name, "id = ANY($1) AND deleted <> 0", kept)?;
+        let parents = move_rows(conn, table.name, &locked_rows(kept), kept)?;
         for (name, count) in &children.per_table {
             *moved.entry((*name).to_owned()).or_default() += count;
         }
@@ -238,6 +270,14 @@ fn move_trees(
     Ok(counted)
 }
 
+/// How many child tables (all levels) `children` names.
+fn child_tables(children: &[LifecycleChild]) -> i64 {
+    children
+        .iter()
+        .map(|child| 1 + child_tables(child.children))
+        .sum()
+}
+
 /// How many of the trees `ids` (in order) fit `room` as Nova counts: added while the count is
 /// below it, so at least one.
 fn fitting(ids: &[i64], sizes: &HashMap<i64, i64>, room: i64) -> usize {
@@ -261,88 +301,119 @@ struct MovedChildren {
     per_table: Vec<(&'static str, i64)>,
 }
 
-/// Moves every lifecycle child (all levels, deepest first) of the parents `ids` of `table`,
-/// each child table in one statement that also counts what it moved per parent.
+/// Moves every lifecycle child (all levels, deepest first) of the parents `locked` of `table`
+/// (their ids with the key their children reference), each child table in one statement that
+/// also counts what it moved per parent key.
 fn move_children(
     conn: &mut PgConnection,
     table: &ArchiveTable,
-    ids: &[i64],
+    locked: &[Keyed],
 ) -> Result<MovedChildren, DbError> {
     let mut moved = MovedChildren::default();
     let mut line: Vec<&LifecycleChild> = Vec::new();
+    let keys: Vec<&str> = locked.iter().map(|row| row.key.as_str()).collect();
+    let ids: HashMap<&str, i64> = locked
+        .iter()
+        .map(|row| (row.key.as_str(), row.count))
+        .collect();
     for child in table.children {
-        move_child(conn, table.name, child, &mut line, ids, &mut moved)?;
+        let by_key = move_child(conn, child, &mut line, &keys, &mut moved)?;
+        for (key, count) in by_key {
+            if let Some(id) = ids.get(key.as_str()) {
+                *moved.sizes.entry(*id).or_default() += count;
+            }
+        }
     }
     Ok(moved)
 }
 
 /// Moves `child`'s rows (its own children first) under the parents `ids`; `line` is the chain
-/// of children between the parent table and `child`.
+/// of children between the parent table and `child`. Returns the rows moved (its own and its
+/// children's, all levels) by the value of its column `child.column` (its parent's key): the
+/// statement counts them as it moves them, or — when the child has children of its own —
+/// returns each moved row's key and own key, which the children's counts were keyed by.
 fn move_child<'a>(
     conn: &mut PgConnection,
-    parent: &str,
     child: &'a LifecycleChild,
     line: &mut Vec<&'a LifecycleChild>,
-    ids: &[i64],
+    keys: &[&str],
     moved: &mut MovedChildren,
-) -> Result<(), DbError> {
+) -> Result<HashMap<String, i64>, DbError> {
     line.push(child);
+    let mut below: HashMap<String, i64> = HashMap::new();
     for grandchild in child.children {
-        move_child(conn, parent, grandchild, line, ids, moved)?;
+        for (key, count) in move_child(conn, grandchild, line, keys, moved)? {
+            *below.entry(key).or_default() += count;
+        }
     }
-    // The rows to move: under the chain of children down from the parents `ids`.
-    let mut condition = "id = ANY($1)".to_owned();
-    let mut above = parent;
+    // The rows to move: under the chain of children down from the parents' keys ($1).
+    let mut condition = String::new();
+    let mut above = "";
     for link in line.iter() {
-        condition = format!(
-            "{} IN (SELECT {} FROM {above} WHERE {condition})",
-            link.column, link.parent_column
-        );
+        condition = if condition.is_empty() {
+            format!("{} = ANY($1::text[]::{}[])", link.column, link.parent_type)
+        } else {
+            format!(
+                "{} IN (SELECT {} FROM {above} WHERE {condition})",
+                link.column, link.parent_column
+            )
+        };
         above = link.table;
     }
-    // Up from the moved rows to their parent's id, through the chain (still in place: parents
-    // move after their children).
-    let mut joins = String::new();
-    let mut below = ("c".to_owned(), child.column);
-    for (depth, link) in line.iter().rev().enumerate().skip(1) {
-        joins.push_str(&format!(
-            " JOIN {} u{depth} ON u{depth}.{} = {}.{}",
-            link.table,
-            line[line.len() - depth].parent_column,
-            below.0,
-            below.1
-        ));
-        below = (format!("u{depth}"), link.column);
-    }
-    let first = line[0];
-    let counted: Vec<PerParent> = diesel::sql_query(format!(
-        "WITH moved AS (DELETE FROM {table} WHERE {condition} RETURNING *),
-              copied AS (INSERT INTO shadow_{table} SELECT * FROM moved RETURNING {column})
-         SELECT p.id, count(*) AS count FROM copied c{joins}
-           JOIN {parent} p ON p.{parent_column} = {from}.{key}
-          GROUP BY p.id",
-        table = child.table,
-        column = child.column,
-        parent_column = first.parent_column,
-        from = below.0,
-        key = below.1,
-    ))
-    .bind::<Array<BigInt>, _>(ids)
-    .load(conn)?;
     line.pop();
+    let moving = format!(
+        "WITH moved AS (DELETE FROM {table} WHERE {condition} RETURNING *),
+              copied AS (INSERT INTO shadow_{table} SELECT * FROM moved RETURNING *)",
+        table = child.table
+    );
+    let mut by_key: HashMap<String, i64> = HashMap::new();
     let mut rows = 0;
-    for row in counted {
-        *moved.sizes.entry(row.id).or_default() += row.count;
-        rows += row.count;
+    match child.children.first() {
+        None => {
+            let counted: Vec<Keyed> = diesel::sql_query(format!(
+                "{moving} SELECT {column}::text AS key, count(*) AS count FROM copied GROUP BY 1",
+                column = child.column
+            ))
+            .bind::<Array<Text>, _>(keys)
+            .load(conn)?;
+            for row in counted {
+                rows += row.count;
+                *by_key.entry(row.key).or_default() += row.count;
+            }
+        }
+        Some(first) => {
+            let pairs: Vec<KeyPair> = diesel::sql_query(format!(
+                "{moving} SELECT {column}::text AS key, {own}::text AS own FROM copied",
+                column = child.column,
+                own = first.parent_column
+            ))
+            .bind::<Array<Text>, _>(keys)
+            .load(conn)?;
+            for pair in pairs {
+                rows += 1;
+                let under = below.get(&pair.own).copied().unwrap_or(0);
+                *by_key.entry(pair.key).or_default() += 1 + under;
+            }
+        }
     }
     moved.per_table.push((child.table, rows));
-    Ok(())
+    Ok(by_key)
 }
 
+/// A moved row's key (its parent's) and its own key (its children's).
 #[derive(QueryableByName)]
-struct PerParent {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
+struct KeyPair {
+    #[diesel(sql_type = Text)]
+    key: String,
+    #[diesel(sql_type = Text)]
+    own: String,
+}
+
+/// A count (or an id) by key, as text.
+#[derive(QueryableByName)]
+struct Keyed {
+    #[diesel(sql_type = Text)]
+    key: String,
     #[diesel(sql_type = BigInt)]
     count: i64,
 }

@@ -17,6 +17,8 @@ pub struct LifecycleChild {
     pub column: &'static str,
     /// The parent's referenced column.
     pub parent_column: &'static str,
+    /// The SQL type of that column (the archiver passes the parents' keys as an array of it).
+    pub parent_type: &'static str,
     /// This child's own lifecycle children (instance_actions_events of instance_actions).
     pub children: &'static [LifecycleChild],
 }
@@ -45,6 +47,7 @@ const ACTION_EVENTS: LifecycleChild = LifecycleChild {
     table: "instance_actions_events",
     column: "action_id",
     parent_column: "id",
+    parent_type: "bigint",
     children: &[],
 };
 
@@ -56,6 +59,7 @@ const fn instance_child(
         table,
         column: "instance_uuid",
         parent_column: "uuid",
+        parent_type: "uuid",
         children,
     }
 }
@@ -440,6 +444,29 @@ mod tests {
         );
         assert_eq!(lifecycle_parent("pci_devices"), None);
         assert_eq!(lifecycle_parent("compute_nodes"), None);
+    }
+
+    /// The archiver keys a parent's (or a child's) children by one of its columns: they all
+    /// reference the same.
+    #[test]
+    fn the_children_of_a_lifecycle_child_reference_one_column_of_it() {
+        fn check(children: &[LifecycleChild]) {
+            let columns: std::collections::BTreeSet<&str> =
+                children.iter().map(|child| child.parent_column).collect();
+            assert!(columns.len() <= 1, "{columns:?}");
+            for child in children {
+                let columns: std::collections::BTreeSet<&str> = child
+                    .children
+                    .iter()
+                    .map(|grandchild| grandchild.parent_column)
+                    .collect();
+                assert!(columns.len() <= 1, "{}: {columns:?}", child.table);
+                check(child.children);
+            }
+        }
+        for table in ARCHIVE_ORDER {
+            check(table.children);
+        }
     }
 
     #[test]

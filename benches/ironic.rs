@@ -123,6 +123,7 @@ async fn run(actors: &Actors, url: &str) -> Result<(), Error> {
         let instance = actors
             .scheduler
             .send(Boot {
+                uuid: None,
                 name: format!("vm-{index}"),
                 resource_class: "baremetal".to_owned(),
                 project: "bench".to_owned(),

@@ -132,7 +132,7 @@ fn admin_routes(config: &mut web::ServiceConfig) {
     resource!(config, "/audit", get => deployment::get_audit);
     resource!(config, "/providers", get => deployment::list_providers);
     resource!(config, "/instances", get => instances::list_instances, post => instances::create_instance);
-    resource!(config, "/instances/{uuid}", delete => instances::delete_instance);
+    resource!(config, "/instances/{uuid}", get => instances::get_instance, delete => instances::delete_instance);
     resource!(config, "/events", get => events::stream_events);
     resource!(config, "/archive", post => archive::run_archive);
     resource!(config, "/archive/runs", get => archive::list_archive_runs);

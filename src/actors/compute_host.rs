@@ -12,6 +12,7 @@ mod tracker;
 
 pub use crate::config::HostSettings;
 use build::Build;
+use build::SettleBuilds;
 pub use build::{DestroyInstance, Spawn, TakeSpawns};
 use std::sync::Arc;
 use std::time::Duration;
@@ -83,6 +84,9 @@ pub struct ComputeHost {
     /// The tracker change counter at this host's last complete pass: while it stays there,
     /// a pass has nothing to compare.
     seen_changes: Option<i64>,
+    /// Builds of this host whose end could not be written (the database went away): settled
+    /// as soon as it answers again (`SettleBuilds`), not at the build timeout.
+    unsettled: std::collections::BTreeMap<Uuid, String>,
 }
 
 impl ComputeHost {
@@ -110,6 +114,7 @@ impl ComputeHost {
             last_heartbeat_ok: None,
             fenced: false,
             seen_changes: None,
+            unsettled: std::collections::BTreeMap::new(),
         }
     }
 
@@ -235,6 +240,9 @@ impl Handler<Heartbeat> for ComputeHost {
                 if recorded {
                     actor.note_unfenced(sent_at);
                     actor.last_heartbeat_ok = Some(sent_at);
+                    if !actor.unsettled.is_empty() {
+                        ctx.notify(SettleBuilds);
+                    }
                 } else {
                     log::error!(
                         "host {} lost its lease: another process runs it now (or it is no \

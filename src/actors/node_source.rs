@@ -53,7 +53,25 @@ pub enum SourceError {
     Mailbox(#[from] MailboxError),
 }
 
+/// A node as its source shows it now, for settling a build nobody finished.
+#[derive(Debug, Clone)]
+pub enum Current {
+    /// Ironic is still working on the node (deploying, cleaning …): ask again later.
+    Busy(String),
+    /// The node is at rest: as the mirror should show it (`None` from the simulator, whose
+    /// table is the truth already).
+    AtRest(Option<ListedNode>),
+}
+
 impl NodeSource {
+    /// The node as its source shows it now.
+    pub async fn current(&self, node: Uuid) -> Result<Current, SourceError> {
+        match self {
+            NodeSource::Simulated(_) => Ok(Current::AtRest(None)),
+            NodeSource::Ironic(driver) => driver.current(node).await,
+        }
+    }
+
     /// `simulated` or `ironic`: what the admin API and the dashboard show.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -45,6 +45,10 @@ pub enum BootError {
     Db(#[from] DbError),
     #[error("compute host unavailable: {0}")]
     Mailbox(#[from] MailboxError),
+    /// A boot with this uuid exists already (a retry, or another request with the same uuid
+    /// that got there first): the caller answers it.
+    #[error("instance {0} exists already")]
+    Exists(Uuid),
 }
 
 impl BootError {
@@ -55,6 +59,7 @@ impl BootError {
             BootError::Host(error) => error.kind(),
             BootError::Db(error) => error.kind(),
             BootError::Mailbox(_) => ErrorKind::Unavailable,
+            BootError::Exists(_) => ErrorKind::Conflict,
         }
     }
 
@@ -128,6 +133,9 @@ impl Actor for Scheduler {
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<Instance, BootError>")]
 pub struct Boot {
+    /// The instance's uuid: the client's (a retry with it finds the same instance), or a new
+    /// one when `None`.
+    pub uuid: Option<Uuid>,
     pub name: String,
     pub resource_class: String,
     pub project: String,
@@ -170,22 +178,22 @@ async fn boot(
     build_wait: std::time::Duration,
     message: Boot,
 ) -> Result<Instance, BootError> {
-    let instance = Uuid::new_v4();
+    let instance = message.uuid.unwrap_or_else(Uuid::new_v4);
     let local_hosts = hosts.names();
     let request = message.clone();
     let claim_clock = clock.clone();
     let claim_hosts = local_hosts.clone();
     let placed = db::run(&pool, move |conn| {
-        claim_node(
+        Ok(claim_node(
             conn,
             &request,
             instance,
             &claim_hosts,
             liveness,
             &claim_clock,
-        )
+        ))
     })
-    .await?;
+    .await??;
     let Some(placed) = placed else {
         return Err(BootError::no_valid_host(
             &message.resource_class,
@@ -259,7 +267,7 @@ fn claim_node(
     local_hosts: &[String],
     liveness: Liveness,
     clock: &SharedClock,
-) -> Result<Option<FreeNode>, DbError> {
+) -> Result<Option<FreeNode>, ClaimError> {
     let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &liveness, clock.now());
     if up.is_empty() {
         return Ok(None);
@@ -290,7 +298,8 @@ fn claim_node(
             Ok(candidate) => return Ok(Some(candidate)),
             Err(ClaimFailure::Lost(provider)) => tried.push(provider),
             Err(ClaimFailure::NoneFree) => return Ok(None),
-            Err(ClaimFailure::Db(error)) => return Err(error),
+            Err(ClaimFailure::Exists) => return Err(ClaimError::Exists(instance)),
+            Err(ClaimFailure::Db(error)) => return Err(error.into()),
         }
     }
     log::warn!(
@@ -316,6 +325,10 @@ impl ClaimAttempt<'_> {
     /// the allocation through the one allocation writer, creates the instance `building`, and
     /// hands the boot to the process that runs the host when that is another.
     fn run(&self, conn: &mut db::Connection) -> Result<FreeNode, ClaimFailure> {
+        // A uuid the client chose: one boot of it at a time; a later one finds the first's.
+        if self.boot.uuid.is_some() && db::instances::hold_boot(conn, self.instance)? {
+            return Err(ClaimFailure::Exists);
+        }
         let Some(candidate) = db::instances::pick_free_node(conn, self.request, self.tried)? else {
             return Err(ClaimFailure::NoneFree);
         };
@@ -332,6 +345,13 @@ impl ClaimAttempt<'_> {
         };
         match db::placement::allocations::replace_allocations(conn, &[write]) {
             Ok(()) => {}
+            // The consumer exists: a boot with this uuid got there first.
+            Err(
+                AllocationError::ConsumerGeneration {
+                    stored: Some(_), ..
+                }
+                | AllocationError::ConsumerCreatedConcurrently(_),
+            ) => return Err(ClaimFailure::Exists),
             Err(AllocationError::Db(error)) => return Err(ClaimFailure::Db(error)),
             // Lost the race for this node (or its inventory changed): the next one.
             Err(refused) => {
@@ -348,7 +368,12 @@ impl ClaimAttempt<'_> {
             node: candidate.node.clone(),
             resource_class: self.boot.resource_class.clone(),
         };
-        db::instances::create_instance(conn, &new, self.clock.now())?;
+        match db::instances::create_instance(conn, &new, self.clock.now()) {
+            Err(DbError::UniqueViolation { constraint }) if constraint == "instances_uuid_key" => {
+                return Err(ClaimFailure::Exists);
+            }
+            other => other?,
+        }
         if !self.local_hosts.contains(&candidate.host) {
             // Another process runs the host: it takes the boot from the database.
             log::debug!("boot {} handed to {}", self.instance, candidate.host);
@@ -372,7 +397,27 @@ enum ClaimFailure {
     Lost(Uuid),
     /// No node is free.
     NoneFree,
+    /// An instance (or a consumer) with this uuid exists already.
+    Exists,
     Db(DbError),
+}
+
+/// Why `claim_node` placed nothing, other than no free node.
+#[derive(Debug, thiserror::Error)]
+enum ClaimError {
+    #[error("instance {0} exists already")]
+    Exists(Uuid),
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<ClaimError> for BootError {
+    fn from(error: ClaimError) -> Self {
+        match error {
+            ClaimError::Exists(uuid) => BootError::Exists(uuid),
+            ClaimError::Db(error) => BootError::Db(error),
+        }
+    }
 }
 
 impl From<DbError> for ClaimFailure {

@@ -241,6 +241,38 @@ pub fn get_instance(conn: &mut PgConnection, uuid: Uuid) -> Result<Instance, DbE
         .ok_or_else(|| DbError::NotFound(format!("instance {uuid}")))
 }
 
+/// Returns instance `uuid`, deleted or not (until it is archived), with its latest fault when
+/// it is in error; `None` when there is none.
+pub fn find_any_instance(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<Instance>, DbError> {
+    let found = instances::table
+        .filter(instances::uuid.eq(uuid))
+        .select(InstanceRow::as_select())
+        .first(conn)
+        .optional()?
+        .map(Instance::from);
+    let Some(mut found) = found else {
+        return Ok(None);
+    };
+    if found.vm_state == VmState::Error {
+        found.fault = latest_fault(conn, uuid)?;
+    }
+    Ok(Some(found))
+}
+
+/// Holds, until the end of the transaction, the boot of instance `uuid` (a lock on the uuid's
+/// number, so that boots retried with one uuid are made one after the other); says whether an
+/// instance of that uuid exists (deleted or not), as of after the lock.
+pub fn hold_boot(conn: &mut PgConnection, uuid: Uuid) -> Result<bool, DbError> {
+    let key = i64::from_be_bytes(uuid.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+    diesel::sql_query("SELECT pg_advisory_xact_lock($1)")
+        .bind::<diesel::sql_types::BigInt, _>(key)
+        .execute(conn)?;
+    let found = diesel::sql_query("SELECT 1 FROM instances WHERE uuid = $1")
+        .bind::<SqlUuid, _>(uuid)
+        .execute(conn)?;
+    Ok(found > 0)
+}
+
 /// A node that can take an instance now.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct FreeNode {

@@ -281,6 +281,10 @@ pub struct InventoryResponse {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BootRequest {
+    /// The instance's uuid, chosen by the client so that a retry (after a 503, a timeout)
+    /// finds the same instance instead of booking again; a new one when absent.
+    #[serde(default)]
+    pub uuid: Option<Uuid>,
     pub name: String,
     pub resource_class: String,
     /// PCI devices to claim on the node (default none).

@@ -8,8 +8,9 @@ use super::dto::{BootRequest, InstanceResponse, ListQuery};
 use super::error::ApiError;
 use super::validate;
 use crate::actors::compute_host::DestroyInstance;
-use crate::actors::scheduler::Boot;
+use crate::actors::scheduler::{Boot, BootError};
 use crate::db;
+use crate::domain::error::ErrorKind;
 use crate::domain::instance::Instance;
 
 /// The project and user of instances booted from the admin API.
@@ -26,7 +27,11 @@ fn response(instance: Instance) -> InstanceResponse {
     }
 }
 
-/// Boots an instance onto a free node of `resource_class`.
+/// Boots an instance onto a free node of `resource_class`: 201 with it. With a client-chosen
+/// `uuid` a boot is idempotent (DESIGN invariant 14): while an instance of that uuid exists
+/// (deleted included, until archived) the request answers it, 200, and books nothing; one whose
+/// name or resource class differs is 409. A 503 means the outcome is unknown: a retry with the
+/// same uuid tells.
 pub async fn create_instance(
     state: web::Data<AppState>,
     body: web::Json<BootRequest>,
@@ -45,18 +50,84 @@ pub async fn create_instance(
             body.pci_devices
         )));
     }
-    let instance = state
+    if let Some(uuid) = body.uuid
+        && let Some(existing) = existing(&state, uuid, &body).await?
+    {
+        return Ok(existing);
+    }
+    let booted = state
         .actors
         .scheduler
         .send(Boot {
-            name: body.name,
-            resource_class: body.resource_class,
+            uuid: body.uuid,
+            name: body.name.clone(),
+            resource_class: body.resource_class.clone(),
             project: ADMIN_PROJECT.to_owned(),
             user: ADMIN_PROJECT.to_owned(),
             pci_devices: body.pci_devices,
         })
-        .await??;
-    Ok(HttpResponse::Created().json(response(instance)))
+        .await?;
+    match booted {
+        Ok(instance) => Ok(HttpResponse::Created().json(response(instance))),
+        // Another request with this uuid got there first.
+        Err(BootError::Exists(uuid)) => match existing(&state, uuid, &body).await? {
+            Some(answer) => Ok(answer),
+            None => Err(ApiError::Actor {
+                kind: ErrorKind::Conflict,
+                message: format!(
+                    "uuid {uuid} is taken by a Placement consumer that is not an instance: \
+                     choose another"
+                ),
+            }),
+        },
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// The answer to a boot whose uuid `uuid` names an existing instance: 200 with it when the
+/// request asks for the same (a retry), 409 when not; `None` when there is no such instance.
+async fn existing(
+    state: &AppState,
+    uuid: Uuid,
+    body: &BootRequest,
+) -> Result<Option<HttpResponse>, ApiError> {
+    let found = db::run(&state.pool, move |conn| {
+        db::instances::find_any_instance(conn, uuid)
+    })
+    .await?;
+    let Some(instance) = found else {
+        return Ok(None);
+    };
+    let same = instance.name.as_deref() == Some(body.name.as_str())
+        && instance.resource_class.as_deref() == Some(body.resource_class.as_str());
+    if !same {
+        return Err(ApiError::Actor {
+            kind: ErrorKind::Conflict,
+            message: format!(
+                "instance {uuid} exists with name {:?} and resource class {:?}: a retry must \
+                 send the same, another boot another uuid",
+                instance.name.unwrap_or_default(),
+                instance.resource_class.unwrap_or_default()
+            ),
+        });
+    }
+    Ok(Some(HttpResponse::Ok().json(response(instance))))
+}
+
+/// Returns instance `uuid` (deleted included, until archived): 404 when there is none.
+pub async fn get_instance(
+    state: web::Data<AppState>,
+    path: web::Path<Uuid>,
+) -> Result<HttpResponse, ApiError> {
+    let uuid = path.into_inner();
+    let found = db::run(&state.pool, move |conn| {
+        db::instances::find_any_instance(conn, uuid)
+    })
+    .await?;
+    match found {
+        Some(instance) => Ok(HttpResponse::Ok().json(response(instance))),
+        None => Err(ApiError::NotFound(format!("no instance {uuid}"))),
+    }
 }
 
 /// Lists the live instances by uuid: all of them, or those `host`, `state` (vm_state),

@@ -7,11 +7,12 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use diesel::{Connection, PgConnection, RunQueryDsl};
 use ringmaster::db::cluster::Cluster;
 
 use crate::helpers::{
-    RestartedServer, Running, SilenceableProxy, address_of, eventually, pg_command, postmaster_pid,
-    ringmaster, run_to_end,
+    RestartedServer, SilenceableProxy, TestDb, eventually, http, http_json, pg_command,
+    postmaster_pid, run_to_end, scratch_server, start_serve,
 };
 
 /// The longest a check may take here: the server's deadline is one second; the rest is slack
@@ -80,14 +81,8 @@ fn readiness_answers_in_time_whether_the_database_refuses_freezes_or_goes_silent
     let cluster = Cluster::start_throwaway(None).unwrap();
     let data_dir = cluster.data_dir().to_path_buf();
     let proxy = SilenceableProxy::start(data_dir.join(".s.PGSQL.5432"));
-    let mut command = ringmaster();
-    command
-        .args(["serve", "--bind", "127.0.0.1:0", "--database-grace", "5m"])
-        .env("DATABASE_URL", proxy.url("postgres"))
-        .env("RUST_LOG", "warn");
-    let mut serve = Running::spawn(command);
-    let address =
-        address_of(&serve.wait_for_stdout("listening on http://", Duration::from_secs(60)));
+    let (mut serve, address) =
+        start_serve(&proxy.url("postgres"), &["--database-grace", "5m"], "warn");
     wait_ready(&address, "ready at start");
 
     // Silent: no packet answered.
@@ -114,4 +109,142 @@ fn readiness_answers_in_time_whether_the_database_refuses_freezes_or_goes_silent
     serve.interrupt();
     let _ = serve.wait_exit(Duration::from_secs(30));
     drop(restarted);
+}
+
+/// GET `path` of the process at `address` as JSON.
+fn get_json(address: &str, path: &str) -> (u16, serde_json::Value) {
+    let (status, body) = http(address, "GET", path);
+    (status, serde_json::from_str(&body).unwrap_or_default())
+}
+
+/// GET Placement's `path` with a token; the status and the JSON body.
+fn placement_get(address: &str, path: &str) -> (u16, serde_json::Value, String) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {address}\r\nX-Auth-Token: admin\r\n\
+         OpenStack-API-Version: placement 1.38\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (
+        status,
+        serde_json::from_str(body).unwrap_or_default(),
+        head.to_owned(),
+    )
+}
+
+/// A boot of instance `uuid` named `name`, over a socket of its own.
+fn boot(address: &str, uuid: &str, name: &str) -> (u16, serde_json::Value) {
+    let (status, body) = http_json(
+        address,
+        "POST",
+        "/api/v1/instances",
+        &format!(r#"{{"uuid": "{uuid}", "name": "{name}", "resource_class": "baremetal"}}"#),
+    );
+    (status, serde_json::from_str(&body).unwrap_or_default())
+}
+
+/// Issue 25, item 3: the database goes away while a build deploys. The boot answers 503 (its
+/// outcome unknown); the build is settled as soon as the database is back — not at the build
+/// timeout (10 minutes) —, its claim released; a retry with the same uuid answers that
+/// instance and books nothing; a retry that asks for something else is 409.
+#[test]
+fn a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_books_nothing() {
+    let db = TestDb::new();
+    let (_serve, address) = start_serve(db.url(), &["--hosts", "cmp-1", "--nodes", "1"], "warn");
+    eventually(
+        Duration::from_secs(30),
+        "the node available on cmp-1",
+        || {
+            let (_, nodes) = get_json(&address, "/api/v1/nodes");
+            (nodes[0]["host"] == "cmp-1" && nodes[0]["provision_state"] == "available")
+                .then_some(())
+        },
+    );
+    // The deploy will wait for this lock on the node's row, until its backend is ended.
+    let mut holder = db.conn();
+    diesel::sql_query("BEGIN").execute(&mut holder).unwrap();
+    diesel::sql_query("SELECT uuid FROM ironic_nodes FOR UPDATE")
+        .execute(&mut holder)
+        .unwrap();
+    let uuid = "d0000000-0000-4000-8000-000000000001";
+    let booting = {
+        let address = address.clone();
+        std::thread::spawn(move || boot(&address, uuid, "vm-1"))
+    };
+    let mut admin = PgConnection::establish(scratch_server().admin_url()).unwrap();
+    let name = db.name().to_owned();
+    eventually(
+        Duration::from_secs(30),
+        "the deploy waiting for the lock",
+        || {
+            let waiting = ringmaster::db::count_rows(
+                &mut admin,
+                &format!(
+                    "SELECT count(*) AS count FROM pg_stat_activity
+                  WHERE datname = '{name}' AND wait_event_type = 'Lock'"
+                ),
+            )
+            .unwrap();
+            (waiting > 0).then_some(())
+        },
+    );
+    // The database goes away for the process: no new connection, every session ended.
+    for statement in [
+        format!("ALTER DATABASE {name} ALLOW_CONNECTIONS false"),
+        format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+              WHERE datname = '{name}' AND pid <> (SELECT pid FROM pg_stat_activity
+                                                   WHERE query LIKE 'SELECT uuid FROM ironic_nodes FOR UPDATE%'
+                                                   LIMIT 1)"
+        ),
+    ] {
+        diesel::sql_query(statement).execute(&mut admin).unwrap();
+    }
+    let (status, answer) = booting.join().unwrap();
+    assert_eq!(status, 503, "the outcome is unknown: {answer}");
+    std::thread::sleep(Duration::from_secs(2));
+    diesel::sql_query(format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .execute(&mut admin)
+        .unwrap();
+    diesel::sql_query("ROLLBACK").execute(&mut holder).unwrap();
+
+    // Settled within seconds of the database's return: error, claim released.
+    let path = format!("/api/v1/instances/{uuid}");
+    let settled = eventually(Duration::from_secs(20), "the build settled", || {
+        let (status, instance) = get_json(&address, &path);
+        (status == 200 && instance["vm_state"] != "building").then_some(instance)
+    });
+    assert_eq!(settled["vm_state"], "error", "{settled}");
+    let allocations = |address: &str| {
+        let (status, body, _) = placement_get(address, &format!("/placement/allocations/{uuid}"));
+        assert_eq!(status, 200, "{body}");
+        body["allocations"].as_object().unwrap().len()
+    };
+    assert_eq!(allocations(&address), 0, "the claim is released");
+
+    // The retry answers the same instance and books nothing.
+    let (status, answer) = boot(&address, uuid, "vm-1");
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["uuid"], uuid);
+    assert_eq!(answer["vm_state"], "error");
+    assert_eq!(allocations(&address), 0);
+    let (_, nodes) = get_json(&address, "/api/v1/nodes");
+    assert_eq!(nodes[0]["provision_state"], "available", "{nodes}");
+    // Another name with the same uuid is refused.
+    let (status, answer) = boot(&address, uuid, "vm-2");
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("vm-1"),
+        "{answer}"
+    );
+    let violations = ringmaster::db::audit::check_invariants(&mut db.conn()).unwrap();
+    assert!(violations.is_empty(), "{violations:#?}");
 }

@@ -123,3 +123,71 @@ async fn five_thousand_consumers_in_one_post_are_written_all_or_nothing() {
     assert_eq!(status, 204, "{answer}");
     assert_eq!(used_vcpus(&app).await, 0);
 }
+
+/// Issue 25, item 3 (DESIGN invariant 14): eight concurrent boots with one uuid book one node;
+/// one is 201, the others answer that instance (200); a deleted one is still answered until
+/// it is archived; another name with that uuid is 409.
+#[actix_web::test]
+async fn concurrent_boots_with_one_uuid_book_one_node() {
+    use crate::api_admin::{get, one_host_four_nodes, send};
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let uuid = "e0000000-0000-4000-8000-000000000001";
+    let body = json!({"uuid": uuid, "name": "vm-1", "resource_class": "baremetal"});
+    let boots = (0..8).map(|_| send(&app, Method::POST, "/api/v1/instances", Some(body.clone())));
+    let answers = futures_util::future::join_all(boots).await;
+    let mut statuses: Vec<u16> = answers.iter().map(|(status, _)| *status).collect();
+    statuses.sort_unstable();
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 200, 200, 200, 200, 201],
+        "{answers:?}"
+    );
+    for (_, instance) in &answers {
+        assert_eq!(instance["uuid"], uuid, "{instance}");
+    }
+    let instances = get(&app, "/api/v1/instances").await;
+    assert_eq!(instances.as_array().unwrap().len(), 1, "{instances}");
+    let nodes = get(&app, "/api/v1/nodes").await;
+    let used = nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|node| node["instance_uuid"] == uuid)
+        .count();
+    assert_eq!(used, 1, "one node booked: {nodes}");
+
+    let (status, answer) = send(
+        &app,
+        Method::POST,
+        "/api/v1/instances",
+        Some(json!({"uuid": uuid, "name": "vm-2", "resource_class": "baremetal"})),
+    )
+    .await;
+    assert_eq!(status, 409, "{answer}");
+
+    // Deleted: a retry still answers it, and books nothing.
+    let (status, _) = send(
+        &app,
+        Method::DELETE,
+        &format!("/api/v1/instances/{uuid}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204);
+    let (status, answer) = send(&app, Method::POST, "/api/v1/instances", Some(body)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["vm_state"], "deleted");
+    assert_eq!(get(&app, "/api/v1/instances").await, json!([]));
+    let (status, answer) = send(
+        &app,
+        Method::GET,
+        &format!("/api/v1/instances/{uuid}"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        (status, answer["vm_state"].clone()),
+        (200, json!("deleted"))
+    );
+}

@@ -6,7 +6,7 @@ use actix::prelude::*;
 use uuid::Uuid;
 
 use super::{ComputeHost, HostError};
-use crate::actors::node_source::{DeployRequest, Fence, NodeSource, SourceError};
+use crate::actors::node_source::{Current, DeployRequest, Fence, NodeSource, SourceError};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::identity::OwnerEpoch;
@@ -28,11 +28,78 @@ impl Handler<Spawn> for ComputeHost {
 
     fn handle(&mut self, message: Spawn, _: &mut Self::Context) -> Self::Result {
         if let Err(fenced) = self.require_lease() {
+            // The scheduler settles it; should the database be away, this host does later.
+            self.note_unsettled(message.instance, &fenced);
             return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
         }
         let build = self.build();
+        let instance = message.instance;
         AtomicResponse::new(Box::pin(
-            async move { build.deploy(message).await }.into_actor(self),
+            async move { build.deploy(message).await }
+                .into_actor(self)
+                .map(move |result, actor, _| {
+                    if let Err(failure) = &result {
+                        actor.note_unsettled(instance, failure);
+                    }
+                    result
+                }),
+        ))
+    }
+}
+
+impl ComputeHost {
+    /// Notes a build that failed before it could be settled (a build settled meanwhile
+    /// needs nothing): `SettleBuilds` settles it once the database answers.
+    fn note_unsettled(&mut self, instance: Uuid, failure: &HostError) {
+        if !matches!(failure, HostError::BuildEnded(_)) {
+            self.unsettled
+                .insert(instance, format!("the build did not finish: {failure}"));
+        }
+    }
+}
+
+/// Settles the builds this host could not settle when they failed (the database went away
+/// mid-build): each as Ironic shows its node — active when Ironic deployed it, else error
+/// with its claim released — fenced by the node's owner and epoch. A build whose node moved
+/// is its new owner's; one whose node Ironic is still working on waits for the next round.
+/// Sent after each heartbeat that succeeds while some are left.
+#[derive(Debug, Message)]
+#[rtype(result = "()")]
+pub(super) struct SettleBuilds;
+
+impl Handler<SettleBuilds> for ComputeHost {
+    type Result = AtomicResponse<Self, ()>;
+
+    fn handle(&mut self, _: SettleBuilds, _: &mut Self::Context) -> Self::Result {
+        if self.unsettled.is_empty() || self.require_lease().is_err() {
+            return AtomicResponse::new(Box::pin(fut::ready(())));
+        }
+        let pending: Vec<(Uuid, String)> = self.unsettled.clone().into_iter().collect();
+        let build = self.build();
+        AtomicResponse::new(Box::pin(
+            async move {
+                let mut done = Vec::new();
+                for (instance, reason) in pending {
+                    match build.settle_left(instance, &reason).await {
+                        Ok(true) => done.push(instance),
+                        Ok(false) => {}
+                        Err(error) => {
+                            log::debug!(
+                                "host {}: build of instance {instance} not settled yet: {error}",
+                                build.host
+                            );
+                            break;
+                        }
+                    }
+                }
+                done
+            }
+            .into_actor(self)
+            .map(|done, actor, _| {
+                for instance in done {
+                    actor.unsettled.remove(&instance);
+                }
+            }),
         ))
     }
 }
@@ -63,6 +130,7 @@ impl Handler<TakeSpawns> for ComputeHost {
                     db::spawns::take_spawns(conn, &host)
                 })
                 .await?;
+                let mut left = Vec::new();
                 for request in &taken {
                     log::info!(
                         "host {}: takes the boot of instance {} on node {} placed by another process",
@@ -81,12 +149,21 @@ impl Handler<TakeSpawns> for ComputeHost {
                             build.host,
                             request.instance_uuid
                         );
-                        build.settle_failed(request.instance_uuid, &failure).await;
+                        if !build.settle_failed(request.instance_uuid, &failure).await {
+                            left.push((request.instance_uuid, failure));
+                        }
                     }
                 }
-                Ok(taken.len())
+                Ok((taken.len(), left))
             }
-            .into_actor(self),
+            .into_actor(self)
+            .map(|taken: Result<_, HostError>, actor, _| {
+                let (count, left) = taken?;
+                for (instance, failure) in left {
+                    actor.note_unsettled(instance, &failure);
+                }
+                Ok(count)
+            }),
         ))
     }
 }
@@ -183,10 +260,11 @@ impl Build {
     }
 
     /// Settles a build whose deploy failed before it could settle itself (the node moved, the
-    /// host fenced): error, claim released — unless Ironic deployed it after all.
-    async fn settle_failed(&self, instance: Uuid, failure: &HostError) {
+    /// host fenced): error, claim released — unless Ironic deployed it after all. `false` when
+    /// the settle could not be written.
+    async fn settle_failed(&self, instance: Uuid, failure: &HostError) -> bool {
         if matches!(failure, HostError::BuildEnded(_)) {
-            return;
+            return true;
         }
         let (reason, host, now) = (failure.to_string(), self.host.clone(), self.clock.now());
         let settled = db::transaction(&self.pool, move |conn| {
@@ -198,6 +276,67 @@ impl Build {
                 "host {}: build of instance {instance} could not be settled yet: {error}",
                 self.host
             );
+            return false;
+        }
+        true
+    }
+
+    /// Settles build `instance`, left unsettled for `reason`, if it is still building on a
+    /// node this host owns: `Ok(true)` when nothing is left to do, `Ok(false)` when Ironic is
+    /// still working on its node (or cannot say), an error when the database does not answer.
+    async fn settle_left(&self, instance: Uuid, reason: &str) -> Result<bool, HostError> {
+        let found = db::run(&self.pool, move |conn| {
+            db::instances::find_any_instance(conn, instance)
+        })
+        .await?;
+        let Some(node) = found
+            .filter(|found| found.vm_state == VmState::Building)
+            .and_then(|found| found.node)
+        else {
+            return Ok(true);
+        };
+        let owned = match require_owned(&self.pool, &self.host, &node).await {
+            Ok(owned) => owned,
+            // Its node moved: the new owner settles it (a build older than the move).
+            Err(HostError::NotOwner { .. }) => return Ok(true),
+            Err(other) => return Err(other),
+        };
+        let shown = match self.node_source.current(owned.ironic).await {
+            Ok(Current::AtRest(shown)) => shown,
+            Ok(Current::Busy(state)) => {
+                log::info!(
+                    "host {}: build of instance {instance} waits for ironic node {} ({state})",
+                    self.host,
+                    owned.ironic
+                );
+                return Ok(false);
+            }
+            Err(error) => {
+                log::debug!(
+                    "host {}: ironic cannot show node {node}: {error}",
+                    self.host
+                );
+                return Ok(false);
+            }
+        };
+        let (reason, host, now) = (reason.to_owned(), self.host.clone(), self.clock.now());
+        let settled = owned
+            .write(&self.pool, move |conn| {
+                mirror(conn, shown.as_ref(), now)?;
+                db::instances::settle_build(conn, instance, &reason, &host, now)
+            })
+            .await;
+        match settled {
+            Ok(outcome) => {
+                log::warn!(
+                    "host {}: build of instance {instance} left by a database outage settled: \
+                     {outcome:?}",
+                    self.host
+                );
+                Ok(true)
+            }
+            Err(HostError::NotOwner { .. }) => Ok(true),
+            Err(other) => Err(other),
         }
     }
 }

@@ -336,6 +336,19 @@ impl IronicDriver {
         )))
     }
 
+    /// Reads `node` from Ironic: busy while a provision state is in progress (`…ing`,
+    /// `… wait`, `wait call-back`), at rest otherwise (as the mirror should show it).
+    pub async fn current(&self, node: Uuid) -> Result<super::Current, SourceError> {
+        let api = self.connection().await.map_err(failed)?;
+        self.count(1);
+        let record = api.get_node(node).await.map_err(failed)?;
+        let state = record.provision_state.clone();
+        if state.ends_with("ing") || state.contains("wait") {
+            return Ok(super::Current::Busy(state));
+        }
+        Ok(super::Current::AtRest(listed_node(record)))
+    }
+
     /// Tears `instance` down from `node` as Nova's driver does: `deleted`, then polls until
     /// the node is available again (`clean failed` is reported), then clears what the deploy
     /// set. A node that carries another instance is left alone.

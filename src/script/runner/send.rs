@@ -236,6 +236,7 @@ impl Run {
             return Err(format!("{message:?} cannot be sent to the scheduler"));
         };
         let boot = Boot {
+            uuid: None,
             name: self.interpolate(&args.name)?,
             resource_class: args.resource_class.clone(),
             project: "script".to_owned(),

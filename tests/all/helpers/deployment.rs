@@ -253,6 +253,7 @@ impl TestDeployment {
 /// A boot of one `baremetal` node named `name` with `pci_devices` PCI devices.
 pub fn boot_request(name: &str, pci_devices: u32) -> ringmaster::actors::scheduler::Boot {
     ringmaster::actors::scheduler::Boot {
+        uuid: None,
         name: name.to_owned(),
         resource_class: "baremetal".to_owned(),
         project: "project".to_owned(),

@@ -263,6 +263,10 @@ pub struct ScriptArgs {
     /// YAML script files (docs/scripts.md).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
+    /// Runs each script this many times, each on a fresh database, and fails one whose steps
+    /// give anything else on a later run than on the first.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
 }
 
 /// Says why a command failed; each variant has its exit code.
@@ -332,7 +336,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, CliError> {
         Command::Db(DbCommand::Restore(args)) => {
             database::restore(&source, cli.database.pg_bin_dir.as_deref(), &args)
         }
-        Command::Script(ScriptCommand::Run(args)) => run_scripts(&source, &args.files),
+        Command::Script(ScriptCommand::Run(args)) => {
+            run_scripts(&source, &args.files, args.repeat as usize)
+        }
         Command::Audit => database::audit(&source),
         Command::Upgrade(UpgradeCommand::Check) => upgrade::upgrade_check(&source),
         Command::Completions { shell } => {
@@ -524,13 +530,17 @@ fn open(source: &DatabaseSource, pool_size: u32) -> Result<Database, OpenError> 
 
 /// Runs scripts on throwaway databases: of the server at DATABASE_URL when given, otherwise
 /// of a private throwaway cluster.
-fn run_scripts(source: &DatabaseSource, files: &[PathBuf]) -> Result<ExitCode, CliError> {
+fn run_scripts(
+    source: &DatabaseSource,
+    files: &[PathBuf],
+    repeat: usize,
+) -> Result<ExitCode, CliError> {
     let server = match source {
         DatabaseSource::Url(url) => ScratchServer::from_url(&url.0),
         DatabaseSource::Embedded(options) => ScratchServer::start_private(options.bin_dir.clone()),
     }
     .map_err(|error| CliError::Scripts(error.to_string()))?;
-    let summary = crate::script::run_files(files, &server);
+    let summary = crate::script::run_files(files, &server, repeat);
     Ok(if summary.failed == 0 {
         ExitCode::SUCCESS
     } else {

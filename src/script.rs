@@ -16,14 +16,23 @@ pub struct RunSummary {
     pub failed: usize,
 }
 
-/// Runs each script of `paths` on a fresh database of `server`, printing one line per script
-/// and the summary `N passed, M failed`. A script that does not parse fails before anything
-/// of it runs.
-pub fn run_files(paths: &[std::path::PathBuf], server: &ScratchServer) -> RunSummary {
+/// Runs each script of `paths` on a fresh database of `server`, `repeat` times (at least
+/// once), printing one line per script and the summary `N passed, M failed`. A script that
+/// does not parse fails before anything of it runs; one whose steps give anything else on a
+/// later run than on the first fails naming the step (a script is a replay).
+pub fn run_files(
+    paths: &[std::path::PathBuf],
+    server: &ScratchServer,
+    repeat: usize,
+) -> RunSummary {
     let mut summary = RunSummary::default();
     for path in paths {
         let shown = path.display().to_string();
-        match run_file(path, &shown, server) {
+        match run_file(path, &shown, server, repeat.max(1)) {
+            Ok(steps) if repeat > 1 => {
+                summary.passed += 1;
+                println!("PASS {shown} ({steps} steps, {repeat} runs alike)");
+            }
             Ok(steps) => {
                 summary.passed += 1;
                 println!("PASS {shown} ({steps} steps)");
@@ -38,13 +47,41 @@ pub fn run_files(paths: &[std::path::PathBuf], server: &ScratchServer) -> RunSum
     summary
 }
 
-fn run_file(path: &std::path::Path, shown: &str, server: &ScratchServer) -> Result<usize, String> {
+fn run_file(
+    path: &std::path::Path,
+    shown: &str,
+    server: &ScratchServer,
+    repeat: usize,
+) -> Result<usize, String> {
     let text =
         std::fs::read_to_string(path).map_err(|error| format!("{shown}: cannot read: {error}"))?;
     let script = format::parse(shown, &text)?;
-    let database = server
-        .create_database()
-        .map_err(|error| format!("{shown}: cannot create its database: {error}"))?;
-    let url = database.url().to_owned();
-    actix::System::new().block_on(async move { runner::run(&script, &url).await })
+    let mut first: Option<Vec<serde_json::Value>> = None;
+    for attempt in 1..=repeat {
+        let database = server
+            .create_database()
+            .map_err(|error| format!("{shown}: cannot create its database: {error}"))?;
+        let url = database.url().to_owned();
+        let copy = script.clone();
+        let transcript =
+            actix::System::new().block_on(async move { runner::run(&copy, &url).await })?;
+        match &first {
+            None => first = Some(transcript),
+            Some(expected) => {
+                if let Some(step) =
+                    (0..expected.len()).find(|i| transcript.get(*i) != expected.get(*i))
+                {
+                    let line = script.steps.get(step).map_or(0, |(line, _)| *line);
+                    return Err(format!(
+                        "{shown}:{line}: step {} gave another result on run {attempt} than on \
+                         run 1: {} instead of {}",
+                        step + 1,
+                        transcript.get(step).cloned().unwrap_or_default(),
+                        expected[step]
+                    ));
+                }
+            }
+        }
+    }
+    Ok(first.map_or(0, |transcript| transcript.len()))
 }

@@ -257,30 +257,30 @@ impl Handler<Heartbeat> for ComputeHost {
     }
 }
 
-/// Tells a host it now owns these nodes: it runs a tracker pass over them.
+/// Tells a host it now owns these nodes: it runs a tracker pass over them, as this message's
+/// handling (so that a message sent to the host after this one is answered after the pass).
 #[derive(Debug, Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Result<TrackerReport, HostError>")]
 pub struct NodesAssigned {
     pub nodes: Vec<ComputeNode>,
 }
 
 impl Handler<NodesAssigned> for ComputeHost {
-    type Result = ();
+    type Result = AtomicResponse<Self, Result<TrackerReport, HostError>>;
 
-    fn handle(&mut self, message: NodesAssigned, ctx: &mut Self::Context) {
+    fn handle(&mut self, message: NodesAssigned, ctx: &mut Self::Context) -> Self::Result {
         log::info!(
             "host {} was assigned {} nodes",
             self.name,
             message.nodes.len()
         );
         // A pass over just those nodes: the host's other nodes did not change.
-        ctx.notify(RefreshNodes {
-            nodes: message
-                .nodes
-                .iter()
-                .map(|node| node.node.to_string())
-                .collect(),
-        });
+        let nodes = message
+            .nodes
+            .iter()
+            .map(|node| node.node.to_string())
+            .collect();
+        <Self as Handler<RefreshNodes>>::handle(self, RefreshNodes { nodes }, ctx)
     }
 }
 

@@ -38,6 +38,8 @@ struct Run {
     vars: BTreeMap<String, Value>,
     seed: u64,
     enrolled: u64,
+    /// Boots sent so far (their uuids come from the seed).
+    booted: u64,
     log_mark: Option<usize>,
     /// Where the log stood when the previous step started, and when this one did.
     step_marks: (Option<usize>, Option<usize>),
@@ -45,9 +47,10 @@ struct Run {
     reads: BTreeMap<String, Vec<db::node_reports::OwnedNode>>,
 }
 
-/// Runs `script` against the database at `url` (fresh and migrated). Returns the number of
-/// steps run, or the failure as `file:line: step N (kind): message`.
-pub async fn run(script: &Script, url: &str) -> Result<usize, String> {
+/// Runs `script` against the database at `url` (fresh and migrated). Returns what each step
+/// gave (its transcript: the same script must give the same every time), or the failure as
+/// `file:line: step N (kind): message`.
+pub async fn run(script: &Script, url: &str) -> Result<Vec<Value>, String> {
     let pool = db::build_pool(url, 8)
         .map_err(|error| format!("{}: cannot open its database: {error}", script.path))?;
     let clock = Arc::new(ManualClock::new(
@@ -68,10 +71,12 @@ pub async fn run(script: &Script, url: &str) -> Result<usize, String> {
         vars: BTreeMap::new(),
         seed: script.config.seed,
         enrolled: 0,
+        booted: 0,
         log_mark: capture::mark(),
         step_marks: (capture::mark(), capture::mark()),
         reads: BTreeMap::new(),
     };
+    let mut transcript = Vec::with_capacity(script.steps.len());
     for (index, (line, step)) in script.steps.iter().enumerate() {
         let place = format!(
             "{}:{line}: step {} ({})",
@@ -80,28 +85,43 @@ pub async fn run(script: &Script, url: &str) -> Result<usize, String> {
             step.kind()
         );
         run.step_marks = (run.step_marks.1, capture::mark());
-        run.step(step)
+        let result = run
+            .step(step)
             .await
             .map_err(|message| format!("{place}: {message}"))?;
+        run.quiesce().await;
         run.audit()
             .await
             .map_err(|message| format!("{place}: {message}"))?;
+        transcript.push(result);
     }
     run.actors.rebalancer.do_send(Resign);
-    Ok(script.steps.len())
+    Ok(transcript)
 }
 
 impl Run {
-    async fn step(&mut self, step: &Step) -> StepResult<()> {
+    /// Waits until the work a step set going in the background has finished (a pass the
+    /// rebalancer asked of a new owner, a boot handed to a host): each host answers a message
+    /// only after what is queued before it. A script is a replay: only its steps run work.
+    pub(super) async fn quiesce(&self) {
+        for host in self.actors.hosts.names() {
+            if let Some(address) = self.actors.hosts.get(&host) {
+                let _ = address.send(crate::actors::compute_host::IsFenced).await;
+            }
+        }
+    }
+
+    /// Runs `step`; returns what it gave (`null` for steps that give nothing).
+    async fn step(&mut self, step: &Step) -> StepResult<Value> {
         match step {
             Step::StartHosts(hosts) => {
                 for host in hosts {
                     let host = self.interpolate(host)?;
                     self.start_host(&host).await?;
                 }
-                Ok(())
+                Ok(Value::Null)
             }
-            Step::Enroll(args) => self.enroll(args).await.map(|_| ()),
+            Step::Enroll(args) => self.enroll(args).await.map(|uuids| json!(uuids)),
             Step::Send {
                 to,
                 message,
@@ -111,27 +131,26 @@ impl Run {
                 let outcome = self.send(to, message).await;
                 let value = check_outcome(outcome, expect.as_ref(), self)?;
                 if let Some(name) = save {
-                    self.vars.insert(name.clone(), value);
+                    self.vars.insert(name.clone(), value.clone());
                 }
-                Ok(())
+                Ok(value)
             }
             Step::Advance(step) => {
                 self.clock.advance(*step);
-                Ok(())
+                Ok(Value::Null)
             }
             Step::Tick(tick) => self.tick(tick).await,
             Step::Http(request) => self.http(request).await,
             Step::Save(snapshots) => {
+                let mut saved = serde_json::Map::new();
                 for (name, kind) in snapshots {
-                    let value = self.snapshot(*kind).await?;
-                    self.vars.insert(
-                        name.clone(),
-                        json!({ "kind": snapshot_name(*kind), "value": value }),
-                    );
+                    let value = json!({ "kind": snapshot_name(*kind), "value": self.snapshot(*kind).await? });
+                    saved.insert(name.clone(), value.clone());
+                    self.vars.insert(name.clone(), value);
                 }
-                Ok(())
+                Ok(Value::Object(saved))
             }
-            Step::Expect(facts) => self.expect(facts).await,
+            Step::Expect(facts) => self.expect(facts).await.map(|()| Value::Null),
             Step::Read(read) => {
                 let conditions = self.conditions(&read.filter)?;
                 let table = read.table.clone();
@@ -141,8 +160,8 @@ impl Run {
                 .await
                 .map_err(|e| e.to_string())?
                 .ok_or_else(|| format!("no row of {} matches {:?}", read.table, read.filter))?;
-                self.vars.insert(read.save.clone(), found);
-                Ok(())
+                self.vars.insert(read.save.clone(), found.clone());
+                Ok(found)
             }
         }
     }
@@ -226,43 +245,55 @@ impl Run {
             .ok_or_else(|| format!("host {host} is not running (crashed or never started)"))
     }
 
-    async fn tick(&mut self, tick: &Tick) -> StepResult<()> {
+    /// Sends a tick's messages; returns what each gave, in order.
+    async fn tick(&mut self, tick: &Tick) -> StepResult<Value> {
+        let mut gave = Vec::new();
         let hosts = self.actors.hosts.names();
         let heartbeat_all = matches!(tick, Tick::All | Tick::Heartbeats);
         let track_all = matches!(tick, Tick::All | Tick::Trackers);
         if heartbeat_all {
             for host in &hosts {
-                self.send(&Target::Host(host.clone()), &Message::Heartbeat)
-                    .await?;
+                gave.push(
+                    self.send(&Target::Host(host.clone()), &Message::Heartbeat)
+                        .await?,
+                );
             }
         }
         if matches!(tick, Tick::All | Tick::Rebalancer) {
-            self.send(&Target::Rebalancer, &Message::RebalanceNow)
-                .await?;
+            gave.push(
+                self.send(&Target::Rebalancer, &Message::RebalanceNow)
+                    .await?,
+            );
         }
         if track_all {
             for host in &self.actors.hosts.names() {
-                self.send(
-                    &Target::Host(host.clone()),
-                    &Message::UpdateAvailableResource { nodes_from: None },
-                )
-                .await?;
+                gave.push(
+                    self.send(
+                        &Target::Host(host.clone()),
+                        &Message::UpdateAvailableResource { nodes_from: None },
+                    )
+                    .await?,
+                );
             }
         }
         if let Tick::Host(host) = tick {
             let host = self.interpolate(host)?;
-            self.send(&Target::Host(host.clone()), &Message::Heartbeat)
-                .await?;
-            self.send(
-                &Target::Host(host),
-                &Message::UpdateAvailableResource { nodes_from: None },
-            )
-            .await?;
+            gave.push(
+                self.send(&Target::Host(host.clone()), &Message::Heartbeat)
+                    .await?,
+            );
+            gave.push(
+                self.send(
+                    &Target::Host(host),
+                    &Message::UpdateAvailableResource { nodes_from: None },
+                )
+                .await?,
+            );
         }
-        Ok(())
+        Ok(Value::Array(gave))
     }
 
-    async fn http(&mut self, request: &super::format::HttpStep) -> StepResult<()> {
+    async fn http(&mut self, request: &super::format::HttpStep) -> StepResult<Value> {
         let state = AppState::new(self.pool.clone(), self.actors.clone());
         let app =
             actix_test::init_service(actix_web::App::new().configure(http::configure(state, None)))
@@ -298,11 +329,11 @@ impl Run {
                 }
             }
         }
+        let gave = json!({"status": status, "body": body});
         if let Some(name) = &request.save {
-            self.vars
-                .insert(name.clone(), json!({"status": status, "body": body}));
+            self.vars.insert(name.clone(), gave.clone());
         }
-        Ok(())
+        Ok(gave)
     }
 
     async fn snapshot(&self, kind: Snapshot) -> StepResult<Value> {

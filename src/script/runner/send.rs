@@ -61,7 +61,16 @@ fn to_json(value: impl serde::Serialize) -> StepResult<Value> {
 
 impl Run {
     /// Sends `message` to `to` and returns its answer as JSON.
+    /// Sends `message` to `to`, waits for its answer and then for the work it set going in
+    /// the background (a rebalance's passes on the new owners): the next message finds the
+    /// deployment at rest, as a replay must.
     pub(super) async fn send(&mut self, to: &Target, message: &Message) -> StepResult<Value> {
+        let answer = self.send_now(to, message).await;
+        self.quiesce().await;
+        answer
+    }
+
+    async fn send_now(&mut self, to: &Target, message: &Message) -> StepResult<Value> {
         match to {
             Target::Rebalancer => self.send_rebalancer(message).await,
             Target::Registry => self.send_registry(message).await,
@@ -235,8 +244,13 @@ impl Run {
         let Message::Boot(args) = message else {
             return Err(format!("{message:?} cannot be sent to the scheduler"));
         };
+        self.booted += 1;
         let boot = Boot {
-            uuid: None,
+            // Drawn from the script's seed, as node uuids are: a replay books the same uuids.
+            uuid: Some(uuid::Uuid::from_u64_pair(
+                self.seed ^ 0x626f_6f74,
+                self.booted,
+            )),
             name: self.interpolate(&args.name)?,
             resource_class: args.resource_class.clone(),
             project: "script".to_owned(),

@@ -8,12 +8,14 @@
 //! are `AtomicResponse`s, so one host handles one message at a time.
 
 mod build;
+mod destroy;
 mod tracker;
 
 pub use crate::config::HostSettings;
 use build::Build;
 use build::SettleBuilds;
-pub use build::{DestroyInstance, Spawn, TakeSpawns};
+pub use build::{Spawn, TakeSpawns};
+pub use destroy::DestroyInstance;
 use std::sync::Arc;
 use std::time::Duration;
 pub use tracker::{

@@ -117,6 +117,22 @@ ironic_write! {
     Destroy { node: Uuid } => |message, conn, now| ironic::destroy(conn, message.node, now)
 }
 
+/// Asks whether a node exists and carries an instance.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<bool, DbError>")]
+pub struct Carries {
+    pub node: Uuid,
+    pub instance: Uuid,
+}
+
+impl Handler<Carries> for Ironic {
+    type Result = Result<bool, DbError>;
+
+    fn handle(&mut self, message: Carries, _: &mut Self::Context) -> Self::Result {
+        self.run(|conn| ironic::carries(conn, message.node, message.instance))
+    }
+}
+
 /// Fault injection: from now on Ironic's node listing fails (`fail`) or works again.
 #[derive(Debug, Message)]
 #[rtype(result = "()")]

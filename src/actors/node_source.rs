@@ -13,7 +13,7 @@ use actix::prelude::*;
 use futures_util::future::BoxFuture;
 use uuid::Uuid;
 
-use super::ironic::{CheckListing, Deploy, Destroy, Ironic};
+use super::ironic::{Carries, CheckListing, Deploy, Destroy, Ironic};
 use crate::domain::mirror::ListedNode;
 pub use ironic_driver::{IronicDriver, IronicSettings, ListingStatus};
 
@@ -69,6 +69,19 @@ impl NodeSource {
         match self {
             NodeSource::Simulated(_) => Ok(Current::AtRest(None)),
             NodeSource::Ironic(driver) => driver.current(node).await,
+        }
+    }
+
+    /// Says whether Ironic has node `node` and it carries instance `instance` (a node gone, or
+    /// torn down already, or carrying another instance: nothing of this instance to tear
+    /// down).
+    pub async fn carries(&self, node: Uuid, instance: Uuid) -> Result<bool, SourceError> {
+        match self {
+            NodeSource::Simulated(ironic) => ironic
+                .send(Carries { node, instance })
+                .await?
+                .map_err(|error| SourceError::Failed(error.to_string())),
+            NodeSource::Ironic(driver) => driver.carries(node, instance).await,
         }
     }
 

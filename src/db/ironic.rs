@@ -131,6 +131,16 @@ pub fn delete_node(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Says whether node `uuid` exists and carries instance `instance` (the simulator's view).
+pub fn carries(conn: &mut PgConnection, uuid: Uuid, instance: Uuid) -> Result<bool, DbError> {
+    let carried: Option<Option<Uuid>> = ironic_nodes::table
+        .filter(ironic_nodes::uuid.eq(uuid))
+        .select(ironic_nodes::instance_uuid)
+        .first(conn)
+        .optional()?;
+    Ok(carried.flatten() == Some(instance))
+}
+
 /// Refuses a simulator write to node `uuid` when the node comes from a real Ironic (a process
 /// without `--ironic-url` on a deployment whose nodes are mirrored from one).
 fn refuse_mirrored(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {

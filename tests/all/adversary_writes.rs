@@ -191,3 +191,81 @@ async fn concurrent_boots_with_one_uuid_book_one_node() {
         (200, json!("deleted"))
     );
 }
+
+/// Issue 25, item 11 (the fault run's seed 21): a delete tore the instance down in Ironic but
+/// could not record it (a 503), then the node was deleted from Ironic (to be enrolled again).
+/// The next delete finds nothing of the instance in Ironic: it goes whole, its claim released —
+/// never `error` holding its allocation while no node carries it.
+#[actix_web::test]
+async fn an_instance_whose_node_ironic_no_longer_associates_with_it_is_deleted_whole() {
+    use crate::api_admin::{get, one_host_four_nodes, send};
+    use ringmaster::actors::compute_host::UpdateAvailableResource;
+    use ringmaster::actors::ironic::{DeleteNode, Destroy, EnrollNodes};
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let (status, instance) = send(
+        &app,
+        Method::POST,
+        "/api/v1/instances",
+        Some(json!({"name": "vm-1", "resource_class": "baremetal"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{instance}");
+    let uuid = instance["uuid"].as_str().unwrap().to_owned();
+    let node: uuid::Uuid = instance["node"].as_str().unwrap().parse().unwrap();
+    // Ironic tore it down; the database never heard.
+    app.actors
+        .ironic
+        .send(Destroy { node })
+        .await
+        .unwrap()
+        .unwrap();
+    app.actors
+        .ironic
+        .send(DeleteNode { node })
+        .await
+        .unwrap()
+        .unwrap();
+    let host = app.actors.hosts.get("cmp-1").unwrap();
+    host.send(UpdateAvailableResource).await.unwrap().unwrap();
+
+    let (status, answer) = send(
+        &app,
+        Method::DELETE,
+        &format!("/api/v1/instances/{uuid}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, 204, "{answer}");
+    assert_eq!(get(&app, "/api/v1/instances").await, json!([]));
+    let (status, _, allocations) = app
+        .placement(Method::GET, &format!("/placement/allocations/{uuid}"))
+        .version("1.38")
+        .token("admin")
+        .send()
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        allocations["allocations"],
+        json!({}),
+        "the claim is released"
+    );
+    // Enrolled again, the node is schedulable again, with its identity.
+    let again = ringmaster::db::ironic::NewIronicNode::enrolling(node, None, "baremetal");
+    app.actors
+        .ironic
+        .send(EnrollNodes { nodes: vec![again] })
+        .await
+        .unwrap()
+        .unwrap();
+    host.send(UpdateAvailableResource).await.unwrap().unwrap();
+    host.send(UpdateAvailableResource).await.unwrap().unwrap();
+    let (status, next) = send(
+        &app,
+        Method::POST,
+        "/api/v1/instances",
+        Some(json!({"name": "vm-2", "resource_class": "baremetal"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{next}");
+}

@@ -1,6 +1,6 @@
-//! Builds and destroys on a `ComputeHost`: `Spawn` (a boot this process placed), `TakeSpawns`
-//! (boots other processes placed here), `DestroyInstance`; every write for a node fenced by
-//! its owner and epoch (`Owned`).
+//! Builds on a `ComputeHost`: `Spawn` (a boot this process placed), `TakeSpawns` (boots other
+//! processes placed here), `SettleBuilds` (those a database outage cut); every write for a
+//! node fenced by its owner and epoch (`Owned`, also used by `destroy`).
 
 use actix::prelude::*;
 use uuid::Uuid;
@@ -341,102 +341,12 @@ impl Build {
     }
 }
 
-/// Destroys instance `instance` through Ironic, then frees its allocation and soft-deletes
-/// it. A destroy that Ironic refuses (a locked node) leaves the instance in error, allocated.
-#[derive(Debug, Message)]
-#[rtype(result = "Result<(), HostError>")]
-pub struct DestroyInstance {
-    pub instance: Uuid,
-    /// Leave the PCI devices for the next tracker pass, as a busy host does (fault injection).
-    pub defer_pci_free: bool,
-}
-
-impl Handler<DestroyInstance> for ComputeHost {
-    type Result = AtomicResponse<Self, Result<(), HostError>>;
-
-    fn handle(&mut self, message: DestroyInstance, _: &mut Self::Context) -> Self::Result {
-        if let Err(fenced) = self.require_lease() {
-            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
-        }
-        let (pool, clock, node_source, host) = (
-            self.pool.clone(),
-            self.clock.clone(),
-            self.node_source.clone(),
-            self.name.clone(),
-        );
-        let this_host = self.name.clone();
-        AtomicResponse::new(Box::pin(
-            async move {
-                let instance = message.instance;
-                let found = db::run(&pool, move |conn| {
-                    db::instances::get_instance(conn, instance)
-                })
-                .await?;
-                let owned = match found.node.as_deref() {
-                    Some(node) => Some(require_owned(&pool, &host, node).await?),
-                    None => None,
-                };
-                let torn_down = match &owned {
-                    Some(owned) => node_source
-                        .destroy(owned.ironic, instance, &owned.fence(&pool))
-                        .await
-                        .map_err(|error| owned.source_error(error)),
-                    None => Ok(None),
-                };
-                let shown = match torn_down {
-                    Ok(shown) => shown,
-                    Err(lost @ HostError::NotOwner { .. }) => return Err(lost),
-                    Err(failure) => {
-                        let Some(owned) = &owned else {
-                            return Err(failure);
-                        };
-                        let text = failure.to_string();
-                        let now = clock.now();
-                        let fault_text = text.clone();
-                        owned
-                            .write(&pool, move |conn| {
-                                db::instances::add_fault(conn, instance, &fault_text, &host, now)?;
-                                db::instances::set_state(conn, instance, VmState::Error, None, now)
-                            })
-                            .await?;
-                        return Err(HostError::Ironic(text));
-                    }
-                };
-                let now = clock.now();
-                write_for(owned.as_ref(), &pool, move |conn| {
-                    mirror(conn, shown.as_ref(), now)?;
-                    db::placement::allocations::delete_consumer(conn, instance)?;
-                    db::instances::soft_delete_instance(conn, instance, now)
-                })
-                .await?;
-                // Freeing the devices is its own step, as in Nova: it may lag behind the delete
-                // (this host busy or down), and the tracker pass finishes it then.
-                if message.defer_pci_free {
-                    return Ok(());
-                }
-                let now = clock.now();
-                let freed = write_for(owned.as_ref(), &pool, move |conn| {
-                    db::pci::free_instance_devices(conn, instance, now)
-                })
-                .await;
-                if let Err(error) = freed {
-                    log::warn!(
-                        "host {this_host}: pci devices of instance {instance} not freed yet: {error}"
-                    );
-                }
-                Ok(())
-            }
-            .into_actor(self),
-        ))
-    }
-}
-
 /// A node this host owned when it was looked up: its writes go through `write`, which
 /// re-checks the ownership in the writing transaction (invariant 4).
-struct Owned {
+pub(super) struct Owned {
     host: String,
     node: String,
-    ironic: Uuid,
+    pub(super) ironic: Uuid,
     compute_node_id: i64,
     epoch: OwnerEpoch,
 }
@@ -444,7 +354,7 @@ struct Owned {
 impl Owned {
     /// Runs `work` in one transaction that holds the node at the epoch it was found at;
     /// `NotOwner` with nothing written when the node has moved since.
-    async fn write<T, F>(&self, pool: &Pool, work: F) -> Result<T, HostError>
+    pub(super) async fn write<T, F>(&self, pool: &Pool, work: F) -> Result<T, HostError>
     where
         F: FnOnce(&mut db::Connection) -> Result<T, DbError> + Send + 'static,
         T: Send + 'static,
@@ -467,7 +377,7 @@ impl Owned {
 impl Owned {
     /// The fence a node source checks before each write it sends for this node: the node still
     /// this host's at the epoch it was found at.
-    fn fence(&self, pool: &Pool) -> Fence {
+    pub(super) fn fence(&self, pool: &Pool) -> Fence {
         let (pool, host, id, epoch) = (
             pool.clone(),
             self.host.clone(),
@@ -487,7 +397,7 @@ impl Owned {
     }
 
     /// A node source's refusal as the host says it.
-    fn source_error(&self, error: SourceError) -> HostError {
+    pub(super) fn source_error(&self, error: SourceError) -> HostError {
         match error {
             SourceError::Fenced(_) => HostError::NotOwner {
                 host: self.host.clone(),
@@ -501,7 +411,7 @@ impl Owned {
 
 /// What a deploy of `instance` on `owned`'s node asks Ironic for: its display name, and the
 /// node's disk as the root size.
-async fn deploy_request(
+pub(super) async fn deploy_request(
     pool: &Pool,
     owned: &Owned,
     instance: Uuid,
@@ -522,7 +432,7 @@ async fn deploy_request(
 }
 
 /// Writes the node as its source showed it after a deploy or a tear-down into the mirror.
-fn mirror(
+pub(super) fn mirror(
     conn: &mut db::Connection,
     shown: Option<&ListedNode>,
     now: chrono::DateTime<chrono::Utc>,
@@ -534,7 +444,11 @@ fn mirror(
 }
 
 /// Runs `work` fenced by `owned` when the instance has a node, in a plain transaction when not.
-async fn write_for<T, F>(owned: Option<&Owned>, pool: &Pool, work: F) -> Result<T, HostError>
+pub(super) async fn write_for<T, F>(
+    owned: Option<&Owned>,
+    pool: &Pool,
+    work: F,
+) -> Result<T, HostError>
 where
     F: FnOnce(&mut db::Connection) -> Result<T, DbError> + Send + 'static,
     T: Send + 'static,
@@ -545,8 +459,27 @@ where
     }
 }
 
+/// Returns `node` if `host` owns it now; `None` when the node has no live compute node (it
+/// went from Ironic and nothing held it); `NotOwner` when another host owns it.
+pub(super) async fn owner_of(
+    pool: &Pool,
+    host: &str,
+    node: &str,
+) -> Result<Option<Owned>, HostError> {
+    let lookup = node.to_owned();
+    let exists = db::run(pool, move |conn| {
+        db::compute_nodes::find_compute_node(conn, &lookup)
+    })
+    .await?
+    .is_some();
+    if !exists {
+        return Ok(None);
+    }
+    require_owned(pool, host, node).await.map(Some)
+}
+
 /// Returns `node` if `host` owns it now.
-async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Owned, HostError> {
+pub(super) async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Owned, HostError> {
     let lookup = node.to_owned();
     let compute_node = db::run(pool, move |conn| {
         db::compute_nodes::find_compute_node(conn, &lookup)

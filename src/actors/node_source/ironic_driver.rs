@@ -336,6 +336,17 @@ impl IronicDriver {
         )))
     }
 
+    /// Says whether Ironic has `node` and it carries `instance` (404: it has not).
+    pub async fn carries(&self, node: Uuid, instance: Uuid) -> Result<bool, SourceError> {
+        let api = self.connection().await.map_err(failed)?;
+        self.count(1);
+        match api.get_node(node).await {
+            Ok(record) => Ok(record.instance_uuid == Some(instance)),
+            Err(IronicError::Refused { status: 404, .. }) => Ok(false),
+            Err(other) => Err(failed(other)),
+        }
+    }
+
     /// Reads `node` from Ironic: busy while a provision state is in progress (`…ing`,
     /// `… wait`, `wait call-back`), at rest otherwise (as the mirror should show it).
     pub async fn current(&self, node: Uuid) -> Result<super::Current, SourceError> {

@@ -5,7 +5,7 @@
 mod adversary_candidates;
 mod adversary_database;
 mod adversary_requests;
-mod adversary_shutdown;
+mod adversary_streams;
 mod adversary_writes;
 mod fuzz;
 mod helpers;

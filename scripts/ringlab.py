@@ -172,11 +172,12 @@ class Process:
             return []
 
 
-def http(address, method, path, body=None, timeout=10):
+def http(address, method, path, body=None, timeout=10, headers=None):
     """One request; returns (status or None, decoded JSON or text or the error)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"http://{address}{path}", data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             text = response.read().decode()

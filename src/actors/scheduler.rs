@@ -235,12 +235,10 @@ async fn boot(
             placed.host
         );
     }
+    // As it is now: deleted already, even (a delete may come before this answer).
     Ok(db::run(&pool, move |conn| {
-        let mut found = db::instances::get_instance(conn, instance)?;
-        if found.vm_state == crate::domain::instance::VmState::Error {
-            found.fault = db::instances::latest_fault(conn, instance)?;
-        }
-        Ok(found)
+        db::instances::find_any_instance(conn, instance)?
+            .ok_or_else(|| DbError::NotFound(format!("instance {instance}")))
     })
     .await?)
 }

@@ -157,12 +157,17 @@ fn a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_bo
     let db = TestDb::new();
     let (_serve, address) = start_serve(db.url(), &["--hosts", "cmp-1", "--nodes", "1"], "warn");
     eventually(
-        Duration::from_secs(30),
-        "the node available on cmp-1",
+        Duration::from_secs(60),
+        "the node available and reported",
         || {
             let (_, nodes) = get_json(&address, "/api/v1/nodes");
-            (nodes[0]["host"] == "cmp-1" && nodes[0]["provision_state"] == "available")
-                .then_some(())
+            let (_, providers) = get_json(&address, "/api/v1/providers");
+            (nodes[0]["host"] == "cmp-1"
+                && nodes[0]["provision_state"] == "available"
+                && providers[0]["inventory"]
+                    .to_string()
+                    .contains("CUSTOM_BAREMETAL"))
+            .then_some(())
         },
     );
     // The deploy will wait for this lock on the node's row, until its backend is ended.
@@ -182,11 +187,15 @@ fn a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_bo
         Duration::from_secs(30),
         "the deploy waiting for the lock",
         || {
+            if booting.is_finished() {
+                return Some(());
+            }
             let waiting = ringmaster::db::count_rows(
                 &mut admin,
                 &format!(
                     "SELECT count(*) AS count FROM pg_stat_activity
-                  WHERE datname = '{name}' AND wait_event_type = 'Lock'"
+                  WHERE datname = '{name}' AND wait_event_type = 'Lock'
+                    AND query ILIKE '%ironic_nodes%'"
                 ),
             )
             .unwrap();

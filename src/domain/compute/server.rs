@@ -1,0 +1,74 @@
+//! Servers as the Compute API shows them: the status Nova derives from vm_state and
+//! task_state, the power state's number, and the names of a multiple create.
+
+/// Nova's `status` of a server with `vm_state` and `task_state` (`nova/api/openstack/common.py`
+/// `_STATE_MAP`, of the states ringmaster's servers go through).
+pub fn status(vm_state: &str, task_state: Option<&str>) -> &'static str {
+    match (vm_state, task_state) {
+        ("active", Some("rebooting" | "reboot_pending" | "reboot_started")) => "REBOOT",
+        ("active", Some("rebooting_hard" | "reboot_pending_hard" | "reboot_started_hard")) => {
+            "HARD_REBOOT"
+        }
+        ("active" | "stopped", Some("deleting")) => "DELETED",
+        ("active", _) => "ACTIVE",
+        ("building", _) => "BUILD",
+        ("stopped", _) => "SHUTOFF",
+        ("deleted", _) => "DELETED",
+        ("soft-delete", _) => "SOFT_DELETED",
+        _ => "ERROR",
+    }
+}
+
+/// The vm_states a `status` filter of `GET /servers` selects (`None` for a status Nova does
+/// not know: the answer is empty).
+pub fn vm_states_of_status(status: &str) -> Option<&'static [&'static str]> {
+    match status.to_ascii_uppercase().as_str() {
+        "ACTIVE" | "REBOOT" | "HARD_REBOOT" => Some(&["active"]),
+        "BUILD" => Some(&["building"]),
+        "SHUTOFF" => Some(&["stopped"]),
+        "ERROR" => Some(&["error"]),
+        "DELETED" => Some(&["deleted"]),
+        _ => None,
+    }
+}
+
+/// Nova's power state numbers (`nova/compute/power_state.py`).
+pub mod power_state {
+    pub const NOSTATE: i32 = 0;
+    pub const RUNNING: i32 = 1;
+    pub const SHUTDOWN: i32 = 4;
+}
+
+/// The names of `count` servers created by one request named `name`: the name itself for
+/// one, `NAME-1` … `NAME-count` for more (Nova's `multi_instance_display_name_template`).
+pub fn names(name: &str, count: u32) -> Vec<String> {
+    if count <= 1 {
+        return vec![name.to_owned()];
+    }
+    (1..=count).map(|index| format!("{name}-{index}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_nova_s_state_map() {
+        assert_eq!(status("building", Some("spawning")), "BUILD");
+        assert_eq!(status("active", None), "ACTIVE");
+        assert_eq!(status("active", Some("rebooting")), "REBOOT");
+        assert_eq!(status("active", Some("rebooting_hard")), "HARD_REBOOT");
+        assert_eq!(status("stopped", None), "SHUTOFF");
+        assert_eq!(status("error", None), "ERROR");
+        assert_eq!(status("deleted", None), "DELETED");
+        assert_eq!(status("something else", None), "ERROR");
+        assert_eq!(vm_states_of_status("active"), Some(&["active"][..]));
+        assert_eq!(vm_states_of_status("MIGRATING"), None);
+    }
+
+    #[test]
+    fn several_servers_are_numbered_from_one() {
+        assert_eq!(names("web", 1), vec!["web"]);
+        assert_eq!(names("web", 3), vec!["web-1", "web-2", "web-3"]);
+    }
+}

@@ -11,6 +11,7 @@ pub mod compute_nodes;
 pub mod database;
 pub mod error;
 pub mod figures;
+pub mod flavors;
 pub mod hosts;
 pub mod instances;
 pub mod ironic;

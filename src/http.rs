@@ -12,6 +12,7 @@ macro_rules! resource {
 
 pub mod admin_token;
 pub mod archive;
+pub mod compute;
 pub mod deployment;
 pub mod dto;
 pub mod error;
@@ -106,6 +107,7 @@ pub fn configure(
             .service(web::resource("/metrics").route(web::get().to(metrics::get_metrics)))
             .service(web::scope("/api/v1").configure(admin_routes))
             .configure(placement::configure)
+            .configure(compute::configure)
             .route("/", web::get().to(static_files::get_index))
             .route("/{file:.+}", web::get().to(static_files::get_static_file))
             .default_service(web::to(error::no_route));

@@ -103,6 +103,45 @@ diesel::table! {
 }
 
 diesel::table! {
+    flavor_extra_specs (flavor_id, key) {
+        flavor_id -> Int8,
+        #[max_length = 255]
+        key -> Varchar,
+        #[max_length = 255]
+        value -> Varchar,
+    }
+}
+
+diesel::table! {
+    flavor_projects (flavor_id, project_id) {
+        flavor_id -> Int8,
+        #[max_length = 255]
+        project_id -> Varchar,
+    }
+}
+
+diesel::table! {
+    flavors (id) {
+        id -> Int8,
+        #[max_length = 255]
+        flavorid -> Varchar,
+        #[max_length = 255]
+        name -> Varchar,
+        memory_mb -> Int4,
+        vcpus -> Int4,
+        root_gb -> Int4,
+        ephemeral_gb -> Int4,
+        swap -> Int4,
+        rxtx_factor -> Float8,
+        disabled -> Bool,
+        is_public -> Bool,
+        description -> Nullable<Text>,
+        created_at -> Timestamptz,
+        updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
     instance_actions (id) {
         id -> Int8,
         #[max_length = 255]
@@ -222,6 +261,15 @@ diesel::table! {
         updated_at -> Nullable<Timestamptz>,
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
+        #[max_length = 255]
+        image_ref -> Nullable<Varchar>,
+        #[max_length = 255]
+        key_name -> Nullable<Varchar>,
+        user_data -> Nullable<Text>,
+        #[max_length = 255]
+        config_drive -> Nullable<Varchar>,
+        #[max_length = 255]
+        availability_zone -> Nullable<Varchar>,
     }
 }
 
@@ -633,6 +681,15 @@ diesel::table! {
         updated_at -> Nullable<Timestamptz>,
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
+        #[max_length = 255]
+        image_ref -> Nullable<Varchar>,
+        #[max_length = 255]
+        key_name -> Nullable<Varchar>,
+        user_data -> Nullable<Text>,
+        #[max_length = 255]
+        config_drive -> Nullable<Varchar>,
+        #[max_length = 255]
+        availability_zone -> Nullable<Varchar>,
     }
 }
 
@@ -783,6 +840,8 @@ diesel::joinable!(compute_nodes -> services (service_id));
 diesel::joinable!(consumers -> consumer_types (consumer_type_id));
 diesel::joinable!(consumers -> projects (project_id));
 diesel::joinable!(consumers -> users (user_id));
+diesel::joinable!(flavor_extra_specs -> flavors (flavor_id));
+diesel::joinable!(flavor_projects -> flavors (flavor_id));
 diesel::joinable!(instance_actions_events -> instance_actions (action_id));
 diesel::joinable!(inventories -> resource_classes (resource_class_id));
 diesel::joinable!(inventories -> resource_providers (resource_provider_id));
@@ -799,6 +858,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     compute_nodes,
     consumer_types,
     consumers,
+    flavor_extra_specs,
+    flavor_projects,
+    flavors,
     instance_actions,
     instance_actions_events,
     instance_extra,

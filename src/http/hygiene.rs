@@ -3,7 +3,7 @@
 //! request that a browser form cannot forge (a JSON content type, or a token header), no NUL
 //! character in its URL or JSON body (400 naming the field), a body of bounded size read within a
 //! deadline (413, 408). Refusals are in the envelope of the API asked: Placement's under
-//! `/placement`, the admin API's elsewhere.
+//! `/placement`, Nova's under `/compute`, the admin API's elsewhere.
 
 use std::time::Duration;
 
@@ -17,6 +17,7 @@ use actix_web::{Error, HttpResponse};
 use futures_util::StreamExt;
 
 use super::error::ApiError;
+use super::compute::error::ComputeError;
 use super::placement::error::PlacementError;
 
 /// The largest request body taken (a 100,000-node enroll with names fits).
@@ -42,16 +43,17 @@ pub async fn guard(
         .app_data::<actix_web::web::Data<HygieneSettings>>()
         .cloned()
         .unwrap_or_else(|| actix_web::web::Data::new(HygieneSettings::default()));
-    let placement = request.path().starts_with("/placement");
+    let surface = Surface::of(request.path());
+    let placement = surface == Surface::Placement;
     if let Some((status, message)) = refusal(&request, &settings, placement) {
-        return Ok(request.into_response(answer(placement, status, message)));
+        return Ok(request.into_response(answer(surface, status, message)));
     }
-    let request = match with_body_checked(request, placement, settings.body_timeout).await {
+    let request = match with_body_checked(request, surface, settings.body_timeout).await {
         Ok(request) => request,
         Err(refused) => return Ok(*refused),
     };
     let response = next.call(request).await?.map_into_boxed_body();
-    Ok(method_not_allowed_envelope(response, placement))
+    Ok(method_not_allowed_envelope(response, surface))
 }
 
 /// Why the request is refused before its body is read, if it is.
@@ -185,7 +187,7 @@ fn origin_refusal(
 /// characters; returns the request with its body re-attached, or the refusal.
 async fn with_body_checked(
     request: ServiceRequest,
-    placement: bool,
+    surface: Surface,
     deadline: Duration,
 ) -> Result<ServiceRequest, Box<ServiceResponse<BoxBody>>> {
     if !is_mutating(request.method()) || !has_body(request.headers()) {
@@ -194,7 +196,7 @@ async fn with_body_checked(
     let (http_request, mut payload) = request.into_parts();
     let read = actix_rt::time::timeout(deadline, read_body(&mut payload)).await;
     let refused = |status, message: String| {
-        let mut response = answer(placement, status, message);
+        let mut response = answer(surface, status, message);
         if status == StatusCode::REQUEST_TIMEOUT {
             response.headers_mut().insert(
                 header::CONNECTION,
@@ -277,9 +279,9 @@ fn nul_field(body: &[u8]) -> Option<String> {
 /// middleware does the same in Placement's.
 fn method_not_allowed_envelope(
     response: ServiceResponse<BoxBody>,
-    placement: bool,
+    surface: Surface,
 ) -> ServiceResponse<BoxBody> {
-    if placement || response.status() != StatusCode::METHOD_NOT_ALLOWED {
+    if surface != Surface::Admin || response.status() != StatusCode::METHOD_NOT_ALLOWED {
         return response;
     }
     let allow = response.headers().get(header::ALLOW).cloned();
@@ -293,7 +295,7 @@ fn method_not_allowed_envelope(
             .and_then(|value| value.to_str().ok())
             .unwrap_or("none")
     );
-    let mut answer = answer(false, StatusCode::METHOD_NOT_ALLOWED, message);
+    let mut answer = answer(Surface::Admin, StatusCode::METHOD_NOT_ALLOWED, message);
     if let Some(allow) = allow {
         answer.headers_mut().insert(header::ALLOW, allow);
     }
@@ -301,11 +303,33 @@ fn method_not_allowed_envelope(
 }
 
 /// A refusal in the envelope of the API asked.
-fn answer(placement: bool, status: StatusCode, message: String) -> HttpResponse {
-    if placement {
-        PlacementError::new(status, message).to_response()
-    } else {
-        actix_web::ResponseError::error_response(&ApiError::Refused { status, message })
+fn answer(surface: Surface, status: StatusCode, message: String) -> HttpResponse {
+    match surface {
+        Surface::Placement => PlacementError::new(status, message).to_response(),
+        Surface::Compute => ComputeError::new(status, message).to_response(),
+        Surface::Admin => {
+            actix_web::ResponseError::error_response(&ApiError::Refused { status, message })
+        }
+    }
+}
+
+/// The API a request is for, whose envelope its refusals take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Surface {
+    Admin,
+    Placement,
+    Compute,
+}
+
+impl Surface {
+    fn of(path: &str) -> Surface {
+        if path.starts_with("/placement") {
+            Surface::Placement
+        } else if path == "/compute" || path.starts_with("/compute/") {
+            Surface::Compute
+        } else {
+            Surface::Admin
+        }
     }
 }
 

@@ -113,6 +113,17 @@ const PLACEMENT_FAMILIES: &[(&str, &str)] = &[
     ("reshaper", "placement/reshaper"),
 ];
 
+/// The Compute API's resources (the segment after /compute/v2.1) and their route families.
+const COMPUTE_FAMILIES: &[(&str, &str)] = &[
+    ("servers", "compute/servers"),
+    ("flavors", "compute/flavors"),
+    ("os-keypairs", "compute/os-keypairs"),
+    ("os-services", "compute/os-services"),
+    ("os-hypervisors", "compute/os-hypervisors"),
+    ("limits", "compute/limits"),
+    ("os-quota-sets", "compute/os-quota-sets"),
+];
+
 /// What the dashboard's files (and a browser's own asks, such as its icon) end with.
 const DASHBOARD_FILES: &[&str] = &[".js", ".css", ".html", ".ico", ".png", ".svg", ".map"];
 
@@ -130,6 +141,13 @@ pub fn route_family(path: &str) -> &'static str {
         "placement" => match segments.next() {
             None | Some("") => "placement/root",
             resource => family_of(resource, PLACEMENT_FAMILIES).unwrap_or("placement/other"),
+        },
+        "compute" => match (segments.next(), segments.next()) {
+            (None | Some(""), _) | (Some("v2.1"), None | Some("")) => "compute/root",
+            (Some("v2.1"), resource) => {
+                family_of(resource, COMPUTE_FAMILIES).unwrap_or("compute/other")
+            }
+            _ => "compute/other",
         },
         _ if DASHBOARD_FILES.iter().any(|suffix| path.ends_with(suffix)) => "dashboard",
         _ => "other",

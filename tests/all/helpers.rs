@@ -1,9 +1,11 @@
 //! Test fixtures, by concern: the PostgreSQL server and per-test databases (`database`), the
 //! in-process app (`app`), the `ringmaster` binary (`process`), a message-driven deployment
-//! (`deployment`), a real Ironic (`ironic`), a real Keystone (`keystone`), Placement requests (`placement`) and waiting
+//! (`deployment`), a real Ironic (`ironic`), a real Keystone (`keystone`), Placement requests (`placement`), Compute
+//! requests (`compute`) and waiting
 //! (`wait`).
 
 mod app;
+mod compute;
 mod database;
 mod deployment;
 mod ironic;

@@ -23,6 +23,7 @@ mod cli_database;
 mod cli_ha;
 mod cli_observability;
 mod cli_operations;
+mod compute_flavors;
 mod db_constraints;
 mod db_migrations;
 mod db_registry;

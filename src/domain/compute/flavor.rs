@@ -49,6 +49,62 @@ pub struct NewFlavor {
     pub description: Option<String>,
 }
 
+/// A stored flavor with its extra specs.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Flavor {
+    pub flavorid: String,
+    pub name: String,
+    pub memory_mb: i32,
+    pub vcpus: i32,
+    pub root_gb: i32,
+    pub ephemeral_gb: i32,
+    pub swap: i32,
+    pub rxtx_factor: f64,
+    pub disabled: bool,
+    pub is_public: bool,
+    pub description: Option<String>,
+    pub extra_specs: std::collections::BTreeMap<String, String>,
+}
+
+/// Which flavors a listing shows.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FlavorFilter {
+    /// `Some(true)`: public ones (and, for `project`, those shared with it); `Some(false)`:
+    /// private ones; `None`: all.
+    pub is_public: Option<bool>,
+    /// The caller's project when it is not an admin: it also sees flavors shared with it,
+    /// and no disabled ones.
+    pub project: Option<String>,
+    pub min_memory_mb: Option<i32>,
+    pub min_root_gb: Option<i32>,
+    pub name: Option<String>,
+    /// After this flavorid, in the sort order.
+    pub marker: Option<String>,
+    pub limit: Option<i64>,
+    /// A column of `SORT_KEYS`, and whether descending.
+    pub sort_key: String,
+    pub descending: bool,
+}
+
+/// The keys a flavor listing sorts by (Nova's `VALID_SORT_KEYS`).
+pub const SORT_KEYS: [&str; 15] = [
+    "created_at",
+    "description",
+    "disabled",
+    "ephemeral_gb",
+    "flavorid",
+    "id",
+    "is_public",
+    "memory_mb",
+    "name",
+    "root_gb",
+    "rxtx_factor",
+    "swap",
+    "updated_at",
+    "vcpu_weight",
+    "vcpus",
+];
+
 fn invalid(field: &str, shown: &str, why: &str) -> String {
     format!("Invalid input for field/attribute {field}. Value: {shown}. {why}")
 }

@@ -1,0 +1,57 @@
+//! The Compute API under `/compute` (issue 26): the subset of Nova's v2.1 a bare-metal cloud
+//! uses, with Nova's microversions (2.1–2.100), errors and policy defaults, so that
+//! `openstack server create`, openstacksdk and Ansible work unchanged. docs/compute.md has
+//! the routes and where ringmaster differs from Nova.
+
+pub mod auth;
+pub mod common;
+pub mod error;
+pub mod flavor_specs;
+pub mod flavors;
+pub mod middleware;
+pub mod versions;
+
+use actix_web::middleware::from_fn;
+use actix_web::web;
+
+use error::ComputeError;
+
+/// Registers the Compute routes under `/compute`.
+pub fn configure(config: &mut web::ServiceConfig) {
+    config.service(
+        web::scope("/compute")
+            .wrap(from_fn(middleware::compute_request))
+            .app_data(web::PayloadConfig::new(crate::http::hygiene::BODY_LIMIT))
+            .app_data(web::PathConfig::default().error_handler(|error, _| {
+                ComputeError::bad_request(format!("Invalid path: {error}")).into()
+            }))
+            .configure(version_routes)
+            .service(
+                web::scope("/v2.1")
+                    .configure(flavor_routes)
+                    .default_service(web::to(error::no_route)),
+            )
+            .default_service(web::to(error::no_route)),
+    );
+}
+
+#[rustfmt::skip]
+fn version_routes(config: &mut web::ServiceConfig) {
+    resource!(config, ["", "/"], get => versions::list_versions);
+    resource!(config, ["/v2.1", "/v2.1/"], get => versions::show_version);
+}
+
+/// Flavors, their extra specs and access lists.
+#[rustfmt::skip]
+fn flavor_routes(config: &mut web::ServiceConfig) {
+    resource!(config, "/flavors", get => flavors::list_flavors, post => flavors::create_flavor);
+    resource!(config, "/flavors/detail", get => flavors::list_flavors_detail);
+    resource!(config, "/flavors/{id}", get => flavors::show_flavor,
+              put => flavors::update_flavor, delete => flavors::delete_flavor);
+    resource!(config, "/flavors/{id}/action", post => flavor_specs::flavor_action);
+    resource!(config, "/flavors/{id}/os-flavor-access", get => flavor_specs::list_access);
+    resource!(config, "/flavors/{id}/os-extra_specs",
+              get => flavor_specs::list_specs, post => flavor_specs::create_specs);
+    resource!(config, "/flavors/{id}/os-extra_specs/{key}", get => flavor_specs::show_spec,
+              put => flavor_specs::update_spec, delete => flavor_specs::delete_spec);
+}

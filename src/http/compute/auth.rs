@@ -1,0 +1,143 @@
+//! Who calls the Compute API and what Nova's default policy lets them do. Without Keystone, as
+//! Nova's `noauth2`: the token is `user[:project]` (the project is the user's name without
+//! one), user `admin` is an admin, `X-Roles` replaces the roles; with an admin token
+//! configured, only that token is taken and it is an admin. With Keystone, the token's user,
+//! project and roles, and nothing the caller says of itself.
+
+use actix_web::dev::ServiceRequest;
+use actix_web::http::StatusCode;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
+
+use super::error::ComputeError;
+use crate::http::admin_token::AdminTokenConfig;
+
+/// The caller of one Compute request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    pub user_id: String,
+    pub project_id: String,
+    pub roles: Vec<String>,
+}
+
+impl Caller {
+    fn has_role(&self, wanted: &str) -> bool {
+        self.roles
+            .iter()
+            .any(|role| role.eq_ignore_ascii_case(wanted))
+    }
+
+    /// Nova's `ADMIN`: the `admin` role.
+    pub fn is_admin(&self) -> bool {
+        self.has_role("admin")
+    }
+
+    /// May read what belongs to `project` (Nova's `PROJECT_READER_OR_ADMIN`): an admin, or
+    /// any role of that project (noauth2 callers have none and are members of their project).
+    pub fn may_read(&self, project: &str) -> bool {
+        self.is_admin() || self.project_id == project
+    }
+
+    /// May change what belongs to `project` (`PROJECT_MEMBER_OR_ADMIN`): an admin, or a
+    /// caller of that project that is not only a reader.
+    pub fn may_write(&self, project: &str) -> bool {
+        self.is_admin()
+            || (self.project_id == project
+                && (self.roles.is_empty()
+                    || self.roles.iter().any(|r| !r.eq_ignore_ascii_case("reader"))))
+    }
+
+    /// Refuses a non-admin: Nova's 403 naming the rule.
+    pub fn require_admin(&self, rule: &str) -> Result<(), ComputeError> {
+        if self.is_admin() {
+            Ok(())
+        } else {
+            Err(ComputeError::policy(rule))
+        }
+    }
+}
+
+impl FromRequest for Caller {
+    type Error = ComputeError;
+    type Future = std::future::Ready<Result<Caller, ComputeError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        std::future::ready(
+            request
+                .extensions()
+                .get::<Caller>()
+                .cloned()
+                .ok_or_else(unauthorized),
+        )
+    }
+}
+
+fn header<'a>(request: &'a ServiceRequest, name: &str) -> Option<&'a str> {
+    request
+        .headers()
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| !value.is_empty())
+}
+
+pub fn unauthorized() -> ComputeError {
+    ComputeError::new(
+        StatusCode::UNAUTHORIZED,
+        "The request you have made requires authentication.",
+    )
+}
+
+/// The caller of `request`: 401 without a valid token, 503 when Keystone cannot be asked.
+pub async fn authenticate(request: &ServiceRequest) -> Result<Caller, ComputeError> {
+    let token = header(request, "x-auth-token").ok_or_else(unauthorized)?;
+    let state = request.app_data::<web::Data<crate::http::AppState>>();
+    if let Some(keystone) = state.and_then(|state| state.keystone.clone()) {
+        return match keystone.validate(token).await {
+            Ok(identity) => Ok(Caller {
+                user_id: identity.user_id,
+                project_id: identity.project_id,
+                roles: identity.roles,
+            }),
+            Err(crate::keystone::KeystoneError::Invalid) => Err(unauthorized()),
+            Err(crate::keystone::KeystoneError::Unavailable(reason)) => {
+                log::warn!("keystone cannot validate a token: {reason}");
+                Err(ComputeError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "The authentication service is unavailable; try again later.",
+                ))
+            }
+        };
+    }
+    let configured = request
+        .app_data::<web::Data<AdminTokenConfig>>()
+        .and_then(|config| config.0.clone());
+    if let Some(expected) = configured {
+        return if expected.matches(token) {
+            Ok(Caller {
+                user_id: "admin".to_owned(),
+                project_id: "admin".to_owned(),
+                roles: vec!["admin".to_owned()],
+            })
+        } else {
+            Err(unauthorized())
+        };
+    }
+    let (user, project) = match token.split_once(':') {
+        Some((user, project)) if !project.is_empty() => (user, project),
+        Some((user, _)) => (user, user),
+        None => (token, token),
+    };
+    let roles = match header(request, "x-roles") {
+        Some(roles) => roles
+            .split(',')
+            .map(|role| role.trim().to_owned())
+            .filter(|role| !role.is_empty())
+            .collect(),
+        None if user == "admin" => vec!["admin".to_owned()],
+        None => Vec::new(),
+    };
+    Ok(Caller {
+        user_id: user.to_owned(),
+        project_id: project.to_owned(),
+        roles,
+    })
+}

@@ -129,6 +129,8 @@ async fn run(actors: &Actors, url: &str) -> Result<(), Error> {
                 project: "bench".to_owned(),
                 user: "bench".to_owned(),
                 pci_devices: 0,
+                server: None,
+                answer_when_claimed: false,
             })
             .await??;
         if instance.vm_state.as_str() != "active" {

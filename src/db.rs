@@ -27,6 +27,7 @@ pub mod presence;
 pub mod processes;
 pub mod schema;
 pub mod scratch;
+pub mod servers;
 pub mod spawns;
 pub mod timeline;
 pub mod url;

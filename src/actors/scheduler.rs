@@ -142,6 +142,11 @@ pub struct Boot {
     pub user: String,
     /// PCI devices the instance asks for.
     pub pci_devices: u32,
+    /// A server of the Compute API: its flavor's class and traits, what its row records.
+    pub server: Option<crate::domain::compute::server::ServerRequest>,
+    /// Answer as soon as the node is claimed (the instance `building`), the build going on
+    /// behind the answer, as Nova's `POST /servers` does; else answer the settled build.
+    pub answer_when_claimed: bool,
 }
 
 impl Handler<Boot> for Scheduler {
@@ -201,6 +206,59 @@ async fn boot(
         ));
     };
     let local = local_hosts.contains(&placed.host);
+    let placed = Placed {
+        node: placed,
+        local,
+    };
+    if message.answer_when_claimed {
+        let answer = db::run(&pool, move |conn| {
+            db::instances::get_instance(conn, instance)
+        })
+        .await?;
+        actix::spawn(async move {
+            if let Err(failure) = build(
+                &pool, &clock, &hosts, build_wait, &message, instance, placed,
+            )
+            .await
+            {
+                log::warn!("build of instance {instance} could not be settled: {failure}");
+            }
+        });
+        return Ok(answer);
+    }
+    build(
+        &pool, &clock, &hosts, build_wait, &message, instance, placed,
+    )
+    .await?;
+    // As it is now: deleted already, even (a delete may come before this answer).
+    Ok(db::run(&pool, move |conn| {
+        db::instances::find_any_instance(conn, instance)?
+            .ok_or_else(|| DbError::NotFound(format!("instance {instance}")))
+    })
+    .await?)
+}
+
+/// A claimed node, and whether this process runs its host.
+struct Placed {
+    node: FreeNode,
+    local: bool,
+}
+
+/// Has the claimed instance built by its host (here, or in the process that runs the host),
+/// and settles a build that failed after its claim.
+async fn build(
+    pool: &Pool,
+    clock: &SharedClock,
+    hosts: &HostDirectory,
+    build_wait: std::time::Duration,
+    message: &Boot,
+    instance: Uuid,
+    placed: Placed,
+) -> Result<(), BootError> {
+    let Placed {
+        node: placed,
+        local,
+    } = placed;
     let spawned = match (local, hosts.get(&placed.host)) {
         (true, Some(host)) => host
             .send(Spawn {
@@ -215,7 +273,7 @@ async fn boot(
         // Handed to the process that runs the host: wait for it to settle the build
         // (if it never does, the node's owner settles it at the build timeout).
         (false, _) => {
-            wait_for_build(&pool, instance, build_wait).await;
+            wait_for_build(pool, instance, build_wait).await;
             Ok(crate::domain::instance::VmState::Building)
         }
     };
@@ -225,7 +283,7 @@ async fn boot(
         let reason = failure.to_string();
         let host = placed.host.clone();
         let now = clock.now();
-        let outcome = db::transaction(&pool, move |conn| {
+        let outcome = db::transaction(pool, move |conn| {
             db::instances::settle_build(conn, instance, &reason, &host, now)
         })
         .await?;
@@ -235,12 +293,7 @@ async fn boot(
             placed.host
         );
     }
-    // As it is now: deleted already, even (a delete may come before this answer).
-    Ok(db::run(&pool, move |conn| {
-        db::instances::find_any_instance(conn, instance)?
-            .ok_or_else(|| DbError::NotFound(format!("instance {instance}")))
-    })
-    .await?)
+    Ok(())
 }
 
 /// Returns the hosts a boot may land on, whichever process runs them: those that are up, not
@@ -270,12 +323,27 @@ fn claim_node(
     if up.is_empty() {
         return Ok(None);
     }
-    let placement_class = custom_resource_class(&boot.resource_class);
+    let (resource_class, placement_class, required, forbidden) = match &boot.server {
+        Some(server) => (
+            "",
+            server.placement_class.clone(),
+            server.required_traits.as_slice(),
+            server.forbidden_traits.as_slice(),
+        ),
+        None => (
+            boot.resource_class.as_str(),
+            custom_resource_class(&boot.resource_class),
+            &[][..],
+            &[][..],
+        ),
+    };
     let request = NodeRequest {
-        resource_class: &boot.resource_class,
+        resource_class,
         placement_class: &placement_class,
         hosts: &up,
         pci_devices: i32::try_from(boot.pci_devices).unwrap_or(i32::MAX),
+        required_traits: required,
+        forbidden_traits: forbidden,
     };
     let mut tried: Vec<Uuid> = Vec::new();
     for _ in 0..MAX_CLAIM_ATTEMPTS {
@@ -364,7 +432,8 @@ impl ClaimAttempt<'_> {
             user_id: self.boot.user.clone(),
             host: candidate.host.clone(),
             node: candidate.node.clone(),
-            resource_class: self.boot.resource_class.clone(),
+            resource_class: candidate.resource_class.clone(),
+            server: self.boot.server.clone(),
         };
         match db::instances::create_instance(conn, &new, self.clock.now()) {
             Err(DbError::UniqueViolation { constraint }) if constraint == "instances_uuid_key" => {

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Integer, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
@@ -47,6 +47,8 @@ pub struct NewInstance {
     pub host: String,
     pub node: String,
     pub resource_class: String,
+    /// What a server booted through the Compute API records besides.
+    pub server: Option<crate::domain::compute::server::ServerRequest>,
 }
 
 /// Creates an instance in `building`, with its instance_extra row, a system-metadata row and
@@ -56,15 +58,18 @@ pub fn create_instance(
     new: &NewInstance,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
+    let server = new.server.as_ref();
     diesel::sql_query(
         "WITH created AS (
              INSERT INTO instances (uuid, display_name, project_id, user_id, host, node,
-                                    resource_class, vm_state, task_state, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 'spawning', $8)
+                                    resource_class, vm_state, task_state, created_at,
+                                    image_ref, key_name, user_data, config_drive,
+                                    availability_zone)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 'spawning', $8, $10, $11, $12, $13, $14)
              RETURNING uuid
          ),
          extra AS (INSERT INTO instance_extra (instance_uuid, flavor, created_at)
-                   SELECT uuid, $7, $8 FROM created),
+                   SELECT uuid, COALESCE($15, $7), $8 FROM created),
          meta AS (INSERT INTO instance_system_metadata (instance_uuid, key, value, created_at)
                   SELECT uuid, 'resource_class', $7, $8 FROM created)
          INSERT INTO instance_actions (action, instance_uuid, user_id, project_id, start_time, created_at)
@@ -79,6 +84,12 @@ pub fn create_instance(
     .bind::<Text, _>(&new.resource_class)
     .bind::<Timestamptz, _>(now)
     .bind::<Text, _>(VmState::Building.as_str())
+    .bind::<Nullable<Text>, _>(server.map(|s| s.image_ref.as_str()))
+    .bind::<Nullable<Text>, _>(server.and_then(|s| s.key_name.as_deref()))
+    .bind::<Nullable<Text>, _>(server.and_then(|s| s.user_data.as_deref()))
+    .bind::<Nullable<Text>, _>(server.map(|s| if s.config_drive { "True" } else { "" }))
+    .bind::<Nullable<Text>, _>(server.and_then(|s| s.availability_zone.as_deref()))
+    .bind::<Nullable<Text>, _>(server.map(|s| s.flavor.as_str()))
     .execute(conn)?;
     Ok(())
 }
@@ -282,12 +293,16 @@ pub struct FreeNode {
     pub provider: Uuid,
     #[diesel(sql_type = Text)]
     pub host: String,
+    /// The node's Ironic resource class.
+    #[diesel(sql_type = Text)]
+    pub resource_class: String,
 }
 
 /// What a boot asks of a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeRequest<'a> {
-    /// The Ironic resource class (`baremetal`).
+    /// The Ironic resource class (`baremetal`); empty for any whose Placement class is
+    /// `placement_class`.
     pub resource_class: &'a str,
     /// Placement's class for it (`CUSTOM_BAREMETAL`).
     pub placement_class: &'a str,
@@ -295,24 +310,34 @@ pub struct NodeRequest<'a> {
     pub hosts: &'a [String],
     /// PCI devices that must be free on the node.
     pub pci_devices: i32,
+    /// Traits the node's provider must have, and must not.
+    pub required_traits: &'a [String],
+    pub forbidden_traits: &'a [String],
 }
 
 /// The nodes that can take an instance: of the class, available, unlocked, not in maintenance,
 /// owned by one of the hosts, with the unit free on their provider and enough free PCI devices.
-const FREE_NODES: &str = "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host
+const FREE_NODES: &str = "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host,
+                n.resource_class::text AS resource_class
            FROM ironic_nodes n
            JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
            JOIN resource_providers rp ON rp.uuid = c.uuid
            JOIN inventories inv ON inv.resource_provider_id = rp.id
            JOIN resource_classes rc ON rc.id = inv.resource_class_id AND rc.name = $2
-          WHERE n.resource_class = $1 AND n.provision_state = 'available' AND n.instance_uuid IS NULL
+          WHERE ($1 = '' OR n.resource_class = $1) AND n.provision_state = 'available' AND n.instance_uuid IS NULL
             AND n.reservation IS NULL AND NOT n.maintenance AND c.host = ANY($3)
             AND (inv.total - inv.reserved) * inv.allocation_ratio
                 >= 1 + (SELECT COALESCE(sum(a.used), 0) FROM allocations a
                          WHERE a.resource_provider_id = rp.id AND a.resource_class_id = rc.id)
             AND ($4 = 0 OR $4 <= (SELECT count(*) FROM pci_devices p
                                    WHERE p.compute_node_id = c.id AND p.status = 'available'
-                                     AND p.deleted = 0))";
+                                     AND p.deleted = 0))
+            AND (cardinality($6::text[]) = 0 OR cardinality($6::text[]) =
+                 (SELECT count(*) FROM resource_provider_traits pt JOIN traits t ON t.id = pt.trait_id
+                   WHERE pt.resource_provider_id = rp.id AND t.name = ANY($6)))
+            AND (cardinality($7::text[]) = 0 OR NOT EXISTS
+                 (SELECT 1 FROM resource_provider_traits pt JOIN traits t ON t.id = pt.trait_id
+                   WHERE pt.resource_provider_id = rp.id AND t.name = ANY($7)))";
 
 /// Lists up to `limit` nodes that can take an instance now, by node uuid.
 pub fn free_nodes(
@@ -324,9 +349,11 @@ pub fn free_nodes(
         diesel::sql_query(format!("{FREE_NODES} ORDER BY n.uuid LIMIT $5"))
             .bind::<Text, _>(request.resource_class)
             .bind::<Text, _>(request.placement_class)
-            .bind::<diesel::sql_types::Array<Text>, _>(request.hosts)
+            .bind::<Array<Text>, _>(request.hosts)
             .bind::<Integer, _>(request.pci_devices)
             .bind::<Integer, _>(limit)
+            .bind::<Array<Text>, _>(request.required_traits)
+            .bind::<Array<Text>, _>(request.forbidden_traits)
             .load(conn)?,
     )
 }
@@ -348,9 +375,11 @@ pub fn pick_free_node(
     ))
     .bind::<Text, _>(request.resource_class)
     .bind::<Text, _>(request.placement_class)
-    .bind::<diesel::sql_types::Array<Text>, _>(request.hosts)
+    .bind::<Array<Text>, _>(request.hosts)
     .bind::<Integer, _>(request.pci_devices)
-    .bind::<diesel::sql_types::Array<SqlUuid>, _>(tried)
+    .bind::<Array<SqlUuid>, _>(tried)
+    .bind::<Array<Text>, _>(request.required_traits)
+    .bind::<Array<Text>, _>(request.forbidden_traits)
     .load::<FreeNode>(conn)?
     .into_iter()
     .next())

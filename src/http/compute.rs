@@ -9,6 +9,10 @@ pub mod error;
 pub mod flavor_specs;
 pub mod flavors;
 pub mod middleware;
+pub mod server_body;
+pub mod server_filter;
+pub mod server_view;
+pub mod servers;
 pub mod versions;
 
 use actix_web::middleware::from_fn;
@@ -29,6 +33,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
             .service(
                 web::scope("/v2.1")
                     .configure(flavor_routes)
+                    .configure(server_routes)
                     .default_service(web::to(error::no_route)),
             )
             .default_service(web::to(error::no_route)),
@@ -54,4 +59,12 @@ fn flavor_routes(config: &mut web::ServiceConfig) {
               get => flavor_specs::list_specs, post => flavor_specs::create_specs);
     resource!(config, "/flavors/{id}/os-extra_specs/{key}", get => flavor_specs::show_spec,
               put => flavor_specs::update_spec, delete => flavor_specs::delete_spec);
+}
+
+/// Servers.
+#[rustfmt::skip]
+fn server_routes(config: &mut web::ServiceConfig) {
+    resource!(config, "/servers", get => servers::list_servers, post => servers::create_server);
+    resource!(config, "/servers/detail", get => servers::list_servers_detail);
+    resource!(config, "/servers/{id}", get => servers::show_server, delete => servers::delete_server);
 }

@@ -16,8 +16,8 @@ use actix_web::web::{Bytes, BytesMut};
 use actix_web::{Error, HttpResponse};
 use futures_util::StreamExt;
 
-use super::error::ApiError;
 use super::compute::error::ComputeError;
+use super::error::ApiError;
 use super::placement::error::PlacementError;
 
 /// The largest request body taken (a 100,000-node enroll with names fits).

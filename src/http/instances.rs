@@ -65,6 +65,8 @@ pub async fn create_instance(
             project: ADMIN_PROJECT.to_owned(),
             user: ADMIN_PROJECT.to_owned(),
             pci_devices: body.pci_devices,
+            server: None,
+            answer_when_claimed: false,
         })
         .await?;
     match booted {

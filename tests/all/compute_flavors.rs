@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::TestApp;
 
-fn rows(app: &TestApp, sql: &str) -> i64 {
+/// The one number `sql` counts in the test's database.
+pub fn rows(app: &TestApp, sql: &str) -> i64 {
     ringmaster::db::count_rows(&mut app.db.conn(), sql).unwrap()
 }
 

@@ -292,6 +292,7 @@ pub(crate) fn leave_a_build(
         host: node.host.clone().unwrap(),
         node: node.uuid.to_string(),
         resource_class: "baremetal".to_owned(),
+        server: None,
     };
     ringmaster::db::instances::create_instance(&mut conn, &new, d.clock_now()).unwrap();
     instance

@@ -24,6 +24,7 @@ mod cli_ha;
 mod cli_observability;
 mod cli_operations;
 mod compute_flavors;
+mod compute_servers;
 mod db_constraints;
 mod db_migrations;
 mod db_registry;

@@ -189,39 +189,45 @@ pub fn check_boolean(field: &str, value: &Scalar) -> Result<bool, String> {
     }
 }
 
+/// Checks a flavor id as Nova's schema does: a string of `[a-zA-Z0-9. _-]` not starting or
+/// ending with a space, a number (as its text), or none (the server picks one).
+fn check_flavor_id(value: &Scalar) -> Result<Option<String>, String> {
+    Ok(match value {
+        Scalar::Absent | Scalar::Null => None,
+        Scalar::Int(number) => Some(number.to_string()),
+        Scalar::Float(number) => Some(number.to_string()),
+        Scalar::Text(text) => {
+            let fits = !text.is_empty()
+                && text.len() <= 255
+                && !text.starts_with(' ')
+                && !text.ends_with(' ')
+                && text
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b". _-".contains(&b));
+            if !fits {
+                return Err(invalid(
+                    "id",
+                    text,
+                    "does not match '^(?! )[a-zA-Z0-9. _-]+(?<! )$'",
+                ));
+            }
+            Some(text.clone())
+        }
+        other => {
+            return Err(invalid(
+                "id",
+                &shown(other),
+                "is not of type 'string', 'number', 'null'",
+            ));
+        }
+    })
+}
+
 impl FlavorFields {
     /// Checks every field as Nova does (`description` from 2.55 only: `with_description`).
     pub fn check(&self, with_description: bool) -> Result<NewFlavor, String> {
         let name = check_name("name", &self.name)?;
-        let flavorid = match &self.id {
-            Scalar::Absent | Scalar::Null => None,
-            Scalar::Int(number) => Some(number.to_string()),
-            Scalar::Float(number) => Some(number.to_string()),
-            Scalar::Text(text) => {
-                let fits = !text.is_empty()
-                    && text.len() <= 255
-                    && !text.starts_with(' ')
-                    && !text.ends_with(' ')
-                    && text
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b". _-".contains(&b));
-                if !fits {
-                    return Err(invalid(
-                        "id",
-                        text,
-                        "does not match '^(?! )[a-zA-Z0-9. _-]+(?<! )$'",
-                    ));
-                }
-                Some(text.clone())
-            }
-            other => {
-                return Err(invalid(
-                    "id",
-                    &shown(other),
-                    "is not of type 'string', 'number', 'null'",
-                ));
-            }
-        };
+        let flavorid = check_flavor_id(&self.id)?;
         let optional = |field: &str, value: &Scalar| match value {
             Scalar::Absent => Ok(0),
             other => check_integer(field, other, 0),
@@ -316,7 +322,8 @@ mod tests {
 
     #[test]
     fn each_bad_field_is_named() {
-        let cases: Vec<(fn(&mut FlavorFields), &str)> = vec![
+        type Spoil = fn(&mut FlavorFields);
+        let cases: Vec<(Spoil, &str)> = vec![
             (|f| f.ram = Scalar::Int(0), "ram"),
             (|f| f.vcpus = Scalar::Text("-1".to_owned()), "vcpus"),
             (|f| f.disk = Scalar::Int(-1), "disk"),

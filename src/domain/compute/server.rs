@@ -1,6 +1,71 @@
 //! Servers as the Compute API shows them: the status Nova derives from vm_state and
 //! task_state, the power state's number, and the names of a multiple create.
 
+/// What a server booted through the Compute API asks beyond a node of a class: the Placement
+/// class and traits its flavor asks for, and what its instance row records.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerRequest {
+    /// The flavor's custom resource class (`CUSTOM_BAREMETAL`): any node whose class
+    /// normalizes to it may take the server.
+    pub placement_class: String,
+    pub required_traits: Vec<String>,
+    pub forbidden_traits: Vec<String>,
+    pub image_ref: String,
+    /// The flavor as booted (JSON: Nova's embedded flavor view), kept with the instance.
+    pub flavor: String,
+    pub key_name: Option<String>,
+    pub user_data: Option<String>,
+    pub config_drive: bool,
+    pub availability_zone: Option<String>,
+}
+
+/// A server as the Compute API shows it: its instance row and what hangs off it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerRecord {
+    pub uuid: uuid::Uuid,
+    pub name: String,
+    pub project_id: String,
+    pub user_id: String,
+    pub host: Option<String>,
+    pub node: Option<String>,
+    pub vm_state: String,
+    pub task_state: Option<String>,
+    pub power_state: i32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub launched_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub terminated_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub image_ref: Option<String>,
+    pub key_name: Option<String>,
+    pub user_data: Option<String>,
+    pub config_drive: Option<String>,
+    pub availability_zone: Option<String>,
+    /// The flavor as booted (JSON), or the resource class of an admin-API boot.
+    pub flavor: Option<String>,
+    /// The latest fault of a server in error: its message and when.
+    pub fault: Option<(String, chrono::DateTime<chrono::Utc>)>,
+}
+
+/// Which servers a listing shows.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerFilter {
+    /// Only this project's (a caller who is not an admin, or an admin without
+    /// `all_tenants`).
+    pub project: Option<String>,
+    /// A regular expression the name must match (PostgreSQL's `~`, as Nova's `REGEXP`).
+    pub name: Option<String>,
+    pub vm_states: Option<Vec<String>>,
+    pub host: Option<String>,
+    pub changes_since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Deleted ones too (`changes-since`, or `deleted=true` for admins).
+    pub include_deleted: bool,
+    /// Only deleted ones.
+    pub only_deleted: bool,
+    /// After this server, newest first.
+    pub marker: Option<uuid::Uuid>,
+    pub limit: i64,
+}
+
 /// Nova's `status` of a server with `vm_state` and `task_state` (`nova/api/openstack/common.py`
 /// `_STATE_MAP`, of the states ringmaster's servers go through).
 pub fn status(vm_state: &str, task_state: Option<&str>) -> &'static str {

@@ -219,6 +219,8 @@ impl Run {
                 placement_class: "CUSTOM_BAREMETAL",
                 hosts: &up,
                 pci_devices: 0,
+                required_traits: &[],
+                forbidden_traits: &[],
             };
             db::instances::free_nodes(conn, &request, i32::MAX)
         })

@@ -256,6 +256,8 @@ impl Run {
             project: "script".to_owned(),
             user: "script".to_owned(),
             pci_devices: args.pci_devices,
+            server: None,
+            answer_when_claimed: false,
         };
         to_json(ask(&self.actors.scheduler, boot).await?)
     }

@@ -259,6 +259,8 @@ pub fn boot_request(name: &str, pci_devices: u32) -> ringmaster::actors::schedul
         project: "project".to_owned(),
         user: "user".to_owned(),
         pci_devices,
+        server: None,
+        answer_when_claimed: false,
     }
 }
 

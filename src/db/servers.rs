@@ -1,0 +1,230 @@
+//! Servers as the Compute API reads them (issue 26): one query per page — the instance row,
+//! the flavor it was booted with and the latest fault of one in error — filtered as Nova's
+//! `GET /servers` filters, newest first; and a server that could not be placed, kept in error
+//! with Nova's "No valid host" fault and no claim.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use diesel::sql_types::{
+    Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
+};
+use uuid::Uuid;
+
+use super::DbError;
+use crate::domain::compute::server::{ServerFilter, ServerRecord, ServerRequest};
+
+#[derive(QueryableByName)]
+struct ServerRow {
+    #[diesel(sql_type = SqlUuid)]
+    uuid: Uuid,
+    #[diesel(sql_type = Nullable<Text>)]
+    display_name: Option<String>,
+    #[diesel(sql_type = Text)]
+    project_id: String,
+    #[diesel(sql_type = Text)]
+    user_id: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    host: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    node: Option<String>,
+    #[diesel(sql_type = Text)]
+    vm_state: String,
+    #[diesel(sql_type = Nullable<Text>)]
+    task_state: Option<String>,
+    #[diesel(sql_type = Integer)]
+    power_state: i32,
+    #[diesel(sql_type = Timestamptz)]
+    created_at: DateTime<Utc>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    updated_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    launched_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    terminated_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    image_ref: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    key_name: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    user_data: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    config_drive: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    availability_zone: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    flavor: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
+    fault_message: Option<String>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    fault_at: Option<DateTime<Utc>>,
+}
+
+impl From<ServerRow> for ServerRecord {
+    fn from(row: ServerRow) -> Self {
+        ServerRecord {
+            uuid: row.uuid,
+            name: row.display_name.unwrap_or_default(),
+            project_id: row.project_id,
+            user_id: row.user_id,
+            host: row.host,
+            node: row.node,
+            vm_state: row.vm_state,
+            task_state: row.task_state,
+            power_state: row.power_state,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            launched_at: row.launched_at,
+            terminated_at: row.terminated_at,
+            image_ref: row.image_ref,
+            key_name: row.key_name,
+            user_data: row.user_data,
+            config_drive: row.config_drive,
+            availability_zone: row.availability_zone,
+            flavor: row.flavor,
+            fault: row.fault_message.zip(row.fault_at),
+        }
+    }
+}
+
+const SERVER_COLUMNS: &str = "i.uuid, i.display_name::text, i.project_id::text, i.user_id::text,
+        i.host::text, i.node::text, i.vm_state::text, i.task_state::text, i.power_state,
+        i.created_at, i.updated_at, i.launched_at, i.terminated_at, i.image_ref::text,
+        i.key_name::text, i.user_data, i.config_drive::text, i.availability_zone::text,
+        (SELECT e.flavor FROM instance_extra e WHERE e.instance_uuid = i.uuid
+          ORDER BY e.id LIMIT 1) AS flavor,
+        f.message::text AS fault_message, f.created_at AS fault_at
+   FROM instances i
+   LEFT JOIN LATERAL (SELECT message, created_at FROM instance_faults
+                       WHERE instance_uuid = i.uuid AND i.vm_state = 'error'
+                       ORDER BY id DESC LIMIT 1) f ON true";
+
+/// Returns live server `uuid`, or `None`.
+pub fn get_server(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<ServerRecord>, DbError> {
+    Ok(diesel::sql_query(format!(
+        "SELECT {SERVER_COLUMNS} WHERE i.uuid = $1 AND i.deleted = 0"
+    ))
+    .bind::<SqlUuid, _>(uuid)
+    .load::<ServerRow>(conn)?
+    .into_iter()
+    .next()
+    .map(ServerRecord::from))
+}
+
+/// Lists the servers `filter` selects, newest first, at most `filter.limit`; a marker that
+/// names no server (of those the filter could show) is `NotFound`.
+pub fn list_servers(
+    conn: &mut PgConnection,
+    filter: &ServerFilter,
+) -> Result<Vec<ServerRecord>, DbError> {
+    let marker = match filter.marker {
+        None => None,
+        Some(marker) => {
+            #[derive(QueryableByName)]
+            struct Position {
+                #[diesel(sql_type = Timestamptz)]
+                created_at: DateTime<Utc>,
+                #[diesel(sql_type = BigInt)]
+                id: i64,
+            }
+            let found = diesel::sql_query("SELECT created_at, id FROM instances WHERE uuid = $1")
+                .bind::<SqlUuid, _>(marker)
+                .load::<Position>(conn)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| DbError::NotFound(format!("marker [{marker}] not found")))?;
+            Some((found.created_at, found.id))
+        }
+    };
+    let (marker_at, marker_id) = marker.unzip();
+    let states: Option<Vec<String>> = filter.vm_states.clone();
+    Ok(diesel::sql_query(format!(
+        "SELECT {SERVER_COLUMNS}
+          WHERE ($1::text IS NULL OR i.project_id = $1)
+            AND ($2::text IS NULL OR i.display_name ~ $2)
+            AND ($3::text[] IS NULL OR i.vm_state = ANY($3))
+            AND ($4::text IS NULL OR i.host = $4)
+            AND ($5::timestamptz IS NULL OR COALESCE(i.updated_at, i.created_at) >= $5)
+            AND (CASE WHEN $7 THEN i.deleted <> 0 WHEN $6 THEN true ELSE i.deleted = 0 END)
+            AND ($8::timestamptz IS NULL OR (i.created_at, i.id) < ($8, $9))
+          ORDER BY i.created_at DESC, i.id DESC
+          LIMIT $10"
+    ))
+    .bind::<Nullable<Text>, _>(filter.project.as_deref())
+    .bind::<Nullable<Text>, _>(filter.name.as_deref())
+    .bind::<Nullable<Array<Text>>, _>(states)
+    .bind::<Nullable<Text>, _>(filter.host.as_deref())
+    .bind::<Nullable<Timestamptz>, _>(filter.changes_since)
+    .bind::<Bool, _>(filter.include_deleted)
+    .bind::<Bool, _>(filter.only_deleted)
+    .bind::<Nullable<Timestamptz>, _>(marker_at)
+    .bind::<Nullable<BigInt>, _>(marker_id)
+    .bind::<BigInt, _>(filter.limit)
+    .load::<ServerRow>(conn)?
+    .into_iter()
+    .map(ServerRecord::from)
+    .collect())
+}
+
+/// Nova's fault of a server no host could take.
+pub const NO_VALID_HOST: &str = "No valid host was found. There are not enough hosts available.";
+
+/// Keeps a server that could not be placed: in error, on no node, with no claim, its fault
+/// written in the same statement.
+pub fn create_unplaced(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    name: &str,
+    project: &str,
+    user: &str,
+    server: &ServerRequest,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    diesel::sql_query(
+        "WITH created AS (
+             INSERT INTO instances (uuid, display_name, project_id, user_id, vm_state, created_at,
+                                    updated_at, image_ref, key_name, user_data, config_drive,
+                                    availability_zone)
+             VALUES ($1, $2, $3, $4, 'error', $5, $5, $6, $7, $8, $9, $10)
+             RETURNING uuid
+         ),
+         extra AS (INSERT INTO instance_extra (instance_uuid, flavor, created_at)
+                   SELECT uuid, $11, $5 FROM created),
+         fault AS (INSERT INTO instance_faults (instance_uuid, code, message, created_at)
+                   SELECT uuid, 500, $12, $5 FROM created)
+         INSERT INTO instance_actions (action, instance_uuid, user_id, project_id, start_time,
+                                       finish_time, message, created_at)
+         SELECT 'create', uuid, $4, $3, $5, $5, 'Error', $5 FROM created",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .bind::<Text, _>(name)
+    .bind::<Text, _>(project)
+    .bind::<Text, _>(user)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(&server.image_ref)
+    .bind::<Nullable<Text>, _>(server.key_name.as_deref())
+    .bind::<Nullable<Text>, _>(server.user_data.as_deref())
+    .bind::<Text, _>(if server.config_drive { "True" } else { "" })
+    .bind::<Nullable<Text>, _>(server.availability_zone.as_deref())
+    .bind::<Text, _>(&server.flavor)
+    .bind::<Text, _>(NO_VALID_HOST)
+    .execute(conn)?;
+    Ok(())
+}
+
+/// Soft-deletes a server that holds no node and no claim (one that could not be placed).
+pub fn delete_unplaced(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    now: DateTime<Utc>,
+) -> Result<bool, DbError> {
+    let held = diesel::sql_query(
+        "SELECT 1 FROM instances WHERE uuid = $1 AND deleted = 0 AND node IS NULL FOR UPDATE",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .execute(conn)?;
+    if held == 0 {
+        return Ok(false);
+    }
+    super::instances::soft_delete_instance(conn, uuid, now)?;
+    Ok(true)
+}

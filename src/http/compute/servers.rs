@@ -1,0 +1,323 @@
+//! `/compute/v2.1/servers`: create (one, or `min_count`..`max_count`), list, detail, show,
+//! delete. A server is an instance of ringmaster's scheduler: its flavor's custom resource
+//! class and traits pick the node, the one allocation writer claims it, the node's host builds
+//! it; the answer (202) comes once the node is claimed, as Nova's comes before the build. A
+//! server no node can take is kept in error with Nova's "No valid host" fault, claiming
+//! nothing.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::auth::Caller;
+use super::common::{self, Version};
+use super::error::ComputeError;
+use super::server_body::{
+    CREATE_PROPERTIES, check_networks, count, image_of, reference, server_request,
+};
+use super::server_filter::filter;
+use super::server_view;
+use crate::actors::compute_host::DestroyInstance;
+use crate::actors::scheduler::{Boot, BootError};
+use crate::db;
+use crate::domain::compute::flavor::{Scalar, check_name};
+use crate::domain::compute::server::{ServerRecord, ServerRequest, names};
+use crate::http::AppState;
+
+/// `POST /servers`: 202 with the first server, as Nova answers.
+pub async fn create_server(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    caller: Caller,
+    version: Version,
+    body: web::Bytes,
+) -> Result<HttpResponse, ComputeError> {
+    let body = common::object(&body)?;
+    common::only(
+        &body,
+        &["server", "OS-SCH-HNT:scheduler_hints", "os:scheduler_hints"],
+        "body",
+    )?;
+    let server = common::member(body, "server")?;
+    common::only(&server, CREATE_PROPERTIES, "server")?;
+    let name =
+        check_name("name", &common::scalar(&server, "name")).map_err(ComputeError::bad_request)?;
+    let min_count = count(&server, "min_count", 1)?;
+    let max_count = count(&server, "max_count", min_count)?;
+    if min_count > max_count {
+        return Err(ComputeError::bad_request("min_count must be <= max_count"));
+    }
+    check_networks(&server, version)?;
+    if server.contains_key("key_name") && !server["key_name"].is_null() {
+        return Err(ComputeError::bad_request("Invalid key_name provided."));
+    }
+    let image_ref = image_of(&server)?;
+    let Some(flavorid) = reference(&server, "flavorRef") else {
+        return Err(ComputeError::bad_request("Invalid flavorRef provided."));
+    };
+    let flavor = super::flavors::visible_flavor(&state, &caller, flavorid)
+        .await
+        .map_err(|error| ComputeError::bad_request(error.message))?;
+    let asked = server_request(&server, &flavor, image_ref)?;
+    let uuids: Vec<Uuid> = (0..max_count).map(|_| Uuid::new_v4()).collect();
+    let free = free_nodes(&state, &asked, min_count).await?;
+    let mut booted = 0;
+    for (uuid, name) in uuids
+        .iter()
+        .zip(names(&name, u32::try_from(max_count).unwrap_or(1)))
+    {
+        let placed =
+            free >= min_count && boot(&state, &caller, &asked, *uuid, name.clone()).await?;
+        if placed {
+            booted += 1;
+        } else if booted < min_count {
+            keep_unplaced(&state, &caller, &asked, *uuid, name).await?;
+        } else {
+            break;
+        }
+    }
+    if common::scalar(&server, "return_reservation_id") == Scalar::Bool(true) {
+        return Ok(HttpResponse::Accepted().json(
+            json!({"reservation_id": format!("r-{}", &uuids[0].simple().to_string()[..8])}),
+        ));
+    }
+    let id = uuids[0].to_string();
+    Ok(HttpResponse::Accepted().json(json!({"server": {
+        "id": id,
+        "links": common::links(&request, "servers", &id),
+        "OS-DCF:diskConfig": "MANUAL",
+        "security_groups": [{"name": "default"}],
+        "adminPass": "",
+    }})))
+}
+
+/// How many nodes could take the server now (up to `wanted`).
+async fn free_nodes(
+    state: &AppState,
+    asked: &ServerRequest,
+    wanted: i64,
+) -> Result<i64, ComputeError> {
+    let liveness = state.actors.settings.host.liveness;
+    let now = state.actors.clock.now();
+    let asked = asked.clone();
+    let limit = i32::try_from(wanted).unwrap_or(i32::MAX);
+    let free = db::run(&state.pool, move |conn| {
+        let up = crate::actors::scheduler::schedulable_hosts(
+            db::hosts::list_hosts(conn)?,
+            &liveness,
+            now,
+        );
+        let request = db::instances::NodeRequest {
+            resource_class: "",
+            placement_class: &asked.placement_class,
+            hosts: &up,
+            pci_devices: 0,
+            required_traits: &asked.required_traits,
+            forbidden_traits: &asked.forbidden_traits,
+        };
+        db::instances::free_nodes(conn, &request, limit)
+    })
+    .await?;
+    Ok(free.len() as i64)
+}
+
+/// Boots one server; `false` when no node could take it.
+async fn boot(
+    state: &AppState,
+    caller: &Caller,
+    asked: &ServerRequest,
+    uuid: Uuid,
+    name: String,
+) -> Result<bool, ComputeError> {
+    let booted = state
+        .actors
+        .scheduler
+        .send(Boot {
+            uuid: Some(uuid),
+            name,
+            resource_class: String::new(),
+            project: caller.project_id.clone(),
+            user: caller.user_id.clone(),
+            pci_devices: 0,
+            server: Some(asked.clone()),
+            answer_when_claimed: true,
+        })
+        .await
+        .map_err(|_| {
+            ComputeError::new(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                "The scheduler is unavailable, try again.",
+            )
+        })?;
+    match booted {
+        Ok(_) => Ok(true),
+        Err(BootError::NoValidHost { .. }) => Ok(false),
+        Err(BootError::Db(error)) => Err(error.into()),
+        Err(other) => {
+            log::warn!("boot of server {uuid} failed: {other}");
+            Err(ComputeError::new(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                "The server could not be scheduled now; try again.",
+            ))
+        }
+    }
+}
+
+async fn keep_unplaced(
+    state: &AppState,
+    caller: &Caller,
+    asked: &ServerRequest,
+    uuid: Uuid,
+    name: String,
+) -> Result<(), ComputeError> {
+    let (project, user, asked) = (
+        caller.project_id.clone(),
+        caller.user_id.clone(),
+        asked.clone(),
+    );
+    let now = state.actors.clock.now();
+    db::transaction(&state.pool, move |conn| {
+        db::servers::create_unplaced(conn, uuid, &name, &project, &user, &asked, now)
+    })
+    .await
+    .map_err(ComputeError::from)
+}
+
+/// A live server the caller may see: 404 otherwise, as Nova hides others' servers.
+async fn visible_server(
+    state: &AppState,
+    caller: &Caller,
+    uuid: &str,
+) -> Result<ServerRecord, ComputeError> {
+    let not_found = || ComputeError::not_found(format!("Instance {uuid} could not be found."));
+    let parsed = Uuid::parse_str(uuid).map_err(|_| not_found())?;
+    let found = db::run(&state.pool, move |conn| {
+        db::servers::get_server(conn, parsed)
+    })
+    .await?;
+    match found {
+        Some(server) if caller.may_read(&server.project_id) => Ok(server),
+        _ => Err(not_found()),
+    }
+}
+
+/// `GET /servers/{id}`.
+pub async fn show_server(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    caller: Caller,
+    version: Version,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ComputeError> {
+    let server = visible_server(&state, &caller, &path).await?;
+    Ok(HttpResponse::Ok()
+        .json(json!({"server": server_view::full(&request, version, &caller, &server)})))
+}
+
+/// `DELETE /servers/{id}`: 204. A server on a node is destroyed by its host (claim freed);
+/// one that never got a node is deleted at once.
+pub async fn delete_server(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ComputeError> {
+    let server = visible_server(&state, &caller, &path).await?;
+    if !caller.may_write(&server.project_id) {
+        return Err(ComputeError::policy("os_compute_api:servers:delete"));
+    }
+    let uuid = server.uuid;
+    let now = state.actors.clock.now();
+    let unplaced = db::transaction(&state.pool, move |conn| {
+        db::servers::delete_unplaced(conn, uuid, now)
+    })
+    .await?;
+    if unplaced {
+        return Ok(HttpResponse::NoContent().finish());
+    }
+    let host = server.host.unwrap_or_default();
+    let Some(address) = state.actors.hosts.get(&host) else {
+        return Err(ComputeError::new(
+            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the host of server {uuid} does not run in this process; ask the process that runs {host}"
+            ),
+        ));
+    };
+    address
+        .send(DestroyInstance {
+            instance: uuid,
+            defer_pci_free: false,
+        })
+        .await
+        .map_err(|_| {
+            ComputeError::new(
+                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+                "The compute host is unavailable, try again.",
+            )
+        })?
+        .map_err(|error| {
+            log::warn!("delete of server {uuid} failed: {error}");
+            ComputeError::conflict(format!("Server {uuid} could not be deleted now: {error}"))
+        })?;
+    Ok(HttpResponse::NoContent().finish())
+}
+
+async fn listed(
+    state: &AppState,
+    request: &HttpRequest,
+    caller: &Caller,
+) -> Result<(Vec<ServerRecord>, i64), ComputeError> {
+    let pairs = common::query_pairs(request)?;
+    let filter = filter(&pairs, caller)?;
+    let limit = filter.limit;
+    let servers = db::run(&state.pool, move |conn| {
+        db::servers::list_servers(conn, &filter)
+    })
+    .await
+    .map_err(|error| match error {
+        db::DbError::NotFound(message) => ComputeError::bad_request(message),
+        other => other.into(),
+    })?;
+    Ok((servers, limit))
+}
+
+fn page(request: &HttpRequest, servers: &[ServerRecord], views: Vec<Value>, limit: i64) -> Value {
+    let mut answer = json!({"servers": views});
+    if let Some(last) = servers.last()
+        && limit > 0
+        && servers.len() as i64 == limit
+    {
+        answer["servers_links"] =
+            common::next_link(request, "servers", &last.uuid.to_string(), limit);
+    }
+    answer
+}
+
+/// `GET /servers`.
+pub async fn list_servers(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    caller: Caller,
+) -> Result<HttpResponse, ComputeError> {
+    let (servers, limit) = listed(&state, &request, &caller).await?;
+    let views = servers
+        .iter()
+        .map(|s| server_view::brief(&request, s))
+        .collect();
+    Ok(HttpResponse::Ok().json(page(&request, &servers, views, limit)))
+}
+
+/// `GET /servers/detail`.
+pub async fn list_servers_detail(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    caller: Caller,
+    version: Version,
+) -> Result<HttpResponse, ComputeError> {
+    let (servers, limit) = listed(&state, &request, &caller).await?;
+    let views = servers
+        .iter()
+        .map(|s| server_view::full(&request, version, &caller, s))
+        .collect();
+    Ok(HttpResponse::Ok().json(page(&request, &servers, views, limit)))
+}

@@ -28,6 +28,7 @@ pub mod processes;
 pub mod schema;
 pub mod scratch;
 pub mod servers;
+pub mod services;
 pub mod spawns;
 pub mod timeline;
 pub mod url;

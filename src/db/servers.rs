@@ -228,3 +228,27 @@ pub fn delete_unplaced(
     super::instances::soft_delete_instance(conn, uuid, now)?;
     Ok(true)
 }
+
+/// The live servers of `project` and the vCPUs and RAM of the flavors they were booted with.
+pub fn project_usage(conn: &mut PgConnection, project: &str) -> Result<(i64, i64, i64), DbError> {
+    #[derive(QueryableByName)]
+    struct Usage {
+        #[diesel(sql_type = BigInt)]
+        servers: i64,
+        #[diesel(sql_type = BigInt)]
+        cores: i64,
+        #[diesel(sql_type = BigInt)]
+        ram: i64,
+    }
+    let usage = diesel::sql_query(
+        "SELECT count(*) AS servers,
+                COALESCE(sum(CASE WHEN e.flavor LIKE '{%' THEN (e.flavor::jsonb->>'vcpus')::bigint END), 0)::bigint AS cores,
+                COALESCE(sum(CASE WHEN e.flavor LIKE '{%' THEN (e.flavor::jsonb->>'ram')::bigint END), 0)::bigint AS ram
+           FROM instances i
+           LEFT JOIN instance_extra e ON e.instance_uuid = i.uuid AND e.deleted = 0
+          WHERE i.project_id = $1 AND i.deleted = 0",
+    )
+    .bind::<Text, _>(project)
+    .get_result::<Usage>(conn)?;
+    Ok((usage.servers, usage.cores, usage.ram))
+}

@@ -8,11 +8,13 @@ pub mod common;
 pub mod error;
 pub mod flavor_specs;
 pub mod flavors;
+pub mod limits;
 pub mod middleware;
 pub mod server_body;
 pub mod server_filter;
 pub mod server_view;
 pub mod servers;
+pub mod services;
 pub mod versions;
 
 use actix_web::middleware::from_fn;
@@ -34,6 +36,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
                 web::scope("/v2.1")
                     .configure(flavor_routes)
                     .configure(server_routes)
+                    .configure(operator_routes)
                     .default_service(web::to(error::no_route)),
             )
             .default_service(web::to(error::no_route)),
@@ -67,4 +70,17 @@ fn server_routes(config: &mut web::ServiceConfig) {
     resource!(config, "/servers", get => servers::list_servers, post => servers::create_server);
     resource!(config, "/servers/detail", get => servers::list_servers_detail);
     resource!(config, "/servers/{id}", get => servers::show_server, delete => servers::delete_server);
+}
+
+/// Services, hypervisors, limits and quotas.
+#[rustfmt::skip]
+fn operator_routes(config: &mut web::ServiceConfig) {
+    resource!(config, "/os-services", get => services::list_services);
+    resource!(config, "/os-services/{id}", put => services::update_service);
+    resource!(config, "/os-hypervisors", get => services::list_hypervisors);
+    resource!(config, "/os-hypervisors/detail", get => services::list_hypervisors_detail);
+    resource!(config, "/os-hypervisors/{id}", get => services::show_hypervisor);
+    resource!(config, "/limits", get => limits::show_limits);
+    resource!(config, "/os-quota-sets/{project}", get => limits::show_quotas);
+    resource!(config, "/os-quota-sets/{project}/defaults", get => limits::show_default_quotas);
 }

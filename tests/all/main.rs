@@ -25,6 +25,7 @@ mod cli_observability;
 mod cli_operations;
 mod compute_flavors;
 mod compute_servers;
+mod compute_services;
 mod db_constraints;
 mod db_migrations;
 mod db_registry;

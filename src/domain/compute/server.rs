@@ -66,6 +66,42 @@ pub struct ServerFilter {
     pub limit: i64,
 }
 
+/// A compute service (one compute host) as `os-services` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceRecord {
+    pub id: i64,
+    pub uuid: uuid::Uuid,
+    pub host: crate::domain::host::Host,
+    pub updated_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// A change `PUT /os-services/{id}` asks for: each part optional.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServiceChange {
+    /// `Some(Some(reason))`: disable (reason may be empty); `Some(None)`: enable.
+    pub disabled: Option<Option<String>>,
+    pub forced_down: Option<bool>,
+}
+
+/// A compute node as `os-hypervisors` shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HypervisorRecord {
+    pub id: i64,
+    pub uuid: uuid::Uuid,
+    /// The Ironic node's uuid.
+    pub hypervisor_hostname: String,
+    pub service: ServiceRecord,
+    pub vcpus: i32,
+    pub memory_mb: i32,
+    pub local_gb: i32,
+    pub vcpus_used: i32,
+    pub memory_mb_used: i32,
+    pub local_gb_used: i32,
+    pub running_vms: i32,
+    /// The servers on it (uuid, name).
+    pub servers: Vec<(uuid::Uuid, String)>,
+}
+
 /// Nova's `status` of a server with `vm_state` and `task_state` (`nova/api/openstack/common.py`
 /// `_STATE_MAP`, of the states ringmaster's servers go through).
 pub fn status(vm_state: &str, task_state: Option<&str>) -> &'static str {

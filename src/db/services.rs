@@ -1,0 +1,244 @@
+//! Compute services and compute nodes as the Compute API's `os-services` and `os-hypervisors`
+//! read and change them (issue 26). A compute service is a compute host; disabling one stops
+//! new builds there and moves nothing (a drain is ringmaster's own admin action); forcing one
+//! down makes it down now, so the rebalancer moves its nodes, instances included.
+
+use chrono::{DateTime, Utc};
+use diesel::prelude::*;
+use uuid::Uuid;
+
+use super::DbError;
+use super::schema::{compute_nodes, services};
+use crate::domain::compute::server::{HypervisorRecord, ServiceChange, ServiceRecord};
+use crate::domain::host::{COMPUTE_BINARY, Host};
+
+type ServiceColumns = (
+    services::id,
+    services::uuid,
+    services::host,
+    services::disabled,
+    services::disabled_reason,
+    services::forced_down,
+    services::last_seen_up,
+    services::report_count,
+    services::updated_at,
+);
+
+const SERVICE_COLUMNS: ServiceColumns = (
+    services::id,
+    services::uuid,
+    services::host,
+    services::disabled,
+    services::disabled_reason,
+    services::forced_down,
+    services::last_seen_up,
+    services::report_count,
+    services::updated_at,
+);
+
+type ServiceTuple = (
+    i64,
+    Uuid,
+    String,
+    bool,
+    Option<String>,
+    bool,
+    Option<DateTime<Utc>>,
+    i64,
+    Option<DateTime<Utc>>,
+);
+
+fn record(row: ServiceTuple) -> ServiceRecord {
+    let (
+        id,
+        uuid,
+        name,
+        disabled,
+        disabled_reason,
+        forced_down,
+        last_seen_up,
+        report_count,
+        updated_at,
+    ) = row;
+    ServiceRecord {
+        id,
+        uuid,
+        host: Host {
+            name,
+            disabled,
+            disabled_reason,
+            forced_down,
+            last_seen_up,
+            report_count,
+        },
+        updated_at,
+    }
+}
+
+/// The live compute services, by id; of `host` only when given.
+pub fn list_services(
+    conn: &mut PgConnection,
+    host: Option<&str>,
+) -> Result<Vec<ServiceRecord>, DbError> {
+    let mut query = services::table
+        .filter(services::binary.eq(COMPUTE_BINARY))
+        .filter(services::deleted.eq(0))
+        .into_boxed();
+    if let Some(host) = host {
+        query = query.filter(services::host.eq(host.to_owned()));
+    }
+    let rows: Vec<ServiceTuple> = query
+        .order(services::id.asc())
+        .select(SERVICE_COLUMNS)
+        .load(conn)?;
+    Ok(rows.into_iter().map(record).collect())
+}
+
+/// Changes compute service `uuid` as asked; `None` when there is no such live service.
+pub fn update_service(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    change: &ServiceChange,
+    now: DateTime<Utc>,
+) -> Result<Option<ServiceRecord>, DbError> {
+    let target = services::table
+        .filter(services::uuid.eq(uuid))
+        .filter(services::binary.eq(COMPUTE_BINARY))
+        .filter(services::deleted.eq(0));
+    if let Some(disabled) = &change.disabled {
+        diesel::update(target)
+            .set((
+                services::disabled.eq(disabled.is_some()),
+                services::disabled_reason.eq(disabled.as_deref().filter(|r| !r.is_empty())),
+                services::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+    }
+    if let Some(forced_down) = change.forced_down {
+        diesel::update(target)
+            .set((
+                services::forced_down.eq(forced_down),
+                services::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+    }
+    Ok(target
+        .select(SERVICE_COLUMNS)
+        .first::<ServiceTuple>(conn)
+        .optional()?
+        .map(record))
+}
+
+/// Which compute nodes `list_hypervisors` reads.
+#[derive(Debug, Clone, Default)]
+pub struct HypervisorQuery {
+    /// A SQL LIKE pattern the node's uuid matches.
+    pub pattern: Option<String>,
+    /// This compute node only.
+    pub only: Option<Uuid>,
+    /// With the servers on each.
+    pub with_servers: bool,
+}
+
+/// The live compute nodes `query` selects, by id, with their services.
+pub fn list_hypervisors(
+    conn: &mut PgConnection,
+    wanted: &HypervisorQuery,
+) -> Result<Vec<HypervisorRecord>, DbError> {
+    let mut query = compute_nodes::table
+        .inner_join(
+            services::table.on(services::host
+                .eq(compute_nodes::host)
+                .and(services::binary.eq(COMPUTE_BINARY))
+                .and(services::deleted.eq(0))),
+        )
+        .filter(compute_nodes::deleted.eq(0))
+        .into_boxed();
+    if let Some(pattern) = &wanted.pattern {
+        query = query.filter(compute_nodes::hypervisor_hostname.like(pattern.clone()));
+    }
+    if let Some(only) = wanted.only {
+        query = query.filter(compute_nodes::uuid.eq(only));
+    }
+    type NodeTuple = (i64, Uuid, String, i32, i32, i32, i32, i32, i32, i32);
+    let rows: Vec<(NodeTuple, ServiceTuple)> = query
+        .order(compute_nodes::id.asc())
+        .select((
+            (
+                compute_nodes::id,
+                compute_nodes::uuid,
+                compute_nodes::hypervisor_hostname,
+                compute_nodes::vcpus,
+                compute_nodes::memory_mb,
+                compute_nodes::local_gb,
+                compute_nodes::vcpus_used,
+                compute_nodes::memory_mb_used,
+                compute_nodes::local_gb_used,
+                compute_nodes::running_vms,
+            ),
+            SERVICE_COLUMNS,
+        ))
+        .load(conn)?;
+    let mut servers = if wanted.with_servers {
+        let nodes: Vec<&str> = rows.iter().map(|(node, _)| node.2.as_str()).collect();
+        servers_on(conn, &nodes)?
+    } else {
+        Default::default()
+    };
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                (
+                    id,
+                    uuid,
+                    hostname,
+                    vcpus,
+                    memory_mb,
+                    local_gb,
+                    vcpus_used,
+                    memory_mb_used,
+                    local_gb_used,
+                    running_vms,
+                ),
+                service,
+            )| {
+                HypervisorRecord {
+                    id,
+                    uuid,
+                    servers: servers.remove(&hostname).unwrap_or_default(),
+                    hypervisor_hostname: hostname,
+                    service: record(service),
+                    vcpus,
+                    memory_mb,
+                    local_gb,
+                    vcpus_used,
+                    memory_mb_used,
+                    local_gb_used,
+                    running_vms,
+                }
+            },
+        )
+        .collect())
+}
+
+/// The live servers on each of `nodes` (uuid, name), by node.
+fn servers_on(
+    conn: &mut PgConnection,
+    nodes: &[&str],
+) -> Result<std::collections::HashMap<String, Vec<(Uuid, String)>>, DbError> {
+    use super::schema::instances;
+    let placed: Vec<(Option<String>, Uuid, Option<String>)> = instances::table
+        .filter(instances::deleted.eq(0))
+        .filter(instances::node.eq_any(nodes))
+        .select((instances::node, instances::uuid, instances::display_name))
+        .load(conn)?;
+    let mut servers: std::collections::HashMap<String, Vec<(Uuid, String)>> = Default::default();
+    for (node, uuid, name) in placed {
+        servers
+            .entry(node.unwrap_or_default())
+            .or_default()
+            .push((uuid, name.unwrap_or_default()));
+    }
+    Ok(servers)
+}

@@ -1,0 +1,282 @@
+//! `os-services`, `os-hypervisors`, limits and quotas (issue 26): every compute host is a
+//! `nova-compute` service; disabling one stops new builds there and moves nothing; forcing one
+//! down moves its nodes, the server on one included, to a live host at once, the server still
+//! ACTIVE on its node.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use ringmaster::actors::compute_host::{Heartbeat, UpdateAvailableResource};
+use ringmaster::actors::rebalancer::RebalanceNow;
+use serde_json::{Value, json};
+
+use crate::api_admin::{one_host_four_nodes, send};
+use crate::compute_flavors::{create_bare_metal_flavor, rows};
+use crate::helpers::{TestApp, eventually_async};
+
+const IMAGE: &str = "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1";
+
+async fn service(app: &TestApp, host: &str) -> Value {
+    let (status, _, body) = app
+        .compute(
+            Method::GET,
+            &format!("/os-services?binary=nova-compute&host={host}"),
+        )
+        .version("2.69")
+        .send()
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["services"][0].clone()
+}
+
+async fn put_service(app: &TestApp, id: &str, body: Value) -> (u16, Value) {
+    let (status, _, answer) = app
+        .compute(Method::PUT, &format!("/os-services/{id}"))
+        .version("2.53")
+        .json(body)
+        .send()
+        .await;
+    (status, answer)
+}
+
+async fn boot(app: &TestApp, flavor: &str, name: &str) -> (u16, Value) {
+    let (status, _, answer) = app
+        .compute(Method::POST, "/servers")
+        .version("2.37")
+        .json(json!({"server": {"name": name, "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}}))
+        .send()
+        .await;
+    (status, answer)
+}
+
+async fn server(app: &TestApp, id: &str) -> Value {
+    let (_, _, body) = app
+        .compute(Method::GET, &format!("/servers/{id}"))
+        .version("2.100")
+        .send()
+        .await;
+    body["server"].clone()
+}
+
+#[actix_web::test]
+async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
+    let listed = service(&app, "cmp-1").await;
+    assert_eq!(listed["binary"], "nova-compute");
+    assert_eq!(listed["state"], "up");
+    assert_eq!(listed["status"], "enabled");
+    assert_eq!(listed["forced_down"], false);
+    let id = listed["id"].as_str().unwrap().to_owned();
+    assert_eq!(id.len(), 36, "2.53 ids are uuids");
+
+    let (status, answer) = put_service(
+        &app,
+        &id,
+        json!({"status": "disabled", "disabled_reason": "maintenance"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["service"]["status"], "disabled");
+    assert_eq!(answer["service"]["disabled_reason"], "maintenance");
+    let (status, created) = boot(&app, &flavor, "refused").await;
+    assert_eq!(status, 202);
+    let refused = server(&app, created["server"]["id"].as_str().unwrap()).await;
+    assert_eq!(
+        refused["status"], "ERROR",
+        "no build lands on a disabled host: {refused}"
+    );
+    let (_, _, nodes) = app
+        .compute(Method::GET, "/os-hypervisors/detail")
+        .version("2.88")
+        .send()
+        .await;
+    let nodes = nodes["hypervisors"].as_array().unwrap().clone();
+    assert_eq!(nodes.len(), 4, "nothing moved");
+    for node in &nodes {
+        assert_eq!(node["status"], "disabled");
+        assert_eq!(node["service"]["host"], "cmp-1");
+        assert_eq!(node["hypervisor_type"], "ironic");
+    }
+
+    let (status, answer) = put_service(&app, &id, json!({"status": "enabled"})).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["service"]["disabled_reason"], Value::Null);
+    let (_, created) = boot(&app, &flavor, "accepted").await;
+    let id = created["server"]["id"].as_str().unwrap().to_owned();
+    eventually_async(Duration::from_secs(30), "the server ACTIVE", || async {
+        (server(&app, &id).await["status"] == "ACTIVE").then_some(())
+    })
+    .await;
+
+    for (body, why) in [
+        (json!({}), "nothing asked"),
+        (
+            json!({"status": "enabled", "disabled_reason": "x"}),
+            "a reason to enable",
+        ),
+        (json!({"disabled_reason": "x"}), "a reason alone"),
+        (json!({"status": "sleeping"}), "an unknown status"),
+        (json!({"forced_down": "yes"}), "a string for a boolean"),
+        (
+            json!({"status": "disabled", "colour": "red"}),
+            "an unknown property",
+        ),
+    ] {
+        let (status, answer) = put_service(&app, listed["id"].as_str().unwrap(), body).await;
+        assert_eq!(status, 400, "{why}: {answer}");
+    }
+    let (status, _) = put_service(
+        &app,
+        "4c1f9a52-0000-4000-8000-000000000000",
+        json!({"status": "enabled"}),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let (status, _, _) = app
+        .compute(Method::GET, "/os-services")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 403, "services are for admins");
+}
+
+#[actix_web::test]
+async fn a_forced_down_service_s_nodes_move_with_their_server() {
+    let app = TestApp::spawn().await;
+    let nodes = one_host_four_nodes(&app).await;
+    let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
+    let (_, created) = boot(&app, &flavor, "survivor").await;
+    let id = created["server"]["id"].as_str().unwrap().to_owned();
+    eventually_async(Duration::from_secs(30), "the server ACTIVE", || async {
+        (server(&app, &id).await["status"] == "ACTIVE").then_some(())
+    })
+    .await;
+    let node = server(&app, &id).await["OS-EXT-SRV-ATTR:hypervisor_hostname"].clone();
+    let (status, _) = send(
+        &app,
+        Method::POST,
+        "/api/v1/hosts",
+        Some(json!({"host": "cmp-2"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let second = app.actors.hosts.get("cmp-2").unwrap();
+    assert!(second.send(Heartbeat).await.unwrap().unwrap());
+
+    let listed = service(&app, "cmp-1").await;
+    let (status, answer) = put_service(
+        &app,
+        listed["id"].as_str().unwrap(),
+        json!({"forced_down": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["service"]["forced_down"], true);
+    assert_eq!(answer["service"]["state"], "down");
+    app.actors
+        .rebalancer
+        .send(RebalanceNow)
+        .await
+        .unwrap()
+        .unwrap();
+    second.send(UpdateAvailableResource).await.unwrap().unwrap();
+
+    let (_, _, listed) = app
+        .compute(Method::GET, "/os-hypervisors/detail")
+        .version("2.88")
+        .send()
+        .await;
+    let owners: Vec<&str> = listed["hypervisors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["service"]["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(owners, ["cmp-2"; 4], "every node moved: {listed}");
+    let after = server(&app, &id).await;
+    assert_eq!(after["status"], "ACTIVE", "{after}");
+    assert_eq!(
+        after["OS-EXT-SRV-ATTR:hypervisor_hostname"], node,
+        "on its node"
+    );
+    assert_eq!(after["OS-EXT-SRV-ATTR:host"], "cmp-2");
+    assert_eq!(
+        rows(&app, "SELECT count(*) FROM allocations"),
+        1,
+        "its claim kept"
+    );
+    assert!(nodes.contains(&node.as_str().unwrap().to_owned()));
+}
+
+#[actix_web::test]
+async fn hypervisors_limits_and_quotas_answer_in_nova_s_shapes() {
+    let app = TestApp::spawn().await;
+    let nodes = one_host_four_nodes(&app).await;
+    let (_, _, listed) = app
+        .compute(Method::GET, "/os-hypervisors")
+        .version("2.88")
+        .send()
+        .await;
+    let first = &listed["hypervisors"][0];
+    assert!(nodes.contains(&first["hypervisor_hostname"].as_str().unwrap().to_owned()));
+    assert_eq!(first["state"], "up");
+    let id = first["id"].as_str().unwrap();
+    let (status, _, shown) = app
+        .compute(Method::GET, &format!("/os-hypervisors/{id}"))
+        .version("2.88")
+        .send()
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(shown["hypervisor"]["id"], id);
+    let (_, _, old) = app
+        .compute(Method::GET, "/os-hypervisors/detail")
+        .version("2.53")
+        .send()
+        .await;
+    assert!(
+        old["hypervisors"][0]["vcpus"].is_number(),
+        "before 2.88 the capacities are shown"
+    );
+    let (_, _, page) = app
+        .compute(Method::GET, "/os-hypervisors?limit=2")
+        .version("2.53")
+        .send()
+        .await;
+    assert_eq!(page["hypervisors"].as_array().unwrap().len(), 2);
+    assert!(
+        page["hypervisors_links"][0]["href"]
+            .as_str()
+            .unwrap()
+            .contains("marker=")
+    );
+    let (status, _, _) = app
+        .compute(Method::GET, "/os-hypervisors/nope")
+        .version("2.88")
+        .send()
+        .await;
+    assert_eq!(status, 404);
+
+    let (status, _, limits) = app
+        .compute(Method::GET, "/limits")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(limits["limits"]["absolute"]["maxTotalInstances"], -1);
+    assert_eq!(limits["limits"]["absolute"]["totalInstancesUsed"], 0);
+    let (status, _, quotas) = app
+        .compute(Method::GET, "/os-quota-sets/p1")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(quotas["quota_set"]["instances"], -1);
+    let (status, _, _) = app
+        .compute(Method::GET, "/os-quota-sets/p2")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 403);
+}

@@ -16,6 +16,7 @@ pub mod hosts;
 pub mod instances;
 pub mod ironic;
 pub mod ironic_mirror;
+pub mod keypairs;
 pub mod leases;
 pub mod models;
 pub mod node_reports;

@@ -36,15 +36,29 @@ CREATE TABLE flavor_projects (
     PRIMARY KEY (flavor_id, project_id)
 );
 
+-- Key pairs, per user as in Nova; the public key goes to the machine in its config drive.
+CREATE TABLE key_pairs (
+    id          BIGSERIAL PRIMARY KEY,
+    name        VARCHAR(255) NOT NULL,
+    user_id     VARCHAR(255) NOT NULL,
+    fingerprint VARCHAR(255) NOT NULL,
+    public_key  TEXT NOT NULL,
+    type        VARCHAR(16) NOT NULL DEFAULT 'ssh',
+    created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+    CONSTRAINT key_pairs_user_name_key UNIQUE (user_id, name)
+);
+
 ALTER TABLE instances
     ADD COLUMN image_ref VARCHAR(255),
     ADD COLUMN key_name VARCHAR(255),
+    ADD COLUMN key_data TEXT,
     ADD COLUMN user_data TEXT,
     ADD COLUMN config_drive VARCHAR(255),
     ADD COLUMN availability_zone VARCHAR(255);
 ALTER TABLE shadow_instances
     ADD COLUMN image_ref VARCHAR(255),
     ADD COLUMN key_name VARCHAR(255),
+    ADD COLUMN key_data TEXT,
     ADD COLUMN user_data TEXT,
     ADD COLUMN config_drive VARCHAR(255),
     ADD COLUMN availability_zone VARCHAR(255);

@@ -64,8 +64,8 @@ pub fn create_instance(
              INSERT INTO instances (uuid, display_name, project_id, user_id, host, node,
                                     resource_class, vm_state, task_state, created_at,
                                     image_ref, key_name, user_data, config_drive,
-                                    availability_zone)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 'spawning', $8, $10, $11, $12, $13, $14)
+                                    availability_zone, key_data)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 'spawning', $8, $10, $11, $12, $13, $14, $16)
              RETURNING uuid
          ),
          extra AS (INSERT INTO instance_extra (instance_uuid, flavor, created_at)
@@ -90,6 +90,7 @@ pub fn create_instance(
     .bind::<Nullable<Text>, _>(server.map(|s| if s.config_drive { "True" } else { "" }))
     .bind::<Nullable<Text>, _>(server.and_then(|s| s.availability_zone.as_deref()))
     .bind::<Nullable<Text>, _>(server.map(|s| s.flavor.as_str()))
+    .bind::<Nullable<Text>, _>(server.and_then(|s| s.key_data.as_deref()))
     .execute(conn)?;
     Ok(())
 }

@@ -265,6 +265,7 @@ diesel::table! {
         image_ref -> Nullable<Varchar>,
         #[max_length = 255]
         key_name -> Nullable<Varchar>,
+        key_data -> Nullable<Text>,
         user_data -> Nullable<Text>,
         #[max_length = 255]
         config_drive -> Nullable<Varchar>,
@@ -318,6 +319,23 @@ diesel::table! {
         #[max_length = 16]
         source -> Varchar,
         first_owned_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    key_pairs (id) {
+        id -> Int8,
+        #[max_length = 255]
+        name -> Varchar,
+        #[max_length = 255]
+        user_id -> Varchar,
+        #[max_length = 255]
+        fingerprint -> Varchar,
+        public_key -> Text,
+        #[max_length = 16]
+        #[sql_name = "type"]
+        type_ -> Varchar,
+        created_at -> Timestamptz,
     }
 }
 
@@ -685,6 +703,7 @@ diesel::table! {
         image_ref -> Nullable<Varchar>,
         #[max_length = 255]
         key_name -> Nullable<Varchar>,
+        key_data -> Nullable<Text>,
         user_data -> Nullable<Text>,
         #[max_length = 255]
         config_drive -> Nullable<Varchar>,
@@ -869,6 +888,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     instances,
     inventories,
     ironic_nodes,
+    key_pairs,
     leader_leases,
     move_batches,
     node_moves,

@@ -183,8 +183,8 @@ pub fn create_unplaced(
         "WITH created AS (
              INSERT INTO instances (uuid, display_name, project_id, user_id, vm_state, created_at,
                                     updated_at, image_ref, key_name, user_data, config_drive,
-                                    availability_zone)
-             VALUES ($1, $2, $3, $4, 'error', $5, $5, $6, $7, $8, $9, $10)
+                                    availability_zone, key_data)
+             VALUES ($1, $2, $3, $4, 'error', $5, $5, $6, $7, $8, $9, $10, $13)
              RETURNING uuid
          ),
          extra AS (INSERT INTO instance_extra (instance_uuid, flavor, created_at)
@@ -207,6 +207,7 @@ pub fn create_unplaced(
     .bind::<Nullable<Text>, _>(server.availability_zone.as_deref())
     .bind::<Text, _>(&server.flavor)
     .bind::<Text, _>(NO_VALID_HOST)
+    .bind::<Nullable<Text>, _>(server.key_data.as_deref())
     .execute(conn)?;
     Ok(())
 }

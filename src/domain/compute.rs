@@ -3,5 +3,6 @@
 
 pub mod extra_specs;
 pub mod flavor;
+pub mod keypair;
 pub mod server;
 pub mod version;

@@ -1,5 +1,5 @@
 //! Rules for text a client sends: where a NUL character hides in a JSON document (no name,
-//! value or key of ringmaster may hold one: PostgreSQL text cannot).
+//! value or key of ringmaster may hold one: PostgreSQL text cannot), and base64.
 
 use serde_json::Value;
 
@@ -29,6 +29,35 @@ fn join(head: &str, rest: &str) -> String {
     } else {
         format!("{head}.{rest}")
     }
+}
+
+/// Decodes standard base64 (with its padding); `None` for anything else.
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let body = text.trim_end_matches('=');
+    if !text.len().is_multiple_of(4) || text.len() - body.len() > 2 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(body.len() * 3 / 4);
+    let (mut buffer, mut bits) = (0u32, 0u32);
+    for byte in body.bytes() {
+        buffer = (buffer << 6) | value(byte)?;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((buffer >> bits) as u8);
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod common;
 pub mod error;
 pub mod flavor_specs;
 pub mod flavors;
+pub mod keypairs;
 pub mod limits;
 pub mod middleware;
 pub mod server_body;
@@ -80,6 +81,9 @@ fn operator_routes(config: &mut web::ServiceConfig) {
     resource!(config, "/os-hypervisors", get => services::list_hypervisors);
     resource!(config, "/os-hypervisors/detail", get => services::list_hypervisors_detail);
     resource!(config, "/os-hypervisors/{id}", get => services::show_hypervisor);
+    resource!(config, "/os-keypairs", get => keypairs::list_keypairs, post => keypairs::create_keypair);
+    resource!(config, "/os-keypairs/{name}", get => keypairs::show_keypair,
+              delete => keypairs::delete_keypair);
     resource!(config, "/limits", get => limits::show_limits);
     resource!(config, "/os-quota-sets/{project}", get => limits::show_quotas);
     resource!(config, "/os-quota-sets/{project}/defaults", get => limits::show_default_quotas);

@@ -14,6 +14,8 @@ pub struct ServerRequest {
     /// The flavor as booted (JSON: Nova's embedded flavor view), kept with the instance.
     pub flavor: String,
     pub key_name: Option<String>,
+    /// The key pair's public key, for the config drive.
+    pub key_data: Option<String>,
     pub user_data: Option<String>,
     pub config_drive: bool,
     pub availability_zone: Option<String>,

@@ -155,7 +155,11 @@ pub fn server_request(
     };
     let user_data = match server.get("user_data") {
         None | Some(Value::Null) => None,
-        Some(Value::String(text)) if text.len() <= 65535 && is_base64(text) => Some(text.clone()),
+        Some(Value::String(text))
+            if text.len() <= 65535 && crate::domain::text::decode_base64(text).is_some() =>
+        {
+            Some(text.clone())
+        }
         Some(_) => {
             return Err(ComputeError::bad_request(
                 "Invalid input for field/attribute user_data. must be base64 of at most 65535 \
@@ -178,6 +182,7 @@ pub fn server_request(
         image_ref,
         flavor: snapshot(flavor),
         key_name: None,
+        key_data: None,
         user_data,
         config_drive,
         availability_zone: server
@@ -185,13 +190,4 @@ pub fn server_request(
             .and_then(Value::as_str)
             .map(str::to_owned),
     })
-}
-
-fn is_base64(text: &str) -> bool {
-    let body = text.trim_end_matches('=');
-    text.len().is_multiple_of(4)
-        && text.len() - body.len() <= 2
-        && body
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
 }

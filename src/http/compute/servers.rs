@@ -48,9 +48,6 @@ pub async fn create_server(
         return Err(ComputeError::bad_request("min_count must be <= max_count"));
     }
     check_networks(&server, version)?;
-    if server.contains_key("key_name") && !server["key_name"].is_null() {
-        return Err(ComputeError::bad_request("Invalid key_name provided."));
-    }
     let image_ref = image_of(&server)?;
     let Some(flavorid) = reference(&server, "flavorRef") else {
         return Err(ComputeError::bad_request("Invalid flavorRef provided."));
@@ -58,7 +55,16 @@ pub async fn create_server(
     let flavor = super::flavors::visible_flavor(&state, &caller, flavorid)
         .await
         .map_err(|error| ComputeError::bad_request(error.message))?;
-    let asked = server_request(&server, &flavor, image_ref)?;
+    let mut asked = server_request(&server, &flavor, image_ref)?;
+    match server.get("key_name") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(name)) => {
+            asked.key_data =
+                Some(super::keypairs::key_for_boot(&state, &caller.user_id, name).await?);
+            asked.key_name = Some(name.clone());
+        }
+        Some(_) => return Err(ComputeError::bad_request("Invalid key_name provided.")),
+    }
     let uuids: Vec<Uuid> = (0..max_count).map(|_| Uuid::new_v4()).collect();
     let free = free_nodes(&state, &asked, min_count).await?;
     let mut booted = 0;

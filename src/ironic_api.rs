@@ -160,6 +160,16 @@ pub struct IronicNodeRecord {
     pub properties: serde_json::Map<String, serde_json::Value>,
 }
 
+/// A node's power as Ironic shows it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PowerRecord {
+    pub power_state: Option<String>,
+    /// Set while a power change is under way.
+    pub target_power_state: Option<String>,
+    pub instance_uuid: Option<Uuid>,
+    pub last_error: Option<String>,
+}
+
 /// A connection to one Ironic: its URL, the negotiated microversion, the credentials.
 #[derive(Debug, Clone)]
 pub struct IronicApi {
@@ -326,6 +336,17 @@ impl IronicApi {
         .await
     }
 
+    /// Node `uuid`'s power: its state, the state it is moving to, and its instance.
+    pub async fn get_power(&self, uuid: Uuid) -> Result<PowerRecord, IronicError> {
+        self.read(
+            &format!(
+                "/nodes/{uuid}?fields=power_state,target_power_state,instance_uuid,last_error"
+            ),
+            &format!("the read of node {uuid}'s power"),
+        )
+        .await
+    }
+
     /// Patches node `uuid` with `ops`.
     pub async fn patch_node(&self, uuid: Uuid, ops: &[PatchOp]) -> Result<(), IronicError> {
         let request = self
@@ -358,6 +379,28 @@ impl IronicApi {
         self.send(
             request,
             &format!("the provision request {target:?} for node {uuid}"),
+        )
+        .await
+    }
+
+    /// Asks for power target `target` (`power on`, `soft power off`, `rebooting`, …) of node
+    /// `uuid`; a soft target gives up after `timeout_secs`.
+    pub async fn set_power_state(
+        &self,
+        uuid: Uuid,
+        target: &str,
+        timeout_secs: Option<u64>,
+    ) -> Result<(), IronicError> {
+        let mut body = serde_json::json!({ "target": target });
+        if let Some(timeout) = timeout_secs {
+            body["timeout"] = serde_json::json!(timeout);
+        }
+        let request = self
+            .request(reqwest::Method::PUT, &format!("/nodes/{uuid}/states/power"))
+            .json(&body);
+        self.send(
+            request,
+            &format!("the power request {target:?} for node {uuid}"),
         )
         .await
     }

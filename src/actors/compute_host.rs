@@ -9,6 +9,7 @@
 
 mod build;
 mod destroy;
+mod power;
 mod tracker;
 
 pub use crate::config::HostSettings;
@@ -16,6 +17,7 @@ use build::Build;
 use build::SettleBuilds;
 pub use build::{Spawn, TakeSpawns};
 pub use destroy::DestroyInstance;
+pub use power::PowerServer;
 use std::sync::Arc;
 use std::time::Duration;
 pub use tracker::{

@@ -113,6 +113,12 @@ ironic_write! {
 }
 
 ironic_write! {
+    /// Powers the node of an instance on (a reboot ends on) or off; fails on a locked node.
+    SetPower { node: Uuid, instance: Uuid, on: bool }
+        => |message, conn, now| ironic::set_power(conn, message.node, message.instance, message.on, now)
+}
+
+ironic_write! {
     /// Tears an instance down; fails on a locked node.
     Destroy { node: Uuid } => |message, conn, now| ironic::destroy(conn, message.node, now)
 }

@@ -13,7 +13,8 @@ use actix::prelude::*;
 use futures_util::future::BoxFuture;
 use uuid::Uuid;
 
-use super::ironic::{Carries, CheckListing, Deploy, Destroy, Ironic};
+use super::ironic::{Carries, CheckListing, Deploy, Destroy, Ironic, SetPower};
+use crate::domain::compute::server::PowerAction;
 use crate::domain::mirror::ListedNode;
 pub use ironic_driver::{IronicDriver, IronicSettings, ListingStatus};
 
@@ -132,6 +133,27 @@ impl NodeSource {
                 Ok(None)
             }
             NodeSource::Ironic(driver) => driver.deploy(request, fence).await.map(Some),
+        }
+    }
+
+    /// Powers the node of `instance` as `action` asks and waits until it is so.
+    pub async fn power(
+        &self,
+        node: Uuid,
+        instance: Uuid,
+        action: PowerAction,
+        fence: &Fence,
+    ) -> Result<(), SourceError> {
+        match self {
+            NodeSource::Simulated(ironic) => ironic
+                .send(SetPower {
+                    node,
+                    instance,
+                    on: action != PowerAction::Stop,
+                })
+                .await?
+                .map_err(|error| SourceError::Failed(error.to_string())),
+            NodeSource::Ironic(driver) => driver.power(node, instance, action, fence).await,
         }
     }
 

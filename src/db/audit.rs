@@ -153,7 +153,7 @@ fn leaked_claims(conn: &mut PgConnection) -> Result<Vec<Violation>, DbError> {
         "SELECT format('instance %s is %s but holds allocations (a leaked claim)',
                        i.uuid, CASE WHEN i.deleted <> 0 THEN $1 ELSE i.vm_state END) AS message
            FROM instances i
-          WHERE (i.deleted <> 0 OR i.vm_state NOT IN ($2, $3))
+          WHERE (i.deleted <> 0 OR i.vm_state NOT IN ($2, $3, $4))
             AND EXISTS (SELECT 1 FROM allocations a WHERE a.consumer_id = i.uuid)
             AND NOT EXISTS (SELECT 1 FROM ironic_nodes n WHERE n.instance_uuid = i.uuid)
          UNION ALL
@@ -164,6 +164,8 @@ fn leaked_claims(conn: &mut PgConnection) -> Result<Vec<Violation>, DbError> {
     .bind::<diesel::sql_types::Text, _>(VmState::Deleted.as_str())
     .bind::<diesel::sql_types::Text, _>(VmState::Building.as_str())
     .bind::<diesel::sql_types::Text, _>(VmState::Active.as_str())
+    // A stopped server keeps its node and its claim.
+    .bind::<diesel::sql_types::Text, _>(VmState::Stopped.as_str())
     .load(conn)?;
     Ok(findings
         .into_iter()

@@ -394,7 +394,8 @@ pub fn activate_build(
     now: DateTime<Utc>,
 ) -> Result<bool, DbError> {
     let updated = diesel::sql_query(
-        "UPDATE instances SET vm_state = $3, task_state = NULL, launched_at = $2, updated_at = $2
+        "UPDATE instances SET vm_state = $3, task_state = NULL, launched_at = $2, updated_at = $2,
+                power_state = 1
           WHERE uuid = $1 AND deleted = 0 AND vm_state = $4",
     )
     .bind::<SqlUuid, _>(uuid)

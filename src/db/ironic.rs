@@ -255,6 +255,30 @@ pub fn deploy(
     Ok(())
 }
 
+/// Sets the power of node `uuid`, which must carry `instance` (`on`: powered on, after a
+/// reboot too); fails on a locked node.
+pub fn set_power(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    instance: Uuid,
+    on: bool,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    let node = lock_free_node(conn, uuid)?;
+    if node.instance_uuid != Some(instance) {
+        return Err(DbError::Conflict(format!(
+            "ironic node {uuid} does not carry instance {instance}"
+        )));
+    }
+    diesel::update(ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid)))
+        .set((
+            ironic_nodes::power_state.eq(if on { "power on" } else { "power off" }),
+            ironic_nodes::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
 /// Tears down the instance on node `uuid`: fails on a locked node.
 pub fn destroy(conn: &mut PgConnection, uuid: Uuid, now: DateTime<Utc>) -> Result<(), DbError> {
     lock_free_node(conn, uuid)?;

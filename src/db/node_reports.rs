@@ -391,7 +391,7 @@ pub fn finish_deployed_builds(
     }
     let finished: Vec<Finished> = diesel::sql_query(
         "UPDATE instances i SET vm_state = $3, task_state = NULL, launched_at = $2,
-                updated_at = $2
+                updated_at = $2, power_state = 1
            FROM ironic_nodes n
           WHERE i.node = ANY($1) AND i.deleted = 0 AND i.vm_state = $4
             AND n.uuid::text = i.node AND n.provision_state = 'active' AND n.instance_uuid = i.uuid

@@ -243,8 +243,8 @@ pub fn project_usage(conn: &mut PgConnection, project: &str) -> Result<(i64, i64
     }
     let usage = diesel::sql_query(
         "SELECT count(*) AS servers,
-                COALESCE(sum(CASE WHEN e.flavor LIKE '{%' THEN (e.flavor::jsonb->>'vcpus')::bigint END), 0)::bigint AS cores,
-                COALESCE(sum(CASE WHEN e.flavor LIKE '{%' THEN (e.flavor::jsonb->>'ram')::bigint END), 0)::bigint AS ram
+                COALESCE(sum(CASE WHEN left(e.flavor, 1) = chr(123) THEN (e.flavor::jsonb->>'vcpus')::bigint END), 0)::bigint AS cores,
+                COALESCE(sum(CASE WHEN left(e.flavor, 1) = chr(123) THEN (e.flavor::jsonb->>'ram')::bigint END), 0)::bigint AS ram
            FROM instances i
            LEFT JOIN instance_extra e ON e.instance_uuid = i.uuid AND e.deleted = 0
           WHERE i.project_id = $1 AND i.deleted = 0",
@@ -252,4 +252,72 @@ pub fn project_usage(conn: &mut PgConnection, project: &str) -> Result<(i64, i64
     .bind::<Text, _>(project)
     .get_result::<Usage>(conn)?;
     Ok((usage.servers, usage.cores, usage.ram))
+}
+
+/// Marks server `uuid` as under power action: its task_state set, if its vm_state is one of
+/// `from` and no other action runs. `Err` carries Nova's reason to refuse (409).
+pub fn begin_power(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    action: crate::domain::compute::server::PowerAction,
+    now: DateTime<Utc>,
+) -> Result<Result<(), String>, DbError> {
+    #[derive(QueryableByName)]
+    struct State {
+        #[diesel(sql_type = Text)]
+        vm_state: String,
+        #[diesel(sql_type = Nullable<Text>)]
+        task_state: Option<String>,
+    }
+    let current = diesel::sql_query(
+        "SELECT vm_state::text, task_state::text FROM instances
+          WHERE uuid = $1 AND deleted = 0 FOR UPDATE",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .load::<State>(conn)?
+    .into_iter()
+    .next()
+    .ok_or_else(|| DbError::NotFound(format!("Instance {uuid} could not be found.")))?;
+    let name = action.name();
+    if let Some(task) = current.task_state {
+        return Ok(Err(format!(
+            "Cannot '{name}' instance {uuid} while it is in task_state {task}"
+        )));
+    }
+    if !action.allowed_from().contains(&current.vm_state.as_str()) {
+        return Ok(Err(format!(
+            "Cannot '{name}' instance {uuid} while it is in vm_state {}",
+            current.vm_state
+        )));
+    }
+    diesel::sql_query(
+        "UPDATE instances SET task_state = $2, updated_at = $3 WHERE uuid = $1 AND deleted = 0",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .bind::<Text, _>(action.task_state())
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    Ok(Ok(()))
+}
+
+/// Ends a power action on server `uuid`: its new vm_state and power state when it succeeded
+/// (`outcome`), its task_state cleared either way.
+pub fn end_power(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    outcome: Option<(&'static str, i32)>,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
+    let (vm_state, power_state) = outcome.unzip();
+    diesel::sql_query(
+        "UPDATE instances SET task_state = NULL, updated_at = $2,
+                vm_state = COALESCE($3, vm_state), power_state = COALESCE($4, power_state)
+          WHERE uuid = $1 AND deleted = 0",
+    )
+    .bind::<SqlUuid, _>(uuid)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Nullable<Text>, _>(vm_state)
+    .bind::<Nullable<Integer>, _>(power_state)
+    .execute(conn)?;
+    Ok(())
 }

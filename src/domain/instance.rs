@@ -11,6 +11,8 @@ pub enum VmState {
     /// Being built: claimed, its deploy not yet settled.
     Building,
     Active,
+    /// Powered off by its owner (`os-stop`); it keeps its node and its claim.
+    Stopped,
     /// Its build or delete failed.
     Error,
     Deleted,
@@ -22,6 +24,7 @@ impl VmState {
         match self {
             VmState::Building => "building",
             VmState::Active => "active",
+            VmState::Stopped => "stopped",
             VmState::Error => "error",
             VmState::Deleted => "deleted",
         }
@@ -33,6 +36,7 @@ impl VmState {
         match text {
             "building" => VmState::Building,
             "active" => VmState::Active,
+            "stopped" => VmState::Stopped,
             "deleted" => VmState::Deleted,
             _ => VmState::Error,
         }
@@ -87,11 +91,12 @@ mod tests {
         for state in [
             VmState::Building,
             VmState::Active,
+            VmState::Stopped,
             VmState::Error,
             VmState::Deleted,
         ] {
             assert_eq!(VmState::parse(state.as_str()), state);
         }
-        assert_eq!(VmState::parse("stopped"), VmState::Error);
+        assert_eq!(VmState::parse("paused"), VmState::Error);
     }
 }

@@ -11,6 +11,7 @@ pub mod flavors;
 pub mod keypairs;
 pub mod limits;
 pub mod middleware;
+pub mod server_actions;
 pub mod server_body;
 pub mod server_filter;
 pub mod server_view;
@@ -71,6 +72,7 @@ fn server_routes(config: &mut web::ServiceConfig) {
     resource!(config, "/servers", get => servers::list_servers, post => servers::create_server);
     resource!(config, "/servers/detail", get => servers::list_servers_detail);
     resource!(config, "/servers/{id}", get => servers::show_server, delete => servers::delete_server);
+    resource!(config, "/servers/{id}/action", post => server_actions::server_action);
 }
 
 /// Services, hypervisors, limits and quotas.

@@ -397,3 +397,86 @@ async fn malformed_creates_are_refused_and_claim_nothing() {
     let (status, _, _) = app.compute(Method::GET, "/servers/not-a-uuid").send().await;
     assert_eq!(status, 404);
 }
+
+/// Issue 26, point 3: `os-stop`, `os-start` and `reboot` drive the node's power in Ironic and
+/// the server's status follows; an action its state does not allow is 409.
+#[actix_web::test]
+async fn stop_start_and_reboot_follow_the_node_s_power() {
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
+    let (_, created) = create(&app, "alice:p1", server_body("power", &flavor)).await;
+    let id = created["server"]["id"].as_str().unwrap().to_owned();
+    let server = wait_for_status(&app, "alice:p1", &id, "ACTIVE").await;
+    assert_eq!(server["OS-EXT-STS:power_state"], 1);
+    let node = {
+        let (_, _, seen) = app
+            .compute(Method::GET, &format!("/servers/{id}"))
+            .send()
+            .await;
+        seen["server"]["OS-EXT-SRV-ATTR:hypervisor_hostname"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let power = |app: &TestApp| {
+        let sql = format!(
+            "SELECT count(*) FROM ironic_nodes WHERE uuid = '{node}' AND power_state = 'power on'"
+        );
+        rows(app, &sql)
+    };
+    let act = |body: Value| {
+        app.compute(Method::POST, &format!("/servers/{id}/action"))
+            .token(Some("alice:p1"))
+            .json(body)
+    };
+    let (status, _, body) = act(json!({"os-start": null})).send().await;
+    assert_eq!(status, 409, "an active server does not start: {body}");
+    assert!(
+        body["conflictingRequest"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("vm_state active")
+    );
+
+    let (status, _, _) = act(json!({"os-stop": null})).send().await;
+    assert_eq!(status, 202);
+    let stopped = wait_for_status(&app, "alice:p1", &id, "SHUTOFF").await;
+    assert_eq!(stopped["OS-EXT-STS:power_state"], 4);
+    assert_eq!(stopped["OS-EXT-STS:task_state"], Value::Null);
+    assert_eq!(power(&app), 0, "Ironic powered the node off");
+    assert_eq!(
+        rows(&app, "SELECT count(*) FROM allocations"),
+        1,
+        "a stopped server keeps its claim"
+    );
+    let (status, _, _) = act(json!({"reboot": {"type": "SOFT"}})).send().await;
+    assert_eq!(status, 409, "a soft reboot needs an active server");
+
+    let (status, _, _) = act(json!({"os-start": null})).send().await;
+    assert_eq!(status, 202);
+    wait_for_status(&app, "alice:p1", &id, "ACTIVE").await;
+    assert_eq!(power(&app), 1);
+    for kind in ["SOFT", "hard"] {
+        let (status, _, body) = act(json!({"reboot": {"type": kind}})).send().await;
+        assert_eq!(status, 202, "{kind}: {body}");
+        wait_for_status(&app, "alice:p1", &id, "ACTIVE").await;
+    }
+    for bad in [
+        json!({"reboot": {"type": "GENTLE"}}),
+        json!({"reboot": {}}),
+        json!({"pause": null}),
+        json!({}),
+        json!({"os-stop": null, "os-start": null}),
+    ] {
+        let (status, _, body) = act(bad.clone()).send().await;
+        assert_eq!(status, 400, "{bad} → {body}");
+    }
+    let (status, _, _) = app
+        .compute(Method::POST, &format!("/servers/{id}/action"))
+        .token(Some("bob:p2"))
+        .json(json!({"os-stop": null}))
+        .send()
+        .await;
+    assert_eq!(status, 404, "another project's server is not found");
+}

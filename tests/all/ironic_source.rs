@@ -18,12 +18,12 @@ use crate::helpers::{
     test_deployment_config,
 };
 
-const HOSTS: [&str; 3] = ["cmp-1", "cmp-2", "cmp-3"];
+pub(crate) const HOSTS: [&str; 3] = ["cmp-1", "cmp-2", "cmp-3"];
 
 /// A deployment of `hosts` whose nodes come from `ironic`, driven by messages: the first
 /// passes list Ironic (on demand, as no listing loop runs), the rebalancer gives every node its
 /// first owner, and the owners report them.
-async fn deployment_on(ironic: &RealIronic, hosts: &[&str]) -> TestDeployment {
+pub(crate) async fn deployment_on(ironic: &RealIronic, hosts: &[&str]) -> TestDeployment {
     let mut config = test_deployment_config(hosts);
     config.ironic = Some(ironic.settings());
     let deployment = TestDeployment::start_with(config).await;

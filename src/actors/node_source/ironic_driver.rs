@@ -22,6 +22,8 @@ use crate::domain::mirror::{self, ListedNode};
 use crate::ironic_api::{IronicApi, IronicError, IronicNodeRecord, PatchOp};
 
 /// Provision states from which Ironic tears an instance down (`deleted`).
+mod power;
+
 const TEARABLE: &[&str] = &[
     "active",
     "deploy failed",

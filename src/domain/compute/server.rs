@@ -104,6 +104,66 @@ pub struct HypervisorRecord {
     pub servers: Vec<(uuid::Uuid, String)>,
 }
 
+/// A power action on a server's node, as Nova's ironic driver asks Ironic for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PowerAction {
+    /// `os-stop`: a soft power off, a hard one if the soft one did not finish in time.
+    Stop,
+    /// `os-start`.
+    Start,
+    /// `reboot` SOFT (a soft reboot, hard if the soft one fails) or HARD.
+    Reboot { hard: bool },
+}
+
+impl PowerAction {
+    /// The vm_states the action may start from (Nova's `check_instance_state`).
+    pub fn allowed_from(self) -> &'static [&'static str] {
+        match self {
+            PowerAction::Stop => &["active", "error"],
+            PowerAction::Start => &["stopped"],
+            PowerAction::Reboot { hard: false } => &["active"],
+            PowerAction::Reboot { hard: true } => &["active", "stopped", "error"],
+        }
+    }
+
+    /// Nova's task_state while the action runs.
+    pub fn task_state(self) -> &'static str {
+        match self {
+            PowerAction::Stop => "powering-off",
+            PowerAction::Start => "powering-on",
+            PowerAction::Reboot { hard: false } => "rebooting",
+            PowerAction::Reboot { hard: true } => "rebooting_hard",
+        }
+    }
+
+    /// The vm_state and power state the server has after it.
+    pub fn outcome(self) -> (&'static str, i32) {
+        match self {
+            PowerAction::Stop => ("stopped", power_state::SHUTDOWN),
+            _ => ("active", power_state::RUNNING),
+        }
+    }
+
+    /// Nova's name of the action in its 409 (`Cannot 'stop' instance …`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PowerAction::Stop => "stop",
+            PowerAction::Start => "start",
+            PowerAction::Reboot { .. } => "reboot",
+        }
+    }
+
+    /// Ironic's power targets, first the one to try, then the fallback when it fails.
+    pub fn ironic_targets(self) -> (&'static str, Option<&'static str>) {
+        match self {
+            PowerAction::Stop => ("soft power off", Some("power off")),
+            PowerAction::Start => ("power on", None),
+            PowerAction::Reboot { hard: false } => ("soft rebooting", Some("rebooting")),
+            PowerAction::Reboot { hard: true } => ("rebooting", None),
+        }
+    }
+}
+
 /// Nova's `status` of a server with `vm_state` and `task_state` (`nova/api/openstack/common.py`
 /// `_STATE_MAP`, of the states ringmaster's servers go through).
 pub fn status(vm_state: &str, task_state: Option<&str>) -> &'static str {

@@ -190,7 +190,7 @@ async fn keep_unplaced(
 }
 
 /// A live server the caller may see: 404 otherwise, as Nova hides others' servers.
-async fn visible_server(
+pub async fn visible_server(
     state: &AppState,
     caller: &Caller,
     uuid: &str,

@@ -1,0 +1,70 @@
+//! `PowerServer` on a `ComputeHost`: stop, start or reboot a server by its node's power in
+//! Ironic (soft first where Nova's driver tries soft), then record its new vm_state and power
+//! state; every write fenced by the node's owner and epoch. The Compute API has set the
+//! action's task_state before; it is cleared whatever the outcome.
+
+use actix::prelude::*;
+use uuid::Uuid;
+
+use super::build::{Build, require_owned};
+use super::{ComputeHost, HostError};
+use crate::db;
+use crate::domain::compute::server::PowerAction;
+
+/// Powers server `instance` as `action` asks.
+#[derive(Debug, Message)]
+#[rtype(result = "Result<(), HostError>")]
+pub struct PowerServer {
+    pub instance: Uuid,
+    pub action: PowerAction,
+}
+
+impl Handler<PowerServer> for ComputeHost {
+    type Result = AtomicResponse<Self, Result<(), HostError>>;
+
+    fn handle(&mut self, message: PowerServer, _: &mut Self::Context) -> Self::Result {
+        if let Err(fenced) = self.require_lease() {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        let build = self.build();
+        AtomicResponse::new(Box::pin(
+            async move { build.power(message).await }.into_actor(self),
+        ))
+    }
+}
+
+impl Build {
+    async fn power(&self, message: PowerServer) -> Result<(), HostError> {
+        let PowerServer { instance, action } = message;
+        let found = db::run(&self.pool, move |conn| {
+            db::instances::get_instance(conn, instance)
+        })
+        .await?;
+        let Some(node) = found.node else {
+            return Err(HostError::Ironic(format!(
+                "server {instance} is on no node"
+            )));
+        };
+        let owned = require_owned(&self.pool, &self.host, &node).await?;
+        let powered = self
+            .node_source
+            .power(owned.ironic, instance, action, &owned.fence(&self.pool))
+            .await
+            .map_err(|error| owned.source_error(error));
+        let now = self.clock.now();
+        let outcome = powered.is_ok().then(|| action.outcome());
+        owned
+            .write(&self.pool, move |conn| {
+                db::servers::end_power(conn, instance, outcome, now)
+            })
+            .await?;
+        if let Err(failure) = &powered {
+            log::warn!(
+                "host {}: {} of server {instance} failed: {failure}",
+                self.host,
+                action.name()
+            );
+        }
+        powered
+    }
+}

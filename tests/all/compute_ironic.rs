@@ -1,0 +1,110 @@
+//! The Compute API against a real Ironic 39.0.0 (issue 26): a flavor with a required trait
+//! boots a server through `POST /compute/v2.1/servers` onto one of Ironic's nodes with that
+//! trait, deployed by Ironic; `os-stop`, `os-start` and a reboot drive the node's power in
+//! Ironic; a delete tears it down. The invariants are audited after every step.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{RealIronic, eventually_async};
+use crate::ironic_source::{HOSTS, deployment_on};
+
+async fn call(address: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    let mut request = crate::helpers::json_client()
+        .request(method, format!("{address}/compute/v2.1{path}"))
+        .header("x-auth-token", "admin")
+        .header("openstack-api-version", "compute 2.100");
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let response = request.send().await.expect("the Compute API answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[actix_web::test]
+async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
+    let ironic = RealIronic::start();
+    ironic.enroll(2);
+    let gold = ironic.enroll_with(2, &["--trait", "CUSTOM_GOLD"]);
+    let d = deployment_on(&ironic, &HOSTS).await;
+    let address = d.serve();
+
+    let (status, flavor) = call(
+        &address,
+        Method::POST,
+        "/flavors",
+        Some(json!({"flavor": {"name": "bm.gold", "ram": 1024, "vcpus": 1, "disk": 10}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{flavor}");
+    let flavor = flavor["flavor"]["id"].as_str().unwrap().to_owned();
+    let (status, _) = call(&address, Method::POST, &format!("/flavors/{flavor}/os-extra_specs"),
+        Some(json!({"extra_specs": {"resources:CUSTOM_BAREMETAL": "1", "resources:VCPU": "0",
+            "resources:MEMORY_MB": "0", "resources:DISK_GB": "0", "trait:CUSTOM_GOLD": "required"}}))).await;
+    assert_eq!(status, 200);
+    let (status, created) = call(
+        &address,
+        Method::POST,
+        "/servers",
+        Some(json!({"server": {
+        "name": "gold-1", "imageRef": "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1", "flavorRef": flavor,
+        "networks": "none"}})),
+    )
+    .await;
+    assert_eq!(status, 202, "{created}");
+    let id = created["server"]["id"].as_str().unwrap().to_owned();
+    let wait_for = |status: &'static str| {
+        let (address, id) = (address.clone(), id.clone());
+        async move {
+            eventually_async(
+                Duration::from_secs(120),
+                &format!("server {status}"),
+                || async {
+                    let (_, body) =
+                        call(&address, Method::GET, &format!("/servers/{id}"), None).await;
+                    (body["server"]["status"] == status).then_some(body["server"].clone())
+                },
+            )
+            .await
+        }
+    };
+    let server = wait_for("ACTIVE").await;
+    let node: uuid::Uuid = server["OS-EXT-SRV-ATTR:hypervisor_hostname"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(gold.contains(&node), "{node} has the trait");
+    let shown = ironic.node(node).await;
+    assert_eq!(shown["provision_state"], "active");
+    assert_eq!(shown["instance_uuid"], id.as_str());
+    d.audit();
+
+    for (action, status, power) in [
+        (json!({"os-stop": null}), "SHUTOFF", "power off"),
+        (json!({"os-start": null}), "ACTIVE", "power on"),
+        (json!({"reboot": {"type": "SOFT"}}), "ACTIVE", "power on"),
+    ] {
+        let (code, body) = call(
+            &address,
+            Method::POST,
+            &format!("/servers/{id}/action"),
+            Some(action.clone()),
+        )
+        .await;
+        assert_eq!(code, 202, "{action}: {body}");
+        let server = wait_for(status).await;
+        assert_eq!(server["OS-EXT-STS:task_state"], Value::Null, "{action}");
+        assert_eq!(ironic.node(node).await["power_state"], power, "{action}");
+        d.audit();
+    }
+
+    let (code, _) = call(&address, Method::DELETE, &format!("/servers/{id}"), None).await;
+    assert_eq!(code, 204);
+    let shown = ironic.node(node).await;
+    assert_eq!(shown["instance_uuid"], Value::Null);
+    d.audit();
+}

@@ -370,12 +370,27 @@ impl IronicApi {
 
     /// Asks Ironic to take node `uuid` to provision state `target` (`active`, `deleted`).
     pub async fn set_provision_state(&self, uuid: Uuid, target: &str) -> Result<(), IronicError> {
+        self.set_provision_state_with(uuid, target, None).await
+    }
+
+    /// As `set_provision_state`, with a config drive for Ironic to build (API 1.56 takes its
+    /// `meta_data`/`user_data` as JSON).
+    pub async fn set_provision_state_with(
+        &self,
+        uuid: Uuid,
+        target: &str,
+        configdrive: Option<serde_json::Value>,
+    ) -> Result<(), IronicError> {
+        let mut body = serde_json::json!({ "target": target });
+        if let Some(drive) = configdrive {
+            body["configdrive"] = drive;
+        }
         let request = self
             .request(
                 reqwest::Method::PUT,
                 &format!("/nodes/{uuid}/states/provision"),
             )
-            .json(&serde_json::json!({ "target": target }));
+            .json(&body);
         self.send(
             request,
             &format!("the provision request {target:?} for node {uuid}"),

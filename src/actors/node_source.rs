@@ -14,6 +14,7 @@ use futures_util::future::BoxFuture;
 use uuid::Uuid;
 
 use super::ironic::{Carries, CheckListing, Deploy, Destroy, Ironic, SetPower};
+pub use crate::domain::compute::deploy::ServerDeploy;
 use crate::domain::compute::server::PowerAction;
 use crate::domain::mirror::ListedNode;
 pub use ironic_driver::{IronicDriver, IronicSettings, ListingStatus};
@@ -35,6 +36,8 @@ pub struct DeployRequest {
     pub instance: Uuid,
     pub display_name: String,
     pub root_gb: i32,
+    /// What a server of the Compute API adds, as Nova's driver's patcher sends it.
+    pub server: Option<ServerDeploy>,
 }
 
 /// Says, before each write sent to Ironic, whether the host still holds the node (by owner and

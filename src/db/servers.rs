@@ -46,6 +46,8 @@ struct ServerRow {
     #[diesel(sql_type = Nullable<Text>)]
     key_name: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
+    key_data: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
     user_data: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
     config_drive: Option<String>,
@@ -77,6 +79,7 @@ impl From<ServerRow> for ServerRecord {
             terminated_at: row.terminated_at,
             image_ref: row.image_ref,
             key_name: row.key_name,
+            key_data: row.key_data,
             user_data: row.user_data,
             config_drive: row.config_drive,
             availability_zone: row.availability_zone,
@@ -89,7 +92,7 @@ impl From<ServerRow> for ServerRecord {
 const SERVER_COLUMNS: &str = "i.uuid, i.display_name::text, i.project_id::text, i.user_id::text,
         i.host::text, i.node::text, i.vm_state::text, i.task_state::text, i.power_state,
         i.created_at, i.updated_at, i.launched_at, i.terminated_at, i.image_ref::text,
-        i.key_name::text, i.user_data, i.config_drive::text, i.availability_zone::text,
+        i.key_name::text, i.key_data, i.user_data, i.config_drive::text, i.availability_zone::text,
         (SELECT e.flavor FROM instance_extra e WHERE e.instance_uuid = i.uuid
           ORDER BY e.id LIMIT 1) AS flavor,
         f.message::text AS fault_message, f.created_at AS fault_at

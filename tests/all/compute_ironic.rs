@@ -11,11 +11,24 @@ use serde_json::{Value, json};
 use crate::helpers::{RealIronic, eventually_async};
 use crate::ironic_source::{HOSTS, deployment_on};
 
+const KEY: &str =
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHd2L1V8kQ3cY0b0G0b4r0wJ3mHq8m0b2R0b4o5h9T0q ops@example";
+
 async fn call(address: &str, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
+    call_at(address, "2.100", method, path, body).await
+}
+
+async fn call_at(
+    address: &str,
+    version: &str,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
     let mut request = crate::helpers::json_client()
         .request(method, format!("{address}/compute/v2.1{path}"))
         .header("x-auth-token", "admin")
-        .header("openstack-api-version", "compute 2.100");
+        .header("openstack-api-version", format!("compute {version}"));
     if let Some(body) = body {
         request = request.json(&body);
     }
@@ -41,17 +54,35 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
     .await;
     assert_eq!(status, 200, "{flavor}");
     let flavor = flavor["flavor"]["id"].as_str().unwrap().to_owned();
-    let (status, _) = call(&address, Method::POST, &format!("/flavors/{flavor}/os-extra_specs"),
-        Some(json!({"extra_specs": {"resources:CUSTOM_BAREMETAL": "1", "resources:VCPU": "0",
-            "resources:MEMORY_MB": "0", "resources:DISK_GB": "0", "trait:CUSTOM_GOLD": "required"}}))).await;
+    // At 2.61: Nova's validation (2.86) knows no capabilities:profile.
+    let (status, _) = call_at(
+        &address,
+        "2.61",
+        Method::POST,
+        &format!("/flavors/{flavor}/os-extra_specs"),
+        Some(
+            json!({"extra_specs": {"resources:CUSTOM_BAREMETAL": "1", "resources:VCPU": "0",
+            "resources:MEMORY_MB": "0", "resources:DISK_GB": "0", "trait:CUSTOM_GOLD": "required",
+            "capabilities:profile": "gold"}}),
+        ),
+    )
+    .await;
     assert_eq!(status, 200);
+    let (status, _) = call(
+        &address,
+        Method::POST,
+        "/os-keypairs",
+        Some(json!({"keypair": {"name": "ops", "public_key": KEY}})),
+    )
+    .await;
+    assert_eq!(status, 201);
     let (status, created) = call(
         &address,
         Method::POST,
         "/servers",
         Some(json!({"server": {
         "name": "gold-1", "imageRef": "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1", "flavorRef": flavor,
-        "networks": "none"}})),
+        "networks": "none", "key_name": "ops", "user_data": "aGVsbG8K"}})),
     )
     .await;
     assert_eq!(status, 202, "{created}");
@@ -81,6 +112,19 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
     let shown = ironic.node(node).await;
     assert_eq!(shown["provision_state"], "active");
     assert_eq!(shown["instance_uuid"], id.as_str());
+    // What Nova's patcher sends: the flavor's disks, capabilities and traits, project and
+    // user; and a config drive carrying the key.
+    let info = &shown["instance_info"];
+    assert_eq!(info["root_gb"], 10, "{info}");
+    assert_eq!(info["swap_mb"], 0);
+    assert_eq!(info["project_id"], "admin");
+    assert_eq!(info["user_id"], "admin");
+    assert_eq!(info["traits"], json!(["CUSTOM_GOLD"]));
+    assert_eq!(info["capabilities"], json!({"profile": "gold"}).to_string());
+    assert!(
+        info.get("configdrive").is_some(),
+        "a config drive was built: {info}"
+    );
     d.audit();
 
     for (action, status, power) in [

@@ -11,7 +11,7 @@ use crate::api_admin::one_host_four_nodes;
 use crate::compute_flavors::{create_bare_metal_flavor, rows};
 use crate::helpers::{TestApp, eventually_async};
 
-const KEY: &str =
+pub const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHd2L1V8kQ3cY0b0G0b4r0wJ3mHq8m0b2R0b4o5h9T0q me@example";
 
 #[actix_web::test]

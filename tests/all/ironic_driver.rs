@@ -108,6 +108,7 @@ fn request() -> DeployRequest {
         instance: "5f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9".parse().unwrap(),
         display_name: "vm-1".to_owned(),
         root_gb: 100,
+        server: None,
     }
 }
 

@@ -26,6 +26,7 @@ mod cli_operations;
 mod compute_flavors;
 mod compute_ironic;
 mod compute_keypairs;
+mod compute_samples;
 mod compute_servers;
 mod compute_services;
 mod db_constraints;

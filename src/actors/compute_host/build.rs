@@ -410,24 +410,47 @@ impl Owned {
 }
 
 /// What a deploy of `instance` on `owned`'s node asks Ironic for: its display name, and the
-/// node's disk as the root size.
+/// node's disk as the root size; for a server of the Compute API, its flavor's disks,
+/// capabilities and traits, its project and user, and its config drive.
 pub(super) async fn deploy_request(
     pool: &Pool,
     owned: &Owned,
     instance: Uuid,
 ) -> Result<DeployRequest, HostError> {
     let node = owned.ironic;
-    let (display_name, root_gb) = db::run(pool, move |conn| {
+    let (display_name, root_gb, server) = db::run(pool, move |conn| {
         let found = db::instances::get_instance(conn, instance)?;
         let root_gb = db::ironic::local_gb(conn, node)?;
-        Ok((found.name.unwrap_or_else(|| instance.to_string()), root_gb))
+        let server = db::servers::get_server(conn, instance)?;
+        Ok((
+            found.name.unwrap_or_else(|| instance.to_string()),
+            root_gb,
+            server,
+        ))
     })
     .await?;
+    let booted = server.as_ref().and_then(|server| {
+        let flavor = serde_json::from_str::<serde_json::Value>(server.flavor.as_deref()?).ok()?;
+        Some((server, flavor))
+    });
+    let (root_gb, server) = match booted {
+        Some((server, flavor)) => (
+            flavor["disk"]
+                .as_i64()
+                .and_then(|d| i32::try_from(d).ok())
+                .unwrap_or(root_gb),
+            Some(crate::domain::compute::deploy::server_deploy(
+                server, &flavor,
+            )),
+        ),
+        None => (root_gb, None),
+    };
     Ok(DeployRequest {
         node: owned.ironic,
         instance,
         display_name,
         root_gb,
+        server,
     })
 }
 

@@ -269,7 +269,7 @@ impl IronicDriver {
     ) -> Result<ListedNode, SourceError> {
         let api = self.connection().await.map_err(failed)?;
         let node = request.node;
-        let ops = vec![
+        let mut ops = vec![
             PatchOp::add("/instance_uuid", serde_json::json!(request.instance)),
             PatchOp::add(
                 "/instance_info/image_source",
@@ -281,9 +281,16 @@ impl IronicDriver {
                 serde_json::json!(request.display_name),
             ),
         ];
+        let configdrive = request.server.as_ref().and_then(|server| {
+            ops.extend(server_patch(server));
+            server.configdrive.clone()
+        });
         self.write(fence, node, || api.patch_node(node, &ops))
             .await?;
-        match self.validate_and_deploy(&api, node, fence).await {
+        match self
+            .validate_and_deploy(&api, node, configdrive, fence)
+            .await
+        {
             Ok(record) => Ok(record),
             Err(SourceError::Fenced(node)) => Err(SourceError::Fenced(node)),
             Err(failure) => {
@@ -302,6 +309,7 @@ impl IronicDriver {
         &self,
         api: &IronicApi,
         node: Uuid,
+        configdrive: Option<serde_json::Value>,
         fence: &Fence,
     ) -> Result<ListedNode, SourceError> {
         self.count(1);
@@ -316,8 +324,10 @@ impl IronicDriver {
                 )));
             }
         }
-        self.write(fence, node, || api.set_provision_state(node, "active"))
-            .await?;
+        self.write(fence, node, || {
+            api.set_provision_state_with(node, "active", configdrive.clone())
+        })
+        .await?;
         let record = self
             .wait_for(api, node, "deploy", |state| {
                 matches!(state, "active" | "deploy failed" | "error")
@@ -487,6 +497,37 @@ impl IronicDriver {
             }
         }
     }
+}
+
+/// The `instance_info` Nova's patcher adds for a server of the Compute API.
+fn server_patch(server: &super::ServerDeploy) -> Vec<PatchOp> {
+    let mut ops = vec![
+        PatchOp::add("/instance_info/swap_mb", serde_json::json!(server.swap_mb)),
+        PatchOp::add(
+            "/instance_info/ephemeral_gb",
+            serde_json::json!(server.ephemeral_gb),
+        ),
+        PatchOp::add(
+            "/instance_info/project_id",
+            serde_json::json!(server.project_id),
+        ),
+        PatchOp::add("/instance_info/user_id", serde_json::json!(server.user_id)),
+    ];
+    if !server.capabilities.is_empty() {
+        // Nova sends the capabilities as a JSON string.
+        let text = serde_json::Value::Object(server.capabilities.clone()).to_string();
+        ops.push(PatchOp::add(
+            "/instance_info/capabilities",
+            serde_json::json!(text),
+        ));
+    }
+    if !server.traits.is_empty() {
+        ops.push(PatchOp::add(
+            "/instance_info/traits",
+            serde_json::json!(server.traits),
+        ));
+    }
+    ops
 }
 
 fn failed(error: IronicError) -> SourceError {

@@ -39,6 +39,7 @@ pub struct ServerRecord {
     pub terminated_at: Option<chrono::DateTime<chrono::Utc>>,
     pub image_ref: Option<String>,
     pub key_name: Option<String>,
+    pub key_data: Option<String>,
     pub user_data: Option<String>,
     pub config_drive: Option<String>,
     pub availability_zone: Option<String>,
@@ -211,6 +212,24 @@ pub fn names(name: &str, count: u32) -> Vec<String> {
     (1..=count).map(|index| format!("{name}-{index}")).collect()
 }
 
+/// Nova's hostname of a server named `name` (`utils.sanitize_hostname`): lower case, what
+/// is not a letter, digit, `-` or `.` dropped, spaces and underscores as `-`, at most 63.
+pub fn hostname(name: &str) -> String {
+    let cleaned: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c == ' ' || c == '_' { '-' } else { c })
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
+        .collect();
+    let trimmed = cleaned.trim_matches(|c| c == '-' || c == '.');
+    let short: String = trimmed.chars().take(63).collect();
+    if short.is_empty() {
+        "server".to_owned()
+    } else {
+        short
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,5 +252,12 @@ mod tests {
     fn several_servers_are_numbered_from_one() {
         assert_eq!(names("web", 1), vec!["web"]);
         assert_eq!(names("web", 3), vec!["web-1", "web-2", "web-3"]);
+    }
+
+    #[test]
+    fn hostnames_are_sanitized_as_nova_does() {
+        assert_eq!(hostname("Web Server_1"), "web-server-1");
+        assert_eq!(hostname("--x.."), "x");
+        assert_eq!(hostname("!!!"), "server");
     }
 }

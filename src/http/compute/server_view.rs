@@ -138,7 +138,7 @@ pub fn full(
     if matches!(state, "ACTIVE" | "BUILD") {
         view["progress"] = json!(0);
     }
-    let hostname = hostname(&server.name);
+    let hostname = crate::domain::compute::server::hostname(&server.name);
     if caller.is_admin() {
         view["OS-EXT-SRV-ATTR:host"] = json!(server.host);
         view["OS-EXT-SRV-ATTR:hypervisor_hostname"] = json!(server.node);
@@ -187,23 +187,5 @@ fn versioned(view: &mut Value, version: Version, caller: &Caller, server: &Serve
     }
     if version.at_least(100) {
         view["scheduler_hints"] = json!({});
-    }
-}
-
-/// Nova's hostname of a server named `name` (`utils.sanitize_hostname`): lower case, what
-/// is not a letter, digit, `-` or `.` dropped, spaces and underscores as `-`, at most 63.
-pub fn hostname(name: &str) -> String {
-    let cleaned: String = name
-        .to_lowercase()
-        .chars()
-        .map(|c| if c == ' ' || c == '_' { '-' } else { c })
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
-        .collect();
-    let trimmed = cleaned.trim_matches(|c| c == '-' || c == '.');
-    let short: String = trimmed.chars().take(63).collect();
-    if short.is_empty() {
-        "server".to_owned()
-    } else {
-        short
     }
 }

@@ -137,11 +137,12 @@ const instancesTable = new VirtualTable({
   scroller: $("#instances-scroller"),
   tbody: $("#instances tbody"),
   path: "/api/v1/instances",
-  columns: 5,
+  columns: 8,
   key: (instance) => instance.uuid,
   onTotal: (total) => ($("#instances-count").textContent = `(${numbers.format(total)})`),
   cells: (instance) => [
     instance.name, instance.host, short(instance.node), instance.vm_state,
+    instance.flavor || "—", short(instance.image) || "—", instance.project || "—",
     button("Delete", () => act(() => del(`/api/v1/instances/${instance.uuid}`), `Delete instance ${instance.name}?`), "danger"),
   ],
 });

@@ -324,3 +324,36 @@ pub fn end_power(
     .execute(conn)?;
     Ok(())
 }
+
+/// The project, image and flavor name of each of `instances` (the admin API's listing shows
+/// them): the flavor is the one a Compute API server was booted with; an admin-API instance
+/// has its resource class for one and no image.
+pub fn origins(
+    conn: &mut PgConnection,
+    instances: &[Uuid],
+) -> Result<std::collections::HashMap<Uuid, (String, Option<String>, Option<String>)>, DbError> {
+    #[derive(QueryableByName)]
+    struct Origin {
+        #[diesel(sql_type = SqlUuid)]
+        uuid: Uuid,
+        #[diesel(sql_type = Text)]
+        project_id: String,
+        #[diesel(sql_type = Nullable<Text>)]
+        image_ref: Option<String>,
+        #[diesel(sql_type = Nullable<Text>)]
+        flavor: Option<String>,
+    }
+    let rows: Vec<Origin> = diesel::sql_query(
+        "SELECT i.uuid, i.project_id::text, i.image_ref::text,
+                (SELECT CASE WHEN left(e.flavor, 1) = chr(123)
+                             THEN e.flavor::jsonb->>'original_name' ELSE e.flavor END
+                   FROM instance_extra e WHERE e.instance_uuid = i.uuid ORDER BY e.id LIMIT 1) AS flavor
+           FROM instances i WHERE i.uuid = ANY($1)",
+    )
+    .bind::<Array<SqlUuid>, _>(instances)
+    .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|row| (row.uuid, (row.project_id, row.image_ref, row.flavor)))
+        .collect())
+}

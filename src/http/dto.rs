@@ -303,4 +303,13 @@ pub struct InstanceResponse {
     /// Why the instance is in error, when it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fault: Option<String>,
+    /// Its project (the admin API's own: `ringmaster-admin`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Its image, when it was booted through the Compute API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// Its flavor's name (the resource class of an admin-API boot).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flavor: Option<String>,
 }

@@ -24,7 +24,30 @@ fn response(instance: Instance) -> InstanceResponse {
         node: instance.node,
         vm_state: instance.vm_state.to_string(),
         fault: instance.fault,
+        project: None,
+        image: None,
+        flavor: None,
     }
+}
+
+/// The responses of `instances`, each with its project, image and flavor (one query).
+async fn with_origins(
+    state: &AppState,
+    instances: Vec<Instance>,
+) -> Result<Vec<InstanceResponse>, ApiError> {
+    let uuids: Vec<Uuid> = instances.iter().map(|instance| instance.uuid).collect();
+    let mut origins = db::run(&state.pool, move |conn| db::servers::origins(conn, &uuids)).await?;
+    Ok(instances
+        .into_iter()
+        .map(|instance| {
+            let origin = origins.remove(&instance.uuid);
+            let mut shown = response(instance);
+            if let Some((project, image, flavor)) = origin {
+                (shown.project, shown.image, shown.flavor) = (Some(project), image, flavor);
+            }
+            shown
+        })
+        .collect())
 }
 
 /// Boots an instance onto a free node of `resource_class`: 201 with it. With a client-chosen
@@ -127,7 +150,10 @@ pub async fn get_instance(
     })
     .await?;
     match found {
-        Some(instance) => Ok(HttpResponse::Ok().json(response(instance))),
+        Some(instance) => {
+            let shown = with_origins(&state, vec![instance]).await?;
+            Ok(HttpResponse::Ok().json(&shown[0]))
+        }
         None => Err(ApiError::NotFound(format!("no instance {uuid}"))),
     }
 }
@@ -146,8 +172,8 @@ pub async fn list_instances(
         db::instances::count_instances,
     )
     .await?;
-    Ok(super::dto::with_total(HttpResponse::Ok(), total)
-        .json(instances.into_iter().map(response).collect::<Vec<_>>()))
+    let shown = with_origins(&state, instances).await?;
+    Ok(super::dto::with_total(HttpResponse::Ok(), total).json(shown))
 }
 
 /// Deletes an instance through its host (destroy, free the allocation, soft-delete).

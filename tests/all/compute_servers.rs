@@ -92,6 +92,18 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
         "{node} is an enrolled node"
     );
     assert_eq!(seen_by_admin["server"]["OS-EXT-SRV-ATTR:host"], "cmp-1");
+    // The admin API (and so the dashboard) shows its flavor, image and project.
+    let shown: Value = app
+        .get(&format!("/api/v1/instances/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["flavor"], "bm.small", "{shown}");
+    assert_eq!(shown["image"], IMAGE);
+    assert_eq!(shown["project"], "p1");
+    let listed: Value = app.get("/api/v1/instances").await.json().await.unwrap();
+    assert_eq!(listed[0]["project"], "p1", "{listed}");
 
     let (status, _, _) = app
         .compute(Method::GET, &format!("/servers/{id}"))

@@ -325,13 +325,13 @@ pub fn end_power(
     Ok(())
 }
 
+/// Each instance's project, image and flavor name.
+pub type Origins = std::collections::HashMap<Uuid, (String, Option<String>, Option<String>)>;
+
 /// The project, image and flavor name of each of `instances` (the admin API's listing shows
 /// them): the flavor is the one a Compute API server was booted with; an admin-API instance
 /// has its resource class for one and no image.
-pub fn origins(
-    conn: &mut PgConnection,
-    instances: &[Uuid],
-) -> Result<std::collections::HashMap<Uuid, (String, Option<String>, Option<String>)>, DbError> {
+pub fn origins(conn: &mut PgConnection, instances: &[Uuid]) -> Result<Origins, DbError> {
     #[derive(QueryableByName)]
     struct Origin {
         #[diesel(sql_type = SqlUuid)]

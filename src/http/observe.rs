@@ -184,6 +184,11 @@ mod tests {
             "placement/resource_providers"
         );
         assert_eq!(route_family("/placement/nope"), "placement/other");
+        assert_eq!(route_family("/compute"), "compute/root");
+        assert_eq!(route_family("/compute/v2.1/"), "compute/root");
+        assert_eq!(route_family("/compute/v2.1/servers/x/action"), "compute/servers");
+        assert_eq!(route_family("/compute/v2.1/nope"), "compute/other");
+        assert_eq!(route_family("/compute/v9/servers"), "compute/other");
         assert_eq!(route_family("/etc/passwd"), "other");
     }
 }

@@ -186,7 +186,10 @@ mod tests {
         assert_eq!(route_family("/placement/nope"), "placement/other");
         assert_eq!(route_family("/compute"), "compute/root");
         assert_eq!(route_family("/compute/v2.1/"), "compute/root");
-        assert_eq!(route_family("/compute/v2.1/servers/x/action"), "compute/servers");
+        assert_eq!(
+            route_family("/compute/v2.1/servers/x/action"),
+            "compute/servers"
+        );
         assert_eq!(route_family("/compute/v2.1/nope"), "compute/other");
         assert_eq!(route_family("/compute/v9/servers"), "compute/other");
         assert_eq!(route_family("/etc/passwd"), "other");

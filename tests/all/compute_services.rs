@@ -140,6 +140,31 @@ async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
         .send()
         .await;
     assert_eq!(status, 403, "services are for admins");
+
+    // Before 2.53: the action in the path, the host and binary in the body.
+    let legacy = |action: &str, body: Value| {
+        app.compute(Method::PUT, &format!("/os-services/{action}"))
+            .version("2.11")
+            .json(body)
+    };
+    let host = json!({"host": "cmp-1", "binary": "nova-compute"});
+    let mut with_reason = host.clone();
+    with_reason["disabled_reason"] = json!("old-style");
+    let (status, _, answer) = legacy("disable-log-reason", with_reason).send().await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["service"]["status"], "disabled");
+    assert_eq!(answer["service"]["disabled_reason"], "old-style");
+    let (status, _, answer) = legacy("enable", host.clone()).send().await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["service"]["status"], "enabled");
+    let (status, _, _) = legacy("disable", json!({"host": "nope", "binary": "nova-compute"}))
+        .send()
+        .await;
+    assert_eq!(status, 404);
+    let (status, _, _) = legacy("disable", json!({"host": "cmp-1"})).send().await;
+    assert_eq!(status, 400);
+    let (status, _, _) = legacy("hibernate", host).send().await;
+    assert_eq!(status, 404);
 }
 
 #[actix_web::test]

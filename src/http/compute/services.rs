@@ -131,10 +131,7 @@ pub async fn update_service(
 ) -> Result<HttpResponse, ComputeError> {
     caller.require_admin("os_compute_api:os-services:update")?;
     if !version.at_least(53) {
-        return Err(ComputeError::not_found(
-            "Before 2.53 a service is changed by PUT /os-services/{enable,disable,disable-log-reason,force-down}: \
-             ringmaster serves the 2.53 form (PUT /os-services/{uuid})",
-        ));
+        return legacy_update(&state, version, &path, &body).await;
     }
     let id = path.into_inner();
     let uuid = Uuid::parse_str(&id)
@@ -154,6 +151,94 @@ pub async fn update_service(
         .rebalancer
         .do_send(crate::actors::rebalancer::RebalanceNow);
     Ok(HttpResponse::Ok().json(json!({"service": service_view(&state, version, &service)})))
+}
+
+/// `PUT /os-services/{enable,disable,disable-log-reason,force-down}` (before 2.53): the host
+/// and binary in the body; answered in that era's short shape.
+async fn legacy_update(
+    state: &AppState,
+    version: Version,
+    action: &str,
+    body: &[u8],
+) -> Result<HttpResponse, ComputeError> {
+    let body = common::object(body)?;
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (Some(host), Some(binary)) = (text("host"), text("binary")) else {
+        return Err(ComputeError::bad_request(
+            "Invalid input: 'host' and 'binary' are required properties",
+        ));
+    };
+    let change = match action {
+        "enable" => ServiceChange {
+            disabled: Some(None),
+            forced_down: None,
+        },
+        "disable" => ServiceChange {
+            disabled: Some(Some(String::new())),
+            forced_down: None,
+        },
+        "disable-log-reason" => {
+            match text("disabled_reason").filter(|r| !r.is_empty() && r.chars().count() <= 255) {
+                Some(reason) => ServiceChange {
+                    disabled: Some(Some(reason)),
+                    forced_down: None,
+                },
+                None => return Err(ComputeError::bad_request("Missing disabled reason field")),
+            }
+        }
+        "force-down" if version.at_least(11) => match body.get("forced_down") {
+            Some(Value::Bool(flag)) => ServiceChange {
+                disabled: None,
+                forced_down: Some(*flag),
+            },
+            _ => {
+                return Err(ComputeError::bad_request(
+                    "Invalid input for field/attribute forced_down",
+                ));
+            }
+        },
+        other => return Err(ComputeError::not_found(format!("Unknown action {other}"))),
+    };
+    if binary != NOVA_COMPUTE {
+        return Err(ComputeError::not_found(format!(
+            "Service {binary} on host {host} not found."
+        )));
+    }
+    let now = state.actors.clock.now();
+    let named = host.clone();
+    let updated = db::transaction(&state.pool, move |conn| {
+        let Some(found) = db::services::list_services(conn, Some(&named))?
+            .into_iter()
+            .next()
+        else {
+            return Ok(None);
+        };
+        db::services::update_service(conn, found.uuid, &change, now)
+    })
+    .await?;
+    let Some(service) = updated else {
+        return Err(ComputeError::not_found(format!(
+            "Compute host {host} could not be found."
+        )));
+    };
+    state
+        .actors
+        .rebalancer
+        .do_send(crate::actors::rebalancer::RebalanceNow);
+    let mut view = json!({"host": host, "binary": NOVA_COMPUTE});
+    if action == "force-down" {
+        view["forced_down"] = json!(service.host.forced_down);
+    } else {
+        view["status"] = json!(if service.host.disabled {
+            "disabled"
+        } else {
+            "enabled"
+        });
+        if action == "disable-log-reason" {
+            view["disabled_reason"] = json!(service.host.disabled_reason);
+        }
+    }
+    Ok(HttpResponse::Ok().json(json!({"service": view})))
 }
 
 fn hypervisor_view(

@@ -153,22 +153,14 @@ pub async fn update_service(
     Ok(HttpResponse::Ok().json(json!({"service": service_view(&state, version, &service)})))
 }
 
-/// `PUT /os-services/{enable,disable,disable-log-reason,force-down}` (before 2.53): the host
-/// and binary in the body; answered in that era's short shape.
-async fn legacy_update(
-    state: &AppState,
-    version: Version,
+/// The change a pre-2.53 action asks for.
+fn legacy_change(
     action: &str,
-    body: &[u8],
-) -> Result<HttpResponse, ComputeError> {
-    let body = common::object(body)?;
+    body: &serde_json::Map<String, Value>,
+    version: Version,
+) -> Result<ServiceChange, ComputeError> {
     let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
-    let (Some(host), Some(binary)) = (text("host"), text("binary")) else {
-        return Err(ComputeError::bad_request(
-            "Invalid input: 'host' and 'binary' are required properties",
-        ));
-    };
-    let change = match action {
+    Ok(match action {
         "enable" => ServiceChange {
             disabled: Some(None),
             forced_down: None,
@@ -198,7 +190,25 @@ async fn legacy_update(
             }
         },
         other => return Err(ComputeError::not_found(format!("Unknown action {other}"))),
+    })
+}
+
+/// `PUT /os-services/{enable,disable,disable-log-reason,force-down}` (before 2.53): the host
+/// and binary in the body; answered in that era's short shape.
+async fn legacy_update(
+    state: &AppState,
+    version: Version,
+    action: &str,
+    body: &[u8],
+) -> Result<HttpResponse, ComputeError> {
+    let body = common::object(body)?;
+    let text = |key: &str| body.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (Some(host), Some(binary)) = (text("host"), text("binary")) else {
+        return Err(ComputeError::bad_request(
+            "Invalid input: 'host' and 'binary' are required properties",
+        ));
     };
+    let change = legacy_change(action, &body, version)?;
     if binary != NOVA_COMPUTE {
         return Err(ComputeError::not_found(format!(
             "Service {binary} on host {host} not found."

@@ -30,6 +30,19 @@ fn response(instance: Instance) -> InstanceResponse {
     }
 }
 
+/// The response of `instance` with its project, image and flavor.
+async fn one_with_origin(
+    state: &AppState,
+    instance: Instance,
+) -> Result<InstanceResponse, ApiError> {
+    let fallback = response(instance.clone());
+    Ok(with_origins(state, vec![instance])
+        .await?
+        .into_iter()
+        .next()
+        .unwrap_or(fallback))
+}
+
 /// The responses of `instances`, each with its project, image and flavor (one query).
 async fn with_origins(
     state: &AppState,
@@ -93,7 +106,7 @@ pub async fn create_instance(
         })
         .await?;
     match booted {
-        Ok(instance) => Ok(HttpResponse::Created().json(response(instance))),
+        Ok(instance) => Ok(HttpResponse::Created().json(one_with_origin(&state, instance).await?)),
         // Another request with this uuid got there first.
         Err(BootError::Exists(uuid)) => match existing(&state, uuid, &body).await? {
             Some(answer) => Ok(answer),
@@ -136,7 +149,9 @@ async fn existing(
             ),
         });
     }
-    Ok(Some(HttpResponse::Ok().json(response(instance))))
+    Ok(Some(
+        HttpResponse::Ok().json(one_with_origin(state, instance).await?),
+    ))
 }
 
 /// Returns instance `uuid` (deleted included, until archived): 404 when there is none.
@@ -150,10 +165,7 @@ pub async fn get_instance(
     })
     .await?;
     match found {
-        Some(instance) => {
-            let shown = with_origins(&state, vec![instance]).await?;
-            Ok(HttpResponse::Ok().json(&shown[0]))
-        }
+        Some(instance) => Ok(HttpResponse::Ok().json(one_with_origin(&state, instance).await?)),
         None => Err(ApiError::NotFound(format!("no instance {uuid}"))),
     }
 }

@@ -103,19 +103,23 @@ pub enum VersionError {
     Unacceptable(Microversion),
 }
 
-/// Chooses the microversion of a request from its `OpenStack-API-Version` header values
-/// (`placement 1.20`, `placement latest`, possibly among other services' entries).
-pub fn negotiate(header_values: &[&str]) -> Result<Microversion, VersionError> {
-    let requested = header_values
+/// The version `service` asks for in `OpenStack-API-Version` header values (`placement 1.20`,
+/// `compute latest`, possibly among other services' entries, comma-separated): the first.
+pub fn service_version<'a>(header_values: &[&'a str], service: &str) -> Option<&'a str> {
+    header_values
         .iter()
         .flat_map(|value| value.split(','))
         .map(str::trim)
         .find_map(|entry| {
-            let (service, version) = entry.split_once(char::is_whitespace)?;
-            service
-                .eq_ignore_ascii_case("placement")
-                .then(|| version.trim())
-        });
+            let (named, version) = entry.split_once(char::is_whitespace)?;
+            named.eq_ignore_ascii_case(service).then(|| version.trim())
+        })
+}
+
+/// Chooses the microversion of a request from its `OpenStack-API-Version` header values
+/// (`placement 1.20`, `placement latest`, possibly among other services' entries).
+pub fn negotiate(header_values: &[&str]) -> Result<Microversion, VersionError> {
+    let requested = service_version(header_values, "placement");
     let Some(requested) = requested else {
         return Ok(Microversion::MIN);
     };

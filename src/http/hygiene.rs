@@ -281,21 +281,36 @@ fn method_not_allowed_envelope(
     response: ServiceResponse<BoxBody>,
     surface: Surface,
 ) -> ServiceResponse<BoxBody> {
-    if surface != Surface::Admin || response.status() != StatusCode::METHOD_NOT_ALLOWED {
+    if surface != Surface::Admin {
+        return response;
+    }
+    rewrap_method_not_allowed(response, |request, allow| {
+        let message = format!(
+            "{} is not allowed on {}; allowed: {}",
+            request.method(),
+            request.path(),
+            allow.unwrap_or("none")
+        );
+        answer(Surface::Admin, StatusCode::METHOD_NOT_ALLOWED, message)
+    })
+}
+
+/// Puts the framework's bare 405 into an API's envelope (`envelope` gets the request and the
+/// `Allow` it names), keeping `Allow`; any other response passes unchanged. Each API's
+/// middleware (admin, Placement, Compute) answers its 405s through this.
+pub fn rewrap_method_not_allowed(
+    response: ServiceResponse<BoxBody>,
+    envelope: impl FnOnce(&actix_web::HttpRequest, Option<&str>) -> HttpResponse,
+) -> ServiceResponse<BoxBody> {
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
         return response;
     }
     let allow = response.headers().get(header::ALLOW).cloned();
     let (request, _) = response.into_parts();
-    let message = format!(
-        "{} is not allowed on {}; allowed: {}",
-        request.method(),
-        request.path(),
-        allow
-            .as_ref()
-            .and_then(|value| value.to_str().ok())
-            .unwrap_or("none")
+    let mut answer = envelope(
+        &request,
+        allow.as_ref().and_then(|value| value.to_str().ok()),
     );
-    let mut answer = answer(Surface::Admin, StatusCode::METHOD_NOT_ALLOWED, message);
     if let Some(allow) = allow {
         answer.headers_mut().insert(header::ALLOW, allow);
     }

@@ -49,22 +49,12 @@ pub enum VersionError {
 /// possibly among other services' entries) and, when they name no compute version, its
 /// `X-OpenStack-Nova-API-Version` values.
 pub fn negotiate(standard: &[&str], legacy: &[&str]) -> Result<ComputeVersion, VersionError> {
-    let asked = standard
-        .iter()
-        .flat_map(|value| value.split(','))
-        .map(str::trim)
-        .find_map(|entry| {
-            let (service, version) = entry.split_once(char::is_whitespace)?;
-            service
-                .eq_ignore_ascii_case("compute")
-                .then(|| version.trim())
-        })
-        .or_else(|| {
-            legacy
-                .iter()
-                .map(|value| value.trim())
-                .find(|value| !value.is_empty())
-        });
+    let asked = crate::domain::placement::service_version(standard, "compute").or_else(|| {
+        legacy
+            .iter()
+            .map(|value| value.trim())
+            .find(|value| !value.is_empty())
+    });
     let Some(asked) = asked else {
         return Ok(ComputeVersion::MIN);
     };

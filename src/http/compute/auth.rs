@@ -121,23 +121,17 @@ pub async fn authenticate(request: &ServiceRequest) -> Result<Caller, ComputeErr
             Err(unauthorized())
         };
     }
-    let (user, project) = match token.split_once(':') {
-        Some((user, project)) if !project.is_empty() => (user, project),
-        Some((user, _)) => (user, user),
-        None => (token, token),
-    };
-    let roles = match header(request, "x-roles") {
-        Some(roles) => roles
-            .split(',')
-            .map(|role| role.trim().to_owned())
-            .filter(|role| !role.is_empty())
-            .collect(),
-        None if user == "admin" => vec!["admin".to_owned()],
-        None => Vec::new(),
-    };
+    // noauth2 reads a token as Placement's does (`user[:project]`, `X-Roles`).
+    let parsed = crate::http::placement::auth::Caller::from_token(
+        token,
+        header(request, "x-roles"),
+        None,
+        None,
+    );
+    let user = token.split_once(':').map_or(token, |(user, _)| user);
     Ok(Caller {
         user_id: user.to_owned(),
-        project_id: project.to_owned(),
-        roles,
+        project_id: parsed.project_id,
+        roles: parsed.roles,
     })
 }

@@ -69,25 +69,13 @@ pub async fn compute_request(
 }
 
 fn method_not_allowed_envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
-    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
-        return response;
-    }
-    let allow = response
-        .headers()
-        .get(actix_web::http::header::ALLOW)
-        .cloned();
-    let (request, _) = response.into_parts();
-    let mut answer = ComputeError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "The method specified is not allowed for this resource.",
-    )
-    .to_response();
-    if let Some(allow) = allow {
-        answer
-            .headers_mut()
-            .insert(actix_web::http::header::ALLOW, allow);
-    }
-    ServiceResponse::new(request, answer)
+    crate::http::hygiene::rewrap_method_not_allowed(response, |_, _| {
+        ComputeError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "The method specified is not allowed for this resource.",
+        )
+        .to_response()
+    })
 }
 
 fn stamp_headers(response: &mut ServiceResponse<BoxBody>, version: ComputeVersion) {

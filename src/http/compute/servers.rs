@@ -66,7 +66,13 @@ pub async fn create_server(
         Some(_) => return Err(ComputeError::bad_request("Invalid key_name provided.")),
     }
     let uuids: Vec<Uuid> = (0..max_count).map(|_| Uuid::new_v4()).collect();
-    let free = free_nodes(&state, &asked, min_count).await?;
+    // Only a request that needs several nodes at once counts them first (one that needs one
+    // learns it from its claim).
+    let free = if min_count > 1 {
+        free_nodes(&state, &asked, min_count).await?
+    } else {
+        min_count
+    };
     let mut booted = 0;
     for (uuid, name) in uuids
         .iter()

@@ -111,28 +111,16 @@ fn is_cacheable(method: &Method, path: &str, version: Microversion) -> bool {
 /// The framework answers a method a path does not take with a bare 405 and `Allow`; Placement
 /// answers it in its envelope (keeping `Allow`).
 fn method_not_allowed_envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
-    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
-        return response;
-    }
-    let allow = response
-        .headers()
-        .get(actix_web::http::header::ALLOW)
-        .cloned();
-    let (request, _) = response.into_parts();
-    let mut answer = PlacementError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!(
-            "The method {} is not allowed for this resource.",
-            request.method()
-        ),
-    )
-    .to_response();
-    if let Some(allow) = allow {
-        answer
-            .headers_mut()
-            .insert(actix_web::http::header::ALLOW, allow);
-    }
-    ServiceResponse::new(request, answer)
+    crate::http::hygiene::rewrap_method_not_allowed(response, |request, _| {
+        PlacementError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!(
+                "The method {} is not allowed for this resource.",
+                request.method()
+            ),
+        )
+        .to_response()
+    })
 }
 
 /// As webob does for Placement: a Location is sent as an absolute URL, which clients that

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 mod archive;
 mod database;
+mod glance;
 mod ironic;
 mod keystone;
 mod placement;
@@ -174,6 +175,8 @@ pub struct ServeArgs {
     pub database_grace: Duration,
     #[command(flatten)]
     pub ironic: ironic::IronicArgs,
+    #[command(flatten)]
+    pub glance: glance::GlanceArgs,
     #[command(flatten)]
     pub keystone: keystone::KeystoneArgs,
     #[command(flatten)]
@@ -429,6 +432,7 @@ fn config(
             allowed_hosts: args.allowed_hosts.clone(),
             body_timeout: args.body_timeout,
             keystone,
+            images: args.glance.settings(ironic.is_some())?,
             event_streams: crate::config::StreamLimits {
                 per_process: args.max_event_streams as usize,
                 per_client: args.max_event_streams_per_client as usize,

@@ -119,6 +119,20 @@ pub struct ServerConfig {
     pub body_timeout: std::time::Duration,
     /// Keystone, when it authenticates callers (`--auth-strategy keystone`).
     pub keystone: Option<crate::keystone::KeystoneSettings>,
+    /// Where the Compute API resolves images.
+    pub images: ImageSettings,
+}
+
+/// Where the Compute API finds images, and how the deploying Ironic reads them.
+#[derive(Debug, Clone, Default)]
+pub struct ImageSettings {
+    /// The image service (`--glance-url`); without it, the `image` endpoint of Keystone's
+    /// catalog, if Keystone authenticates callers.
+    pub glance_url: Option<String>,
+    /// The real Ironic reads images from Glance as this project (`--ironic-glance-project`).
+    pub ironic_glance_project: Option<String>,
+    /// Whether a real Ironic deploys (`--ironic-url`); the simulated one takes any image.
+    pub real_ironic: bool,
 }
 
 /// How many event streams are served at once: beyond, 503.
@@ -319,6 +333,7 @@ mod tests {
             event_streams: StreamLimits::default(),
             body_timeout: std::time::Duration::from_secs(15),
             keystone: None,
+            images: ImageSettings::default(),
         }
     }
 

@@ -53,6 +53,8 @@ pub struct AppState {
     pub figures: crate::actors::figures::FigureCache,
     /// The one database probe of `/readyz`.
     pub readiness: std::sync::Arc<health::Readiness>,
+    /// Where the Compute API resolves images.
+    pub images: std::sync::Arc<compute::images::ImageService>,
 }
 
 impl AppState {
@@ -67,12 +69,19 @@ impl AppState {
             keystone: None,
             figures: crate::actors::figures::FigureCache::default(),
             readiness: std::sync::Arc::default(),
+            images: std::sync::Arc::default(),
         }
     }
 
     /// The same state with Keystone authenticating callers.
     pub fn with_keystone(mut self, keystone: Option<crate::keystone::Keystone>) -> AppState {
         self.keystone = keystone.map(std::sync::Arc::new);
+        self
+    }
+
+    /// The same state resolving images as `settings` say.
+    pub fn with_images(mut self, settings: crate::config::ImageSettings) -> AppState {
+        self.images = std::sync::Arc::new(compute::images::ImageService::new(settings));
         self
     }
 

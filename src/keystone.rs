@@ -157,6 +157,38 @@ impl Keystone {
         }
     }
 
+    /// The public endpoint of `service_type` (`image`) in the catalog of ringmaster's own
+    /// token; `None` when the catalog has none.
+    pub async fn endpoint(&self, service_type: &str) -> Result<Option<String>, KeystoneError> {
+        let service = self.service_token(false).await?;
+        let response = self
+            .client
+            .get(format!("{}/v3/auth/catalog", self.base))
+            .header("X-Auth-Token", &service)
+            .send()
+            .await
+            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+        if response.status().as_u16() != 200 {
+            return Err(KeystoneError::Unavailable(format!(
+                "Keystone answered {} to GET /v3/auth/catalog",
+                response.status()
+            )));
+        }
+        let body: serde_json::Value = response
+            .json()
+            .await
+            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+        let endpoints = body["catalog"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|entry| entry["type"].as_str() == Some(service_type))
+            .flat_map(|entry| entry["endpoints"].as_array().into_iter().flatten());
+        Ok(endpoints
+            .filter(|endpoint| endpoint["interface"].as_str() == Some("public"))
+            .find_map(|endpoint| endpoint["url"].as_str().map(str::to_owned)))
+    }
+
     fn cached(&self, token: &str) -> Option<Identity> {
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         cache

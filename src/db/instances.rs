@@ -68,8 +68,8 @@ pub fn create_instance(
              VALUES ($1, $2, $3, $4, $5, $6, $7, $9, 'spawning', $8, $10, $11, $12, $13, $14, $16)
              RETURNING uuid
          ),
-         extra AS (INSERT INTO instance_extra (instance_uuid, flavor, created_at)
-                   SELECT uuid, COALESCE($15, $7), $8 FROM created),
+         extra AS (INSERT INTO instance_extra (instance_uuid, flavor, image, created_at)
+                   SELECT uuid, COALESCE($15, $7), $17, $8 FROM created),
          meta AS (INSERT INTO instance_system_metadata (instance_uuid, key, value, created_at)
                   SELECT uuid, 'resource_class', $7, $8 FROM created)
          INSERT INTO instance_actions (action, instance_uuid, user_id, project_id, start_time, created_at)
@@ -91,6 +91,7 @@ pub fn create_instance(
     .bind::<Nullable<Text>, _>(server.and_then(|s| s.availability_zone.as_deref()))
     .bind::<Nullable<Text>, _>(server.map(|s| s.flavor.as_str()))
     .bind::<Nullable<Text>, _>(server.and_then(|s| s.key_data.as_deref()))
+    .bind::<Nullable<Text>, _>(server.and_then(|s| s.image.as_deref()))
     .execute(conn)?;
     Ok(())
 }

@@ -196,6 +196,7 @@ diesel::table! {
         updated_at -> Nullable<Timestamptz>,
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
+        image -> Nullable<Text>,
     }
 }
 
@@ -634,6 +635,7 @@ diesel::table! {
         updated_at -> Nullable<Timestamptz>,
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
+        image -> Nullable<Text>,
     }
 }
 

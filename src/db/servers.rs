@@ -56,6 +56,8 @@ struct ServerRow {
     #[diesel(sql_type = Nullable<Text>)]
     flavor: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
+    image: Option<String>,
+    #[diesel(sql_type = Nullable<Text>)]
     fault_message: Option<String>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     fault_at: Option<DateTime<Utc>>,
@@ -84,6 +86,7 @@ impl From<ServerRow> for ServerRecord {
             config_drive: row.config_drive,
             availability_zone: row.availability_zone,
             flavor: row.flavor,
+            image: row.image,
             fault: row.fault_message.zip(row.fault_at),
         }
     }
@@ -93,10 +96,10 @@ const SERVER_COLUMNS: &str = "i.uuid, i.display_name::text, i.project_id::text, 
         i.host::text, i.node::text, i.vm_state::text, i.task_state::text, i.power_state,
         i.created_at, i.updated_at, i.launched_at, i.terminated_at, i.image_ref::text,
         i.key_name::text, i.key_data, i.user_data, i.config_drive::text, i.availability_zone::text,
-        (SELECT e.flavor FROM instance_extra e WHERE e.instance_uuid = i.uuid
-          ORDER BY e.id LIMIT 1) AS flavor,
-        f.message::text AS fault_message, f.created_at AS fault_at
+        e.flavor, e.image, f.message::text AS fault_message, f.created_at AS fault_at
    FROM instances i
+   LEFT JOIN LATERAL (SELECT flavor, image FROM instance_extra
+                       WHERE instance_uuid = i.uuid ORDER BY id LIMIT 1) e ON true
    LEFT JOIN LATERAL (SELECT message, created_at FROM instance_faults
                        WHERE instance_uuid = i.uuid AND i.vm_state = 'error'
                        ORDER BY id DESC LIMIT 1) f ON true";
@@ -190,8 +193,8 @@ pub fn create_unplaced(
              VALUES ($1, $2, $3, $4, 'error', $5, $5, $6, $7, $8, $9, $10, $13)
              RETURNING uuid
          ),
-         extra AS (INSERT INTO instance_extra (instance_uuid, flavor, created_at)
-                   SELECT uuid, $11, $5 FROM created),
+         extra AS (INSERT INTO instance_extra (instance_uuid, flavor, image, created_at)
+                   SELECT uuid, $11, $14, $5 FROM created),
          fault AS (INSERT INTO instance_faults (instance_uuid, code, message, created_at)
                    SELECT uuid, 500, $12, $5 FROM created)
          INSERT INTO instance_actions (action, instance_uuid, user_id, project_id, start_time,
@@ -211,6 +214,7 @@ pub fn create_unplaced(
     .bind::<Text, _>(&server.flavor)
     .bind::<Text, _>(NO_VALID_HOST)
     .bind::<Nullable<Text>, _>(server.key_data.as_deref())
+    .bind::<Nullable<Text>, _>(server.image.as_deref())
     .execute(conn)?;
     Ok(())
 }

@@ -4,6 +4,7 @@
 pub mod deploy;
 pub mod extra_specs;
 pub mod flavor;
+pub mod image;
 pub mod keypair;
 pub mod server;
 pub mod version;

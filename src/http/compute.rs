@@ -8,6 +8,7 @@ pub mod common;
 pub mod error;
 pub mod flavor_specs;
 pub mod flavors;
+pub mod images;
 pub mod keypairs;
 pub mod limits;
 pub mod middleware;

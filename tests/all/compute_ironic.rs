@@ -1,14 +1,15 @@
-//! The Compute API against a real Ironic 39.0.0 (issue 26): a flavor with a required trait
-//! boots a server through `POST /compute/v2.1/servers` onto one of Ironic's nodes with that
-//! trait, deployed by Ironic; `os-stop`, `os-start` and a reboot drive the node's power in
-//! Ironic; a delete tears it down. The invariants are audited after every step.
+//! The Compute API against a real Ironic 39.0.0 and a real Glance 33.0.0 (issue 26): a flavor
+//! with a required trait boots a server of a Glance image through `POST /compute/v2.1/servers`
+//! onto one of Ironic's nodes with that trait, deployed by Ironic from the image's download
+//! URL and checksum; `os-stop`, `os-start` and a reboot drive the node's power in Ironic; a
+//! delete tears it down. The invariants are audited after every step.
 
 use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{RealIronic, eventually_async};
+use crate::helpers::{RealGlance, RealIronic, eventually_async};
 use crate::ironic_source::{HOSTS, deployment_on};
 
 const KEY: &str =
@@ -42,8 +43,19 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
     let ironic = RealIronic::start();
     ironic.enroll(2);
     let gold = ironic.enroll_with(2, &["--trait", "CUSTOM_GOLD"]);
+    let glance = RealGlance::start();
+    let image = glance
+        .image(
+            json!({"name": "deploy", "visibility": "public"}),
+            Some(b"disk image"),
+        )
+        .await;
+    let shown_image = glance.show(&image).await;
     let d = deployment_on(&ironic, &HOSTS).await;
-    let address = d.serve();
+    let address = d.serve_configured(|config| {
+        config.images.glance_url = Some(glance.url.clone());
+        config.images.real_ironic = true;
+    });
 
     let (status, flavor) = call(
         &address,
@@ -81,7 +93,7 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
         Method::POST,
         "/servers",
         Some(json!({"server": {
-        "name": "gold-1", "imageRef": "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1", "flavorRef": flavor,
+        "name": "gold-1", "imageRef": image, "flavorRef": flavor,
         "networks": "none", "key_name": "ops", "user_data": "aGVsbG8K"}})),
     )
     .await;
@@ -116,6 +128,13 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
     // user; and a config drive carrying the key.
     let info = &shown["instance_info"];
     assert_eq!(info["root_gb"], 10, "{info}");
+    // A standalone Ironic downloads the image from Glance without Keystone, checking it.
+    assert_eq!(
+        info["image_source"],
+        format!("{}/v2/images/{image}/file", glance.url)
+    );
+    assert_eq!(info["image_os_hash_algo"], shown_image["os_hash_algo"]);
+    assert_eq!(info["image_os_hash_value"], shown_image["os_hash_value"]);
     assert_eq!(info["swap_mb"], 0);
     assert_eq!(info["project_id"], "admin");
     assert_eq!(info["user_id"], "admin");

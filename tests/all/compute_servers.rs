@@ -18,7 +18,7 @@ fn server_body(name: &str, flavor: &str) -> Value {
     json!({"server": {"name": name, "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}})
 }
 
-async fn create(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn create(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
     let (status, _, answer) = app
         .compute(Method::POST, "/servers")
         .version("2.37")
@@ -30,7 +30,7 @@ async fn create(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
 }
 
 /// Waits until server `id` has `status`; returns it as `token` sees it at 2.100.
-async fn wait_for_status(app: &TestApp, token: &str, id: &str, status: &str) -> Value {
+pub(crate) async fn wait_for_status(app: &TestApp, token: &str, id: &str, status: &str) -> Value {
     eventually_async(
         Duration::from_secs(30),
         &format!("server {id} {status}"),

@@ -24,6 +24,7 @@ mod cli_ha;
 mod cli_observability;
 mod cli_operations;
 mod compute_flavors;
+mod compute_images;
 mod compute_ironic;
 mod compute_keypairs;
 mod compute_samples;

@@ -22,6 +22,7 @@ use crate::domain::mirror::{self, ListedNode};
 use crate::ironic_api::{IronicApi, IronicError, IronicNodeRecord, PatchOp};
 
 /// Provision states from which Ironic tears an instance down (`deleted`).
+mod patch;
 mod power;
 
 const TEARABLE: &[&str] = &[
@@ -282,7 +283,7 @@ impl IronicDriver {
             ),
         ];
         let configdrive = request.server.as_ref().and_then(|server| {
-            ops.extend(server_patch(server));
+            ops.extend(patch::server_patch(server));
             server.configdrive.clone()
         });
         self.write(fence, node, || api.patch_node(node, &ops))
@@ -497,37 +498,6 @@ impl IronicDriver {
             }
         }
     }
-}
-
-/// The `instance_info` Nova's patcher adds for a server of the Compute API.
-fn server_patch(server: &super::ServerDeploy) -> Vec<PatchOp> {
-    let mut ops = vec![
-        PatchOp::add("/instance_info/swap_mb", serde_json::json!(server.swap_mb)),
-        PatchOp::add(
-            "/instance_info/ephemeral_gb",
-            serde_json::json!(server.ephemeral_gb),
-        ),
-        PatchOp::add(
-            "/instance_info/project_id",
-            serde_json::json!(server.project_id),
-        ),
-        PatchOp::add("/instance_info/user_id", serde_json::json!(server.user_id)),
-    ];
-    if !server.capabilities.is_empty() {
-        // Nova sends the capabilities as a JSON string.
-        let text = serde_json::Value::Object(server.capabilities.clone()).to_string();
-        ops.push(PatchOp::add(
-            "/instance_info/capabilities",
-            serde_json::json!(text),
-        ));
-    }
-    if !server.traits.is_empty() {
-        ops.push(PatchOp::add(
-            "/instance_info/traits",
-            serde_json::json!(server.traits),
-        ));
-    }
-    ops
 }
 
 fn failed(error: IronicError) -> SourceError {

@@ -24,6 +24,9 @@ pub struct ServerDeploy {
     /// The config drive for Ironic to build (API 1.56): `meta_data` with the instance and its
     /// key, and `user_data`; `None` when the server asked for none and has no key or data.
     pub configdrive: Option<serde_json::Value>,
+    /// `instance_info` fields of the image resolved through the image service
+    /// (`image_source`, and a URL's checksum), replacing the deployment's default image.
+    pub image: Map<String, Value>,
 }
 
 /// The deploy of `server`, booted with `flavor` (its snapshot: Nova's embedded flavor).
@@ -43,8 +46,23 @@ pub fn server_deploy(server: &ServerRecord, flavor: &Value) -> ServerDeploy {
             Some((key.strip_prefix("capabilities:")?.to_owned(), json!(value)))
         })
         .collect();
-    let traits =
+    let mut image: Map<String, Value> = server
+        .image
+        .as_deref()
+        .and_then(|text| serde_json::from_str::<Value>(text).ok())
+        .and_then(|doc| doc.as_object().cloned())
+        .unwrap_or_default();
+    let image_traits = image.remove("traits_required");
+    let mut traits =
         placement_request(specs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).required_traits;
+    // The image's required traits too, as Nova's patcher sends them.
+    for name in image_traits.iter().filter_map(Value::as_array).flatten() {
+        if let Some(name) = name.as_str()
+            && !traits.iter().any(|known| known == name)
+        {
+            traits.push(name.to_owned());
+        }
+    }
     let number = |key: &str| {
         flavor[key]
             .as_i64()
@@ -59,6 +77,7 @@ pub fn server_deploy(server: &ServerRecord, flavor: &Value) -> ServerDeploy {
         project_id: server.project_id.clone(),
         user_id: server.user_id.clone(),
         configdrive: configdrive(server),
+        image,
     }
 }
 

@@ -19,6 +19,9 @@ pub struct ServerRequest {
     pub user_data: Option<String>,
     pub config_drive: bool,
     pub availability_zone: Option<String>,
+    /// What the deploy asks Ironic for of the image (JSON: `ImageSource::to_json`), when an
+    /// image service resolved it.
+    pub image: Option<String>,
 }
 
 /// A server as the Compute API shows it: its instance row and what hangs off it.
@@ -45,6 +48,8 @@ pub struct ServerRecord {
     pub availability_zone: Option<String>,
     /// The flavor as booted (JSON), or the resource class of an admin-API boot.
     pub flavor: Option<String>,
+    /// What the deploy asks Ironic for of the image (JSON), when an image service resolved it.
+    pub image: Option<String>,
     /// The latest fault of a server in error: its message and when.
     pub fault: Option<(String, chrono::DateTime<chrono::Utc>)>,
 }

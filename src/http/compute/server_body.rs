@@ -189,5 +189,6 @@ pub fn server_request(
             .get("availability_zone")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        image: None,
     })
 }

@@ -55,16 +55,15 @@ pub async fn create_server(
     let flavor = super::flavors::visible_flavor(&state, &caller, flavorid)
         .await
         .map_err(|error| ComputeError::bad_request(error.message))?;
+    let image = state
+        .images
+        .resolve(&request, state.keystone.as_deref(), &image_ref)
+        .await?;
     let mut asked = server_request(&server, &flavor, image_ref)?;
-    match server.get("key_name") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(name)) => {
-            asked.key_data =
-                Some(super::keypairs::key_for_boot(&state, &caller.user_id, name).await?);
-            asked.key_name = Some(name.clone());
-        }
-        Some(_) => return Err(ComputeError::bad_request("Invalid key_name provided.")),
+    if let Some(image) = image {
+        super::images::boot_from(&mut asked, &image)?;
     }
+    with_key(&state, &caller, &server, &mut asked).await?;
     let uuids: Vec<Uuid> = (0..max_count).map(|_| Uuid::new_v4()).collect();
     // Only a request that needs several nodes at once counts them first (one that needs one
     // learns it from its claim).
@@ -101,6 +100,25 @@ pub async fn create_server(
         "security_groups": [{"name": "default"}],
         "adminPass": "",
     }})))
+}
+
+/// The key pair `key_name` names, for the config drive.
+async fn with_key(
+    state: &AppState,
+    caller: &Caller,
+    server: &serde_json::Map<String, Value>,
+    asked: &mut ServerRequest,
+) -> Result<(), ComputeError> {
+    match server.get("key_name") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(name)) => {
+            asked.key_data =
+                Some(super::keypairs::key_for_boot(state, &caller.user_id, name).await?);
+            asked.key_name = Some(name.clone());
+            Ok(())
+        }
+        Some(_) => Err(ComputeError::bad_request("Invalid key_name provided.")),
+    }
 }
 
 /// How many nodes could take the server now (up to `wanted`).

@@ -166,6 +166,7 @@ async fn serve_on(
         event_streams: Default::default(),
         body_timeout: Duration::from_secs(15),
         keystone: None,
+        images: Default::default(),
     };
     configure(&mut config);
     let ringmaster::app::Process {

@@ -53,7 +53,15 @@ impl TestDeployment {
     /// Serves the admin API and Placement of this deployment on a random loopback port;
     /// returns its address (`http://127.0.0.1:PORT`). The server stops with the test's system.
     pub fn serve(&self) -> String {
-        let config = ringmaster::config::ServerConfig {
+        self.serve_configured(|_| {})
+    }
+
+    /// `serve` with the settings `configure` changed.
+    pub fn serve_configured(
+        &self,
+        configure: impl FnOnce(&mut ringmaster::config::ServerConfig),
+    ) -> String {
+        let mut config = ringmaster::config::ServerConfig {
             bind: "127.0.0.1:0".to_owned(),
             admin_token: None,
             placement: Default::default(),
@@ -63,7 +71,9 @@ impl TestDeployment {
             event_streams: Default::default(),
             body_timeout: std::time::Duration::from_secs(15),
             keystone: None,
+            images: Default::default(),
         };
+        configure(&mut config);
         let application =
             ringmaster::app::Application::build(&config, self.db.pool(), self.actors.clone())
                 .expect("bind the server");

@@ -134,7 +134,12 @@ impl Handler<MoveNodes> for Registry {
         );
         self.in_transaction(&label, |conn| {
             leases::hold(conn, leases::REBALANCER, message.lease, now)?;
-            compute_nodes::move_nodes(conn, &message.moves, message.ring_version, now)
+            let moved = compute_nodes::move_nodes(conn, &message.moves, message.ring_version, now)?;
+            // A node takes its new host's status: off a disabled host, its provider loses
+            // COMPUTE_STATUS_DISABLED.
+            let uuids: Vec<uuid::Uuid> = moved.iter().map(|node| node.uuid).collect();
+            crate::db::services::sync_status_traits(conn, &[], &uuids, now)?;
+            Ok(moved)
         })
     }
 }

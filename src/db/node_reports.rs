@@ -135,7 +135,8 @@ pub fn owned_nodes(
                 CASE WHEN n.source = 'ironic' THEN COALESCE(
                     (SELECT array_agg(t.name::text ORDER BY t.name COLLATE \"C\")
                        FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id
-                      WHERE rpt.resource_provider_id = rp.id), '{}')
+                      WHERE rpt.resource_provider_id = rp.id
+                        AND t.name <> 'COMPUTE_STATUS_DISABLED'), '{}')
                 ELSE '{}' END AS provider_traits,
                 rp.id IS NOT NULL AS has_provider,
                 EXISTS (SELECT 1 FROM allocations a WHERE a.resource_provider_id = rp.id) AS allocated,
@@ -290,7 +291,8 @@ pub fn write_inventories(
 
 /// Makes each provider of `reports` carry exactly its node's traits (as Nova's ironic driver
 /// sets a provider's traits from its node's), creating the custom traits it needs and bumping
-/// those providers' generations: four statements whatever the number. Call only while
+/// those providers' generations: four statements whatever the number. The status trait
+/// `COMPUTE_STATUS_DISABLED` is the host's, not the node's: it is kept. Call only while
 /// holding the nodes.
 pub fn write_traits(
     conn: &mut PgConnection,
@@ -325,6 +327,7 @@ pub fn write_traits(
          removed AS (
              DELETE FROM resource_provider_traits rpt USING targets
               WHERE rpt.resource_provider_id = targets.id
+                AND rpt.trait_id NOT IN (SELECT id FROM traits WHERE name = 'COMPUTE_STATUS_DISABLED')
                 AND NOT EXISTS (SELECT 1 FROM wanted w WHERE w.provider_id = rpt.resource_provider_id
                                                         AND w.trait_id = rpt.trait_id)
          ),

@@ -122,11 +122,123 @@ pub fn update_service(
             ))
             .execute(conn)?;
     }
-    Ok(target
+    let service = target
         .select(SERVICE_COLUMNS)
         .first::<ServiceTuple>(conn)
         .optional()?
-        .map(record))
+        .map(record);
+    if let Some(service) = &service
+        && change.disabled.is_some()
+    {
+        sync_status_traits(conn, std::slice::from_ref(&service.host.name), &[], now)?;
+    }
+    Ok(service)
+}
+
+/// Makes the providers of the live compute nodes on `hosts`, and of the compute nodes
+/// `nodes`, carry `COMPUTE_STATUS_DISABLED` exactly when their host is disabled (as Nova's
+/// compute service sets it on its nodes' providers), bumping the generation of each provider
+/// that changed: one statement.
+pub fn sync_status_traits(
+    conn: &mut PgConnection,
+    hosts: &[String],
+    nodes: &[Uuid],
+    now: DateTime<Utc>,
+) -> Result<usize, DbError> {
+    use diesel::sql_types::{Array, Text, Timestamptz, Uuid as SqlUuid};
+    Ok(super::cached::query(
+        "WITH status AS (SELECT id FROM traits WHERE name = 'COMPUTE_STATUS_DISABLED'),
+         scope AS (
+             SELECT rp.id AS provider_id,
+                    EXISTS (SELECT 1 FROM services s
+                             WHERE s.host = c.host AND s.\"binary\" = $4 AND s.deleted = 0
+                               AND s.disabled) AS disabled
+               FROM compute_nodes c JOIN resource_providers rp ON rp.uuid = c.uuid
+              WHERE c.deleted = 0 AND (c.host = ANY($1) OR c.uuid = ANY($2))
+         ),
+         removed AS (
+             DELETE FROM resource_provider_traits rpt USING scope, status
+              WHERE rpt.resource_provider_id = scope.provider_id AND rpt.trait_id = status.id
+                AND NOT scope.disabled
+             RETURNING rpt.resource_provider_id
+         ),
+         added AS (
+             INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
+             SELECT scope.provider_id, status.id FROM scope, status WHERE scope.disabled
+             ON CONFLICT DO NOTHING
+             RETURNING resource_provider_id
+         )
+         UPDATE resource_providers SET generation = generation + 1, updated_at = $3
+          WHERE id IN (SELECT resource_provider_id FROM removed
+                       UNION SELECT resource_provider_id FROM added)",
+    )
+    .bind::<Array<Text>, _>(hosts)
+    .bind::<Array<SqlUuid>, _>(nodes)
+    .bind::<Timestamptz, _>(now)
+    .bind::<Text, _>(COMPUTE_BINARY)
+    .execute(conn)?)
+}
+
+/// What `delete_service` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceDeletion {
+    Deleted,
+    NotFound,
+    /// Live instances are on the host: nothing was deleted.
+    HostingInstances,
+}
+
+/// Deletes live compute service `id` (its uuid, or before 2.53 its integer id) unless
+/// instances are on its host. Its compute nodes stay, with their uuids, providers and
+/// allocations: a node whose owner is gone is moved to a live host by the rebalancer.
+pub fn delete_service(
+    conn: &mut PgConnection,
+    id: ServiceId,
+    now: DateTime<Utc>,
+) -> Result<ServiceDeletion, DbError> {
+    use super::schema::instances;
+    let live = services::table
+        .filter(services::binary.eq(COMPUTE_BINARY))
+        .filter(services::deleted.eq(0));
+    let found = match id {
+        ServiceId::Uuid(uuid) => live
+            .filter(services::uuid.eq(uuid))
+            .select((services::id, services::host))
+            .for_update()
+            .first::<(i64, String)>(conn),
+        ServiceId::Id(id) => live
+            .filter(services::id.eq(id))
+            .select((services::id, services::host))
+            .for_update()
+            .first::<(i64, String)>(conn),
+    };
+    let Some((row, host)) = found.optional()? else {
+        return Ok(ServiceDeletion::NotFound);
+    };
+    let hosting: i64 = instances::table
+        .filter(instances::host.eq(&host))
+        .filter(instances::deleted.eq(0))
+        .count()
+        .get_result(conn)?;
+    if hosting > 0 {
+        return Ok(ServiceDeletion::HostingInstances);
+    }
+    diesel::update(services::table.filter(services::id.eq(row)))
+        .set((
+            services::deleted.eq(row),
+            services::deleted_at.eq(now),
+            services::updated_at.eq(now),
+            services::holder.eq(None::<Uuid>),
+        ))
+        .execute(conn)?;
+    Ok(ServiceDeletion::Deleted)
+}
+
+/// How `DELETE /os-services/{id}` names a service: by uuid (2.53 and later) or integer id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServiceId {
+    Uuid(Uuid),
+    Id(i64),
 }
 
 /// Which compute nodes `list_hypervisors` reads.

@@ -3,6 +3,7 @@
 //! `openstack server create`, openstacksdk and Ansible work unchanged. docs/compute.md has
 //! the routes and where ringmaster differs from Nova.
 
+pub mod aggregates;
 pub mod auth;
 pub mod common;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod server_body;
 pub mod server_filter;
 pub mod server_view;
 pub mod servers;
+pub mod service_removal;
 pub mod services;
 pub mod versions;
 
@@ -80,7 +82,9 @@ fn server_routes(config: &mut web::ServiceConfig) {
 #[rustfmt::skip]
 fn operator_routes(config: &mut web::ServiceConfig) {
     resource!(config, "/os-services", get => services::list_services);
-    resource!(config, "/os-services/{id}", put => services::update_service);
+    resource!(config, "/os-services/{id}", put => services::update_service,
+              delete => service_removal::delete_service);
+    resource!(config, "/os-aggregates", get => aggregates::list_aggregates);
     resource!(config, "/os-hypervisors", get => services::list_hypervisors);
     resource!(config, "/os-hypervisors/detail", get => services::list_hypervisors_detail);
     resource!(config, "/os-hypervisors/{id}", get => services::show_hypervisor);

@@ -120,6 +120,7 @@ const COMPUTE_FAMILIES: &[(&str, &str)] = &[
     ("os-keypairs", "compute/os-keypairs"),
     ("os-services", "compute/os-services"),
     ("os-hypervisors", "compute/os-hypervisors"),
+    ("os-aggregates", "compute/os-aggregates"),
     ("limits", "compute/limits"),
     ("os-quota-sets", "compute/os-quota-sets"),
 ];

@@ -1,7 +1,9 @@
 //! `os-services`, `os-hypervisors`, limits and quotas (issue 26): every compute host is a
 //! `nova-compute` service; disabling one stops new builds there and moves nothing; forcing one
 //! down moves its nodes, the server on one included, to a live host at once, the server still
-//! ACTIVE on its node.
+//! ACTIVE on its node. A disabled host's providers carry COMPUTE_STATUS_DISABLED; deleting a
+//! service is refused while it hosts instances, and otherwise its nodes keep their identity
+//! on a live host.
 
 use std::time::Duration;
 
@@ -47,6 +49,15 @@ async fn boot(app: &TestApp, flavor: &str, name: &str) -> (u16, Value) {
         .send()
         .await;
     (status, answer)
+}
+
+/// Providers carrying COMPUTE_STATUS_DISABLED.
+fn status_traits(app: &TestApp) -> i64 {
+    rows(
+        app,
+        "SELECT count(*) FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id \
+          WHERE t.name = 'COMPUTE_STATUS_DISABLED'",
+    )
 }
 
 async fn server(app: &TestApp, id: &str) -> Value {
@@ -99,10 +110,16 @@ async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
         assert_eq!(node["service"]["host"], "cmp-1");
         assert_eq!(node["hypervisor_type"], "ironic");
     }
+    assert_eq!(
+        status_traits(&app),
+        4,
+        "each of its providers carries COMPUTE_STATUS_DISABLED, as Nova sets it"
+    );
 
     let (status, answer) = put_service(&app, &id, json!({"status": "enabled"})).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["service"]["disabled_reason"], Value::Null);
+    assert_eq!(status_traits(&app), 0, "enabled: the trait is gone");
     let (_, created) = boot(&app, &flavor, "accepted").await;
     let id = created["server"]["id"].as_str().unwrap().to_owned();
     eventually_async(Duration::from_secs(30), "the server ACTIVE", || async {
@@ -233,6 +250,122 @@ async fn a_forced_down_service_s_nodes_move_with_their_server() {
         "its claim kept"
     );
     assert!(nodes.contains(&node.as_str().unwrap().to_owned()));
+}
+
+async fn delete_service(app: &TestApp, version: &str, id: &str) -> (u16, Value) {
+    let (status, _, answer) = app
+        .compute(Method::DELETE, &format!("/os-services/{id}"))
+        .version(version)
+        .send()
+        .await;
+    (status, answer)
+}
+
+#[actix_web::test]
+async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
+    let (_, created) = boot(&app, &flavor, "resident").await;
+    let server_id = created["server"]["id"].as_str().unwrap().to_owned();
+    eventually_async(Duration::from_secs(30), "the server ACTIVE", || async {
+        (server(&app, &server_id).await["status"] == "ACTIVE").then_some(())
+    })
+    .await;
+    let listed = service(&app, "cmp-1").await;
+    let id = listed["id"].as_str().unwrap().to_owned();
+    let (status, answer) = delete_service(&app, "2.53", &id).await;
+    assert_eq!(status, 409, "{answer}");
+    assert_eq!(
+        answer["conflictingRequest"]["message"],
+        "Unable to delete compute service that is hosting instances. Migrate or delete the \
+         instances first."
+    );
+    let (status, _, _) = app
+        .compute(Method::DELETE, &format!("/servers/{server_id}"))
+        .send()
+        .await;
+    assert_eq!(status, 204);
+
+    for (version, bad, expected) in [
+        ("2.53", "not-a-uuid", 400),
+        ("2.1", "x", 400),
+        ("2.53", "4c1f9a52-0000-4000-8000-000000000000", 404),
+        ("2.1", "999999", 404),
+    ] {
+        let (status, answer) = delete_service(&app, version, bad).await;
+        assert_eq!(status, expected, "{version} {bad}: {answer}");
+    }
+    let (status, _, _) = app
+        .compute(Method::DELETE, &format!("/os-services/{id}"))
+        .version("2.53")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 403, "deleting a service is for admins");
+
+    let (status, _) = send(
+        &app,
+        Method::POST,
+        "/api/v1/hosts",
+        Some(json!({"host": "cmp-2"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let second = app.actors.hosts.get("cmp-2").unwrap();
+    assert!(second.send(Heartbeat).await.unwrap().unwrap());
+    let (status, _) = put_service(&app, &id, json!({"status": "disabled"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(status_traits(&app), 4);
+    // Each compute node with its provider (by uuid and row id), summed into one figure.
+    let identity = "SELECT COALESCE(sum(hashtext(c.uuid::text || ':' || rp.id::text)), 0)::bigint \
+                    AS count FROM compute_nodes c JOIN resource_providers rp ON rp.uuid = c.uuid \
+                    WHERE c.deleted = 0";
+    let before = (
+        rows(&app, identity),
+        rows(&app, "SELECT count(*) FROM resource_providers"),
+    );
+
+    let (status, answer) = delete_service(&app, "2.53", &id).await;
+    assert_eq!(status, 204, "{answer}");
+    app.actors
+        .rebalancer
+        .send(RebalanceNow)
+        .await
+        .unwrap()
+        .unwrap();
+    let (_, _, services) = app
+        .compute(Method::GET, "/os-services")
+        .version("2.53")
+        .send()
+        .await;
+    let hosts: Vec<&str> = services["services"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(hosts, ["cmp-2"], "{services}");
+    assert_eq!(
+        rows(
+            &app,
+            "SELECT count(*) FROM compute_nodes WHERE deleted = 0 AND host = 'cmp-2'"
+        ),
+        4,
+        "every node moved to the live host"
+    );
+    let after = (
+        rows(&app, identity),
+        rows(&app, "SELECT count(*) FROM resource_providers"),
+    );
+    assert_eq!(after, before, "compute node uuids and providers kept");
+    assert_eq!(
+        status_traits(&app),
+        0,
+        "on an enabled host, no status trait"
+    );
+    let (status, _) = delete_service(&app, "2.53", &id).await;
+    assert_eq!(status, 404, "deleted once");
 }
 
 #[actix_web::test]

@@ -158,6 +158,9 @@ pub struct IronicNodeRecord {
     pub traits: Vec<String>,
     #[serde(default)]
     pub properties: serde_json::Map<String, serde_json::Value>,
+    /// The node's static network configuration (API 1.66), when read.
+    #[serde(default)]
+    pub network_data: Option<serde_json::Value>,
 }
 
 /// A node's power as Ironic shows it.
@@ -277,6 +280,16 @@ impl IronicApi {
         }
     }
 
+    /// The fields a listing reads: with `network_data` from API 1.66 (an older Ironic refuses
+    /// a field it does not know).
+    fn node_fields(&self) -> String {
+        if self.version >= ApiVersion(1, 66) {
+            format!("{NODE_FIELDS},network_data")
+        } else {
+            NODE_FIELDS.to_owned()
+        }
+    }
+
     /// Lists the nodes `selection` chooses, `PAGE_SIZE` at a time by marker, only the fields
     /// ringmaster uses; returns every page's nodes and how many requests it took.
     pub async fn list_nodes(
@@ -290,7 +303,7 @@ impl IronicApi {
             });
         }
         let mut query = vec![
-            ("fields", NODE_FIELDS.to_owned()),
+            ("fields", self.node_fields()),
             ("limit", PAGE_SIZE.to_string()),
         ];
         if let Some(group) = &selection.conductor_group {
@@ -330,7 +343,7 @@ impl IronicApi {
     /// Reads node `uuid` (the fields a listing reads).
     pub async fn get_node(&self, uuid: Uuid) -> Result<IronicNodeRecord, IronicError> {
         self.read(
-            &format!("/nodes/{uuid}?fields={NODE_FIELDS}"),
+            &format!("/nodes/{uuid}?fields={}", self.node_fields()),
             &format!("the read of node {uuid}"),
         )
         .await

@@ -64,7 +64,7 @@ pub enum Current {
     Busy(String),
     /// The node is at rest: as the mirror should show it (`None` from the simulator, whose
     /// table is the truth already).
-    AtRest(Option<ListedNode>),
+    AtRest(Option<Box<ListedNode>>),
 }
 
 impl NodeSource {

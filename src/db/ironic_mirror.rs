@@ -28,6 +28,7 @@ struct MirrorRow {
     cpus: i32,
     memory_mb: i32,
     local_gb: i32,
+    addresses: Option<String>,
 }
 
 impl From<MirrorRow> for ListedNode {
@@ -46,6 +47,7 @@ impl From<MirrorRow> for ListedNode {
             cpus: row.cpus,
             memory_mb: row.memory_mb,
             local_gb: row.local_gb,
+            addresses: row.addresses,
         }
     }
 }
@@ -79,6 +81,7 @@ fn as_document(nodes: &[ListedNode]) -> serde_json::Value {
                 "cpus": node.cpus,
                 "memory_mb": node.memory_mb,
                 "local_gb": node.local_gb,
+                "addresses": node.addresses,
             })
         })
         .collect()
@@ -100,14 +103,15 @@ pub fn apply(
             "INSERT INTO ironic_nodes (uuid, name, resource_class, provision_state, power_state,
                                        maintenance, last_error, instance_uuid, reservation,
                                        traits, cpus, memory_mb, local_gb, source, created_at,
-                                       updated_at)
+                                       updated_at, addresses)
              SELECT r.uuid, r.name, r.resource_class, r.provision_state, r.power_state,
                     r.maintenance, r.last_error, r.instance_uuid, r.reservation,
-                    COALESCE(r.traits, '{}'), r.cpus, r.memory_mb, r.local_gb, $2, $3, $3
+                    COALESCE(r.traits, '{}'), r.cpus, r.memory_mb, r.local_gb, $2, $3, $3,
+                    r.addresses
                FROM jsonb_to_recordset($1) AS r(uuid uuid, name text, resource_class text,
                     provision_state text, power_state text, maintenance boolean,
                     last_error text, instance_uuid uuid, reservation text, traits text[],
-                    cpus integer, memory_mb integer, local_gb integer)
+                    cpus integer, memory_mb integer, local_gb integer, addresses text)
              ON CONFLICT (uuid) DO UPDATE
                 SET name = EXCLUDED.name, resource_class = EXCLUDED.resource_class,
                     provision_state = EXCLUDED.provision_state,
@@ -116,6 +120,7 @@ pub fn apply(
                     reservation = EXCLUDED.reservation, traits = EXCLUDED.traits,
                     cpus = EXCLUDED.cpus, memory_mb = EXCLUDED.memory_mb,
                     local_gb = EXCLUDED.local_gb, source = EXCLUDED.source,
+                    addresses = EXCLUDED.addresses,
                     updated_at = EXCLUDED.updated_at
               WHERE $4::timestamptz IS NULL OR ironic_nodes.updated_at IS NULL
                  OR ironic_nodes.updated_at <= $4",

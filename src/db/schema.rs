@@ -320,6 +320,7 @@ diesel::table! {
         #[max_length = 16]
         source -> Varchar,
         first_owned_at -> Nullable<Timestamptz>,
+        addresses -> Nullable<Text>,
     }
 }
 

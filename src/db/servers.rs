@@ -61,6 +61,8 @@ struct ServerRow {
     fault_message: Option<String>,
     #[diesel(sql_type = Nullable<Timestamptz>)]
     fault_at: Option<DateTime<Utc>>,
+    #[diesel(sql_type = Nullable<Text>)]
+    addresses: Option<String>,
 }
 
 impl From<ServerRow> for ServerRecord {
@@ -87,6 +89,7 @@ impl From<ServerRow> for ServerRecord {
             availability_zone: row.availability_zone,
             flavor: row.flavor,
             image: row.image,
+            addresses: row.addresses,
             fault: row.fault_message.zip(row.fault_at),
         }
     }
@@ -96,8 +99,14 @@ const SERVER_COLUMNS: &str = "i.uuid, i.display_name::text, i.project_id::text, 
         i.host::text, i.node::text, i.vm_state::text, i.task_state::text, i.power_state,
         i.created_at, i.updated_at, i.launched_at, i.terminated_at, i.image_ref::text,
         i.key_name::text, i.key_data, i.user_data, i.config_drive::text, i.availability_zone::text,
-        e.flavor, e.image, f.message::text AS fault_message, f.created_at AS fault_at
+        e.flavor, e.image, f.message::text AS fault_message, f.created_at AS fault_at,
+        a.addresses
    FROM instances i
+   LEFT JOIN ironic_nodes n
+          ON n.uuid = CASE WHEN i.node ~* '^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$'
+                           THEN i.node::uuid END
+   LEFT JOIN LATERAL (SELECT COALESCE(n.addresses, CASE WHEN n.source = 'simulated' THEN
+                             simulated_addresses(n.uuid) END) AS addresses) a ON true
    LEFT JOIN LATERAL (SELECT flavor, image FROM instance_extra
                        WHERE instance_uuid = i.uuid ORDER BY id LIMIT 1) e ON true
    LEFT JOIN LATERAL (SELECT message, created_at FROM instance_faults
@@ -152,6 +161,10 @@ pub fn list_servers(
             AND ($5::timestamptz IS NULL OR COALESCE(i.updated_at, i.created_at) >= $5)
             AND (CASE WHEN $7 THEN i.deleted <> 0 WHEN $6 THEN true ELSE i.deleted = 0 END)
             AND ($8::timestamptz IS NULL OR (i.created_at, i.id) < ($8, $9))
+            AND ($11::text IS NULL OR EXISTS (
+                  SELECT 1 FROM json_each(a.addresses::json) AS nets(name, list),
+                                json_array_elements(nets.list) AS x(address)
+                   WHERE x.address->>'addr' ~ $11 AND x.address->>'version' = $12::text))
           ORDER BY i.created_at DESC, i.id DESC
           LIMIT $10"
     ))
@@ -165,6 +178,8 @@ pub fn list_servers(
     .bind::<Nullable<Timestamptz>, _>(marker_at)
     .bind::<Nullable<BigInt>, _>(marker_id)
     .bind::<BigInt, _>(filter.limit)
+    .bind::<Nullable<Text>, _>(filter.ip.as_ref().map(|(pattern, _)| pattern.as_str()))
+    .bind::<Integer, _>(filter.ip.as_ref().map_or(4, |(_, version)| *version))
     .load::<ServerRow>(conn)?
     .into_iter()
     .map(ServerRecord::from)

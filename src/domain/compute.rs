@@ -1,6 +1,7 @@
 //! The Compute API's rules (issue 26), as Nova 34.0.0 applies them: microversion negotiation,
 //! flavor and extra-spec validation, server statuses and names. Pure.
 
+pub mod addresses;
 pub mod deploy;
 pub mod extra_specs;
 pub mod flavor;

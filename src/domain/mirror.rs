@@ -24,6 +24,8 @@ pub struct ListedNode {
     pub cpus: i32,
     pub memory_mb: i32,
     pub local_gb: i32,
+    /// Nova's addresses (JSON text) from the node's network_data, if it gives any.
+    pub addresses: Option<String>,
 }
 
 /// What applying a listing writes: the nodes new or changed, and the nodes gone.
@@ -103,6 +105,7 @@ mod tests {
             cpus: 8,
             memory_mb: 16_384,
             local_gb: 100,
+            addresses: None,
         }
     }
 

@@ -121,6 +121,16 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
         .parse()
         .unwrap();
     assert!(gold.contains(&node), "{node} has the trait");
+    // Its address is the one the node's network_data gives it (scripts/ironic enroll).
+    let shown_address = &server["addresses"]["baremetal"][0];
+    assert!(
+        shown_address["addr"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("198."),
+        "{server}"
+    );
+    assert_eq!(shown_address["version"], 4);
     let shown = ironic.node(node).await;
     assert_eq!(shown["provision_state"], "active");
     assert_eq!(shown["instance_uuid"], id.as_str());

@@ -72,6 +72,40 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
     );
     assert_eq!(server["image"]["id"], IMAGE);
     assert_eq!(server["OS-EXT-STS:vm_state"], "active");
+    // A simulated node's made-up address: clients (openstacksdk) need one.
+    let address = &server["addresses"]["baremetal"][0];
+    assert!(
+        address["addr"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("10."),
+        "{server}"
+    );
+    assert_eq!(address["OS-EXT-IPS:type"], "fixed");
+    let addr = address["addr"].as_str().unwrap().to_owned();
+    for (query, expected) in [
+        (format!("ip={}", addr.replace('.', "%5C.")), 1),
+        ("ip=%5E192%5C.".to_owned(), 0),
+        ("ip6=.".to_owned(), 0),
+    ] {
+        let (status, _, body) = app
+            .compute(Method::GET, &format!("/servers?{query}"))
+            .token(Some("alice:p1"))
+            .send()
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["servers"].as_array().unwrap().len(),
+            expected,
+            "{query}"
+        );
+    }
+    let (status, _, _) = app
+        .compute(Method::GET, "/servers?ip=(")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 400, "an invalid regular expression");
     assert!(
         server.get("OS-EXT-SRV-ATTR:host").is_none(),
         "a member sees no host"

@@ -322,7 +322,7 @@ impl Build {
         let (reason, host, now) = (reason.to_owned(), self.host.clone(), self.clock.now());
         let settled = owned
             .write(&self.pool, move |conn| {
-                mirror(conn, shown.as_ref(), now)?;
+                mirror(conn, shown.as_deref(), now)?;
                 db::instances::settle_build(conn, instance, &reason, &host, now)
             })
             .await;

@@ -370,7 +370,7 @@ impl IronicDriver {
         if state.ends_with("ing") || state.contains("wait") {
             return Ok(super::Current::Busy(state));
         }
-        Ok(super::Current::AtRest(listed_node(record)))
+        Ok(super::Current::AtRest(listed_node(record).map(Box::new)))
     }
 
     /// Tears `instance` down from `node` as Nova's driver does: `deleted`, then polls until
@@ -536,6 +536,10 @@ fn listed_node(record: IronicNodeRecord) -> Option<ListedNode> {
         cpus,
         memory_mb,
         local_gb,
+        addresses: record
+            .network_data
+            .as_ref()
+            .and_then(crate::domain::compute::addresses::from_network_data),
     })
 }
 

@@ -50,6 +50,8 @@ pub struct ServerRecord {
     pub flavor: Option<String>,
     /// What the deploy asks Ironic for of the image (JSON), when an image service resolved it.
     pub image: Option<String>,
+    /// Its node's addresses (JSON: Nova's `addresses`), when the node has any.
+    pub addresses: Option<String>,
     /// The latest fault of a server in error: its message and when.
     pub fault: Option<(String, chrono::DateTime<chrono::Utc>)>,
 }
@@ -71,6 +73,8 @@ pub struct ServerFilter {
     pub only_deleted: bool,
     /// After this server, newest first.
     pub marker: Option<uuid::Uuid>,
+    /// A regular expression one of its addresses of this IP version (4 or 6) must match.
+    pub ip: Option<(String, i32)>,
     pub limit: i64,
 }
 

@@ -1,6 +1,7 @@
 //! The filter of `GET /servers` as Nova reads its query for a caller: the caller's project
 //! unless an admin asks `all_tenants`, `name` as a regular expression, `status`, `host`,
-//! `changes-since`, `deleted`, `limit` and `marker`.
+//! `changes-since`, `deleted`, `ip`/`ip6` (regular expressions on the addresses), `limit` and
+//! `marker`.
 
 use uuid::Uuid;
 
@@ -28,14 +29,9 @@ pub fn filter(pairs: &[(String, String)], caller: &Caller) -> Result<ServerFilte
         (true, true, asked) => asked.map(str::to_owned),
         _ => Some(caller.project_id.clone()),
     };
-    let name = common::last(pairs, "name").map(str::to_owned);
-    if let Some(pattern) = &name
-        && regex::Regex::new(pattern).is_err()
-    {
-        return Err(ComputeError::bad_request(format!(
-            "Invalid regular expression for name: {pattern}"
-        )));
-    }
+    let name = common::last(pairs, "name")
+        .map(|pattern| checked_pattern("name", pattern))
+        .transpose()?;
     // A status Nova does not know selects nothing.
     let vm_states = common::last(pairs, "status").map(|status| {
         vm_states_of_status(status)
@@ -67,7 +63,11 @@ pub fn filter(pairs: &[(String, String)], caller: &Caller) -> Result<ServerFilte
                 .map_err(|_| ComputeError::bad_request(format!("marker [{m}] not found")))
         })
         .transpose()?;
-    let ip_asked = common::last(pairs, "ip").is_some() || common::last(pairs, "ip6").is_some();
+    let ip = match (common::last(pairs, "ip"), common::last(pairs, "ip6")) {
+        (Some(pattern), _) => Some((checked_pattern("ip", pattern)?, 4)),
+        (None, Some(pattern)) => Some((checked_pattern("ip6", pattern)?, 6)),
+        (None, None) => None,
+    };
     Ok(ServerFilter {
         project,
         name,
@@ -81,11 +81,16 @@ pub fn filter(pairs: &[(String, String)], caller: &Caller) -> Result<ServerFilte
         include_deleted: changes_since.is_some() || deleted,
         only_deleted: deleted,
         marker,
-        // No server has an address: a filter by address selects none.
-        limit: if ip_asked {
-            0
-        } else {
-            limit.unwrap_or(1000).min(1000)
-        },
+        ip,
+        limit: limit.unwrap_or(1000).min(1000),
     })
+}
+
+/// `pattern` if it is a regular expression, else Nova's 400 naming `field`.
+fn checked_pattern(field: &str, pattern: &str) -> Result<String, ComputeError> {
+    regex::Regex::new(pattern)
+        .map(|_| pattern.to_owned())
+        .map_err(|_| {
+            ComputeError::bad_request(format!("Invalid regular expression for {field}: {pattern}"))
+        })
 }

@@ -95,6 +95,15 @@ pub fn brief(request: &HttpRequest, server: &ServerRecord) -> Value {
     json!({"id": id, "name": server.name, "links": common::links(request, "servers", &id)})
 }
 
+/// Its node's addresses (`domain::compute::addresses`), else none.
+fn addresses(server: &ServerRecord) -> Value {
+    server
+        .addresses
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_else(|| json!({}))
+}
+
 /// The full view of show and `GET /servers/detail`.
 pub fn full(
     request: &HttpRequest,
@@ -105,7 +114,7 @@ pub fn full(
     let id = server.uuid.to_string();
     let state = status(&server.vm_state, server.task_state.as_deref());
     let mut view = json!({
-        "accessIPv4": "", "accessIPv6": "", "addresses": {},
+        "accessIPv4": "", "accessIPv6": "", "addresses": addresses(server),
         "created": isotime(server.created_at),
         "flavor": flavor(request, version, server),
         "hostId": host_id(server),

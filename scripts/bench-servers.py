@@ -5,7 +5,7 @@ nodes (stdlib only):
 1. boots: C clients each create B servers through `POST /compute/v2.1/servers` and poll
    `GET /servers/{id}` until ACTIVE (as `openstack server create --wait` does, but every
    0.05 s); reports servers ACTIVE per second and the p50/p99 of create → ACTIVE;
-2. listing: fills up to N servers in all (creates, not waited for one by one), then times
+2. listing: fills up to N servers in all (C clients creating, not waiting), then times
    `GET /servers/detail?limit=1000` R times (p50/p99).
 
 Checks every server ends ACTIVE. Exit 1 when a check fails.
@@ -100,6 +100,20 @@ def boots(url, flavor_id, clients, count):
     return latencies, failures, elapsed
 
 
+def fill(url, flavor_id, clients, count):
+    """Creates `count` servers, `clients` at a time, not waiting for them."""
+    def worker(index):
+        client = Client(url)
+        for number in range(index, count, clients):
+            create(client, flavor_id, f"fill-{number}")
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("url")
@@ -118,11 +132,11 @@ def main():
           f"{len(latencies) / elapsed:.1f} servers/s; create → ACTIVE p50 "
           f"{percentile(latencies, 0.5) * 1000:.0f} ms, p99 {percentile(latencies, 0.99) * 1000:.0f} ms")
 
-    client = Client(args.url)
     fill_started = time.monotonic()
-    for number in range(args.servers - len(latencies)):
-        create(client, flavor_id, f"fill-{number}")
-    print(f"filled to {args.servers} servers in {time.monotonic() - fill_started:.0f} s")
+    fill(args.url, flavor_id, args.clients, args.servers - len(latencies))
+    print(f"filled to {args.servers} servers by {args.clients} clients in "
+          f"{time.monotonic() - fill_started:.0f} s")
+    client = Client(args.url)
     reads = []
     for _ in range(args.reads):
         started = time.monotonic()

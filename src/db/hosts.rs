@@ -185,6 +185,8 @@ fn set_disabled(
     if updated == 0 {
         return Err(DbError::NotFound(format!("host {host}")));
     }
+    // Its nodes' providers follow: COMPUTE_STATUS_DISABLED while it is disabled.
+    super::services::sync_status_traits(conn, &[host.to_owned()], &[], now)?;
     Ok(())
 }
 

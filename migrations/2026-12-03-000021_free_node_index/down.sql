@@ -1,0 +1,1 @@
+DROP INDEX ironic_nodes_free_idx;

@@ -60,6 +60,21 @@ fn status_traits(app: &TestApp) -> i64 {
     )
 }
 
+/// Starts compute host `cmp-2` in the app's process and has it heartbeat once.
+async fn second_host(app: &TestApp) -> actix::Addr<ringmaster::actors::compute_host::ComputeHost> {
+    let (status, _) = send(
+        app,
+        Method::POST,
+        "/api/v1/hosts",
+        Some(json!({"host": "cmp-2"})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    let second = app.actors.hosts.get("cmp-2").unwrap();
+    assert!(second.send(Heartbeat).await.unwrap().unwrap());
+    second
+}
+
 async fn server(app: &TestApp, id: &str) -> Value {
     let (_, _, body) = app
         .compute(Method::GET, &format!("/servers/{id}"))
@@ -196,16 +211,7 @@ async fn a_forced_down_service_s_nodes_move_with_their_server() {
     })
     .await;
     let node = server(&app, &id).await["OS-EXT-SRV-ATTR:hypervisor_hostname"].clone();
-    let (status, _) = send(
-        &app,
-        Method::POST,
-        "/api/v1/hosts",
-        Some(json!({"host": "cmp-2"})),
-    )
-    .await;
-    assert_eq!(status, 201);
-    let second = app.actors.hosts.get("cmp-2").unwrap();
-    assert!(second.send(Heartbeat).await.unwrap().unwrap());
+    let second = second_host(&app).await;
 
     let listed = service(&app, "cmp-1").await;
     let (status, answer) = put_service(
@@ -304,16 +310,7 @@ async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
         .await;
     assert_eq!(status, 403, "deleting a service is for admins");
 
-    let (status, _) = send(
-        &app,
-        Method::POST,
-        "/api/v1/hosts",
-        Some(json!({"host": "cmp-2"})),
-    )
-    .await;
-    assert_eq!(status, 201);
-    let second = app.actors.hosts.get("cmp-2").unwrap();
-    assert!(second.send(Heartbeat).await.unwrap().unwrap());
+    let second = second_host(&app).await;
     let (status, _) = put_service(&app, &id, json!({"status": "disabled"})).await;
     assert_eq!(status, 200);
     assert_eq!(status_traits(&app), 4);

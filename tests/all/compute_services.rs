@@ -310,7 +310,7 @@ async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
         .await;
     assert_eq!(status, 403, "deleting a service is for admins");
 
-    let second = second_host(&app).await;
+    second_host(&app).await;
     let (status, _) = put_service(&app, &id, json!({"status": "disabled"})).await;
     assert_eq!(status, 200);
     assert_eq!(status_traits(&app), 4);

@@ -154,7 +154,12 @@ async fn run(actors: &Actors, url: &str) -> Result<(), Error> {
 /// Deploys on nodes nobody uses through Ironic's API alone: patch, `active`, poll; then tears
 /// each down again. Returns each deploy's time.
 async fn direct_deploys(url: &str) -> Result<Vec<Duration>, Error> {
-    let api = IronicApi::connect(url, IronicAuth::None).await?;
+    let api = IronicApi::connect(
+        url,
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await?;
     let (nodes, _) = api.list_nodes(&NodeSelection::default()).await?;
     let free: Vec<_> = nodes
         .iter()

@@ -48,6 +48,8 @@ pub enum AppError {
     Ironic(crate::ironic_api::IronicError),
     #[error("cannot use Keystone: {0}")]
     Keystone(String),
+    #[error("{0}")]
+    Tls(#[from] crate::tls::TlsError),
 }
 
 /// A process of the deployment, built: its actors running, its HTTP server bound.
@@ -68,7 +70,10 @@ pub async fn build(
     clock: SharedClock,
 ) -> Result<Process, AppError> {
     let actors = start_deployment(background, clock, deployment).await?;
-    let application = Application::build(server, api_pool, actors.clone())?;
+    let mut application = Application::build(server, api_pool, actors.clone())?;
+    if let Some(ironic) = &deployment.ironic {
+        application.reloads.clients.push(ironic.tls.clone());
+    }
     Ok(Process {
         application,
         actors,
@@ -146,7 +151,7 @@ async fn connect_ironic(
     clock: &SharedClock,
 ) -> Result<std::sync::Arc<actors::node_source::IronicDriver>, AppError> {
     use crate::ironic_api::{IronicApi, IronicError};
-    let api = match IronicApi::connect(&settings.url, settings.auth.clone()).await {
+    let api = match IronicApi::connect(&settings.url, settings.auth.clone(), &settings.tls).await {
         Ok(api) => {
             log::info!(
                 "nodes come from ironic at {} (API {})",
@@ -252,6 +257,38 @@ pub struct Application {
     handle_signals: bool,
     /// The process's event streams, ended when it stops.
     events: std::sync::Arc<http::events::EventHub>,
+    /// What SIGHUP reads again.
+    pub reloads: Reloads,
+}
+
+/// The certificates and CA files SIGHUP reads again: the listener's, and those of the
+/// clients of Ironic and Keystone.
+#[derive(Debug, Clone, Default)]
+pub struct Reloads {
+    pub server: Option<std::sync::Arc<crate::tls::server::ServerTls>>,
+    pub clients: Vec<std::sync::Arc<crate::tls::client::ClientTls>>,
+}
+
+impl Reloads {
+    /// Reads every file again; a file that cannot be used keeps the one in use (one warning).
+    pub fn reload(&self) {
+        let mut failed = false;
+        if let Some(server) = &self.server
+            && let Err(error) = server.reload()
+        {
+            log::warn!("SIGHUP: keeping the listener's certificate: {error}");
+            failed = true;
+        }
+        for client in &self.clients {
+            if let Err(error) = client.reload() {
+                log::warn!("SIGHUP: keeping the trust in use: {error}");
+                failed = true;
+            }
+        }
+        if !failed {
+            log::info!("SIGHUP: certificates and CA files read again");
+        }
+    }
 }
 
 /// How long a stop waits for requests in flight (event streams are ended at once).
@@ -285,9 +322,24 @@ impl Application {
         let events = state.events.clone();
         let admin_token = config.admin_token.clone();
         let hygiene = actix_web::web::Data::new(hygiene_settings(config));
+        let proxies = actix_web::web::Data::new(http::transport::TrustedProxies(
+            config.access.trusted_proxies.clone(),
+        ));
+        let server_tls = match &config.access.tls {
+            Some(files) => Some(crate::tls::server::ServerTls::load(files.clone())?),
+            None => None,
+        };
+        let mut reloads = Reloads {
+            server: server_tls.clone(),
+            clients: Vec::new(),
+        };
+        if let Some(keystone) = &config.keystone {
+            reloads.clients.push(keystone.tls.clone());
+        }
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(hygiene.clone())
+                .app_data(proxies.clone())
                 // Compressed when the client asks (Accept-Encoding): a 100,000-node listing is
                 // tens of megabytes as JSON.
                 .wrap(Compress::default())
@@ -295,6 +347,7 @@ impl Application {
                 .wrap(from_fn(http::hygiene::guard))
                 .wrap(from_fn(http::observe::observe))
                 .wrap(security_headers())
+                .wrap(from_fn(http::transport::strict_transport))
                 .configure(http::configure(state.clone(), admin_token.clone()))
         })
         .workers(WORKERS)
@@ -304,13 +357,21 @@ impl Application {
         .shutdown_timeout(SHUTDOWN_TIMEOUT.as_secs())
         // Signals are handled here (`run_until_stopped`): the event streams end first.
         .disable_signals();
-        let server = server.listen(listener).map_err(bind_error)?.run();
+        let server = match &server_tls {
+            Some(tls) => server
+                .tls_handshake_timeout(Duration::from_secs(5))
+                .listen_rustls_0_23(listener, tls.config()?),
+            None => server.listen(listener),
+        }
+        .map_err(bind_error)?
+        .run();
         Ok(Application {
             server,
             local_addr,
             database_grace: config.database_grace,
             handle_signals: config.handle_signals,
             events,
+            reloads,
         })
     }
 
@@ -347,6 +408,9 @@ impl Application {
             }
             None
         };
+        if self.handle_signals {
+            actix_rt::spawn(reload_on_hangup(self.reloads.clone()));
+        }
         let (watched, signalled) = (pin!(watched), pin!(signalled));
         let stopping = select(watched, signalled);
         match select(pin!(self.server), stopping).await {
@@ -364,6 +428,27 @@ impl Application {
                     None => Ok(()),
                 }
             }
+        }
+    }
+}
+
+/// Reads the certificates and CA files again at each SIGHUP.
+async fn reload_on_hangup(reloads: Reloads) {
+    use actix_rt::signal::unix::{SignalKind, signal};
+    let mut hangups = match signal(SignalKind::hangup()) {
+        Ok(hangups) => hangups,
+        Err(error) => {
+            log::warn!("SIGHUP cannot be handled: {error}");
+            return;
+        }
+    };
+    while hangups.recv().await.is_some() {
+        let reloads = reloads.clone();
+        if actix_rt::task::spawn_blocking(move || reloads.reload())
+            .await
+            .is_err()
+        {
+            log::warn!("SIGHUP: the reload did not finish");
         }
     }
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod access;
 mod archive;
 mod database;
 mod glance;
@@ -174,6 +175,8 @@ pub struct ServeArgs {
     #[arg(long, env = "RINGMASTER_DATABASE_GRACE", default_value = "60s", value_parser = parse_duration)]
     pub database_grace: Duration,
     #[command(flatten)]
+    pub access: access::AccessArgs,
+    #[command(flatten)]
     pub ironic: ironic::IronicArgs,
     #[command(flatten)]
     pub glance: glance::GlanceArgs,
@@ -212,6 +215,21 @@ fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError
         )));
     }
     Ok(secret)
+}
+
+/// Refuses a service URL that is not `http://host…` or `https://host…`, in one wording for
+/// every flag that takes one.
+fn check_service_url(flag: &str, url: &str) -> Result<(), ConfigError> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let host = rest.and_then(|rest| rest.split(['/', '?', '#']).next());
+    match host {
+        Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => Ok(()),
+        _ => Err(ConfigError::Invalid(format!(
+            "{flag} {url:?} is not an http:// or https:// URL with a host"
+        ))),
+    }
 }
 
 /// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
@@ -420,6 +438,7 @@ fn config(
     let ironic = args.ironic.settings()?;
     let admin_token = admin_token(&args)?;
     let keystone = args.keystone.settings()?;
+    let access = args.access.settings(&args.bind)?;
     Ok(Config {
         database,
         pool_size: database_args.db_pool_size,
@@ -433,6 +452,7 @@ fn config(
             body_timeout: args.body_timeout,
             keystone,
             images: args.glance.settings(ironic.is_some())?,
+            access,
             event_streams: crate::config::StreamLimits {
                 per_process: args.max_event_streams as usize,
                 per_client: args.max_event_streams_per_client as usize,
@@ -554,6 +574,15 @@ fn run_scripts(
 
 fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     config.server.validate()?;
+    // A certificate that cannot be served stops the start before the database is touched.
+    if let Some(files) = &config.server.access.tls {
+        crate::tls::server::ServerTls::load(files.clone()).map_err(AppError::from)?;
+    }
+    let scheme = if config.server.access.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let database = open(&config.database, config.pool_size)?;
     let probe = database.probe();
     let pool = database.pool.clone();
@@ -570,7 +599,7 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
             actors,
         } = app::build(&config.server, &config.deployment, pool, background, clock).await?;
         let address = application.local_addr();
-        println!("ringmaster {command}: listening on http://{address}/");
+        println!("ringmaster {command}: listening on {scheme}://{address}/");
         let served = application.run_until_stopped(Some(probe)).await;
         actors.rebalancer.send(Resign).await.ok();
         // Last: the hosts stay held until nothing of this process serves any more.

@@ -121,6 +121,35 @@ pub struct ServerConfig {
     pub keystone: Option<crate::keystone::KeystoneSettings>,
     /// Where the Compute API resolves images.
     pub images: ImageSettings,
+    /// TLS, trusted proxies, and who may read what.
+    pub access: AccessSettings,
+}
+
+/// How the listener is reached and who may read what (issue 27).
+#[derive(Debug, Clone)]
+pub struct AccessSettings {
+    /// Serve HTTPS with this certificate and key (`--tls-cert`, `--tls-key`).
+    pub tls: Option<crate::tls::server::TlsFiles>,
+    /// Proxies whose `Forwarded`/`X-Forwarded-Proto` are believed (`--trusted-proxies`).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// `/metrics` answers anyone (loopback by default, or `--metrics-public`).
+    pub metrics_open: bool,
+    /// A token that `/metrics` takes besides the admin credentials (`--metrics-token-file`).
+    pub metrics_token: Option<AdminToken>,
+    /// The Keystone project whose `reader`/`admin` members may read the admin API.
+    pub admin_project: String,
+}
+
+impl Default for AccessSettings {
+    fn default() -> AccessSettings {
+        AccessSettings {
+            tls: None,
+            trusted_proxies: Vec::new(),
+            metrics_open: true,
+            metrics_token: None,
+            admin_project: "admin".to_owned(),
+        }
+    }
 }
 
 /// Where the Compute API finds images, and how the deploying Ironic reads them.
@@ -233,6 +262,8 @@ pub struct IronicSettings {
     pub deploy_timeout: Duration,
     /// How often a request refused with `409 NodeLocked` is sent again, with backoff.
     pub lock_retries: u32,
+    /// How Ironic's certificate is checked, and the client certificate sent.
+    pub tls: std::sync::Arc<crate::tls::client::ClientTls>,
 }
 
 impl IronicSettings {
@@ -245,6 +276,7 @@ impl IronicSettings {
             image_source: DEFAULT_IMAGE_SOURCE.to_owned(),
             poll_interval: Duration::from_millis(500),
             deploy_timeout: Duration::from_secs(1800),
+            tls: crate::tls::client::ClientTls::system(),
             lock_retries: 8,
         }
     }
@@ -334,6 +366,7 @@ mod tests {
             body_timeout: std::time::Duration::from_secs(15),
             keystone: None,
             images: ImageSettings::default(),
+            access: AccessSettings::default(),
         }
     }
 

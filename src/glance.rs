@@ -26,15 +26,17 @@ pub struct Glance {
 
 impl Glance {
     /// A connection to the Glance at `url` (`http://host:9292`, with or without `/v2`).
-    pub fn new(url: &str) -> Result<Glance, GlanceError> {
+    pub fn new(
+        url: &str,
+        tls: &std::sync::Arc<crate::tls::client::ClientTls>,
+    ) -> Result<Glance, GlanceError> {
         let base = url
             .trim_end_matches('/')
             .trim_end_matches("/v2")
             .trim_end_matches('/')
             .to_owned();
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
+        let client = tls
+            .http_client(Duration::from_secs(10))
             .map_err(|error| GlanceError::Unavailable(error.to_string()))?;
         Ok(Glance { base, client })
     }

@@ -26,6 +26,7 @@ pub mod nodes;
 pub mod observe;
 pub mod placement;
 pub mod static_files;
+pub mod transport;
 pub mod validate;
 
 use actix_web::web;

@@ -204,15 +204,18 @@ impl IronicApi {
     /// Connects to the Ironic at `url` (`http://host:port`, with or without `/v1`): reads its
     /// version document and settles on the newest version both speak, refusing a server older
     /// than `MIN_VERSION`.
-    pub async fn connect(url: &str, auth: IronicAuth) -> Result<IronicApi, IronicError> {
+    pub async fn connect(
+        url: &str,
+        auth: IronicAuth,
+        tls: &std::sync::Arc<crate::tls::client::ClientTls>,
+    ) -> Result<IronicApi, IronicError> {
         let base = url.trim_end_matches('/').trim_end_matches("/v1").to_owned();
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()
-            .map_err(|error| IronicError::Unreachable {
-                url: base.clone(),
-                reason: error.to_string(),
-            })?;
+        let client =
+            tls.http_client(Duration::from_secs(30))
+                .map_err(|error| IronicError::Unreachable {
+                    url: base.clone(),
+                    reason: error.to_string(),
+                })?;
         let unreachable = |error: reqwest::Error| IronicError::Unreachable {
             url: base.clone(),
             reason: error.to_string(),

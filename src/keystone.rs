@@ -30,6 +30,8 @@ pub struct KeystoneSettings {
     pub project_domain: String,
     /// How long a validated token is believed without asking again.
     pub cache_lifetime: Duration,
+    /// How Keystone's certificate is checked.
+    pub tls: std::sync::Arc<crate::tls::client::ClientTls>,
 }
 
 impl std::fmt::Debug for KeystoneSettings {
@@ -101,9 +103,9 @@ impl Keystone {
             .trim_end_matches('/')
             .trim_end_matches("/v3")
             .to_owned();
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .build()
+        let client = settings
+            .tls
+            .http_client(Duration::from_secs(10))
             .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
         Ok(Keystone {
             settings,
@@ -112,6 +114,11 @@ impl Keystone {
             service_token: tokio::sync::Mutex::new(None),
             cache: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// How the services found in Keystone's catalog are trusted (its own trust).
+    pub fn tls(&self) -> std::sync::Arc<crate::tls::client::ClientTls> {
+        self.settings.tls.clone()
     }
 
     /// The identity endpoint (`…/v3`).

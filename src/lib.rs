@@ -17,3 +17,4 @@ pub mod keystone;
 pub mod logging;
 pub mod metrics;
 pub mod script;
+pub mod tls;

@@ -14,6 +14,7 @@ use ringmaster::logging::LogFormat;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
+    ringmaster::tls::install_default_provider();
     let cli = ringmaster::cli::Cli::parse();
     let format = cli.log_format;
     if cli.runs_scripts() {

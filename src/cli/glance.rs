@@ -23,12 +23,8 @@ pub struct GlanceArgs {
 impl GlanceArgs {
     /// The image settings; `real_ironic` says whether --ironic-url is given.
     pub fn settings(&self, real_ironic: bool) -> Result<ImageSettings, ConfigError> {
-        if let Some(url) = &self.glance_url
-            && !(url.starts_with("http://") || url.starts_with("https://"))
-        {
-            return Err(ConfigError::Invalid(format!(
-                "--glance-url {url:?} is not an http:// or https:// URL"
-            )));
+        if let Some(url) = &self.glance_url {
+            super::check_service_url("--glance-url", url)?;
         }
         if self.ironic_glance_project.is_some() && !real_ironic {
             return Err(ConfigError::Invalid(

@@ -1,12 +1,14 @@
 //! The command line of a real Ironic as the node source (`serve` and `demo`, issue 16).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
 use crate::config::{ConfigError, DEFAULT_IMAGE_SOURCE, IronicSettings};
 use crate::ironic_api::{IronicAuth, NodeSelection};
+use crate::tls::client::{ClientTls, ClientTlsSettings, Service};
 
 /// Where the nodes come from: a real Ironic, or (without `--ironic-url`) the simulated one.
 #[derive(Debug, Args)]
@@ -48,9 +50,47 @@ pub struct IronicArgs {
     /// How often a request Ironic refuses with 409 NodeLocked is sent again (with backoff).
     #[arg(long, env = "RINGMASTER_IRONIC_LOCK_RETRIES", default_value_t = 8)]
     pub ironic_lock_retries: u32,
+    /// PEM file of the CAs that Ironic's https certificate is checked against (Nova's
+    /// [ironic] cafile); without it, the operating system's trust store.
+    #[arg(long, env = "RINGMASTER_IRONIC_CAFILE")]
+    pub ironic_cafile: Option<PathBuf>,
+    /// PEM client certificate sent to Ironic when it asks for one (Nova's [ironic] certfile).
+    #[arg(long, env = "RINGMASTER_IRONIC_CERTFILE", requires = "ironic_keyfile")]
+    pub ironic_certfile: Option<PathBuf>,
+    /// PEM private key of --ironic-certfile (Nova's [ironic] keyfile).
+    #[arg(long, env = "RINGMASTER_IRONIC_KEYFILE", requires = "ironic_certfile")]
+    pub ironic_keyfile: Option<PathBuf>,
+    /// Do not check Ironic's https certificate (Nova's [ironic] insecure): anyone on the path
+    /// can pose as Ironic. Warned at start.
+    #[arg(
+        long,
+        env = "RINGMASTER_IRONIC_INSECURE",
+        conflicts_with = "ironic_cafile"
+    )]
+    pub ironic_insecure: bool,
 }
 
 impl IronicArgs {
+    /// How Ironic's certificate is checked (and the client certificate sent).
+    fn tls(&self) -> Result<Arc<ClientTls>, ConfigError> {
+        if self.ironic_insecure {
+            log::warn!(
+                "--ironic-insecure: Ironic's https certificate is not checked; anyone on the \
+                 path can pose as Ironic"
+            );
+        }
+        let settings = ClientTlsSettings {
+            service: Service::Ironic,
+            cafile: self.ironic_cafile.clone(),
+            client_cert: self
+                .ironic_certfile
+                .clone()
+                .zip(self.ironic_keyfile.clone()),
+            insecure: self.ironic_insecure,
+        };
+        ClientTls::load(settings).map_err(|error| ConfigError::Invalid(error.to_string()))
+    }
+
     /// The settings of the real Ironic, if one is named; the password file must be readable
     /// and not empty.
     pub fn settings(&self) -> Result<Option<IronicSettings>, ConfigError> {
@@ -69,18 +109,7 @@ impl IronicArgs {
             }
             return Ok(None);
         };
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(ConfigError::Invalid(format!(
-                "--ironic-url {url:?} is not an http:// URL"
-            )));
-        }
-        if url.starts_with("https://") {
-            return Err(ConfigError::Invalid(
-                "--ironic-url: https is not supported yet; put Ironic behind http on a trusted \
-                 network"
-                    .to_owned(),
-            ));
-        }
+        super::check_service_url("--ironic-url", url)?;
         let auth = match (&self.ironic_user, &self.ironic_password_file) {
             (Some(user), Some(file)) => IronicAuth::Basic {
                 user: user.clone(),
@@ -104,6 +133,7 @@ impl IronicArgs {
             poll_interval: self.ironic_poll_interval,
             deploy_timeout: self.ironic_deploy_timeout,
             lock_retries: self.ironic_lock_retries,
+            tls: self.tls()?,
         }))
     }
 }

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::config::ConfigError;
 use crate::keystone::KeystoneSettings;
+use crate::tls::client::{ClientTls, ClientTlsSettings, Service};
 
 /// How callers are authenticated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -58,6 +59,19 @@ pub struct KeystoneArgs {
     /// is refused at most this long after its revocation).
     #[arg(long, env = "RINGMASTER_KEYSTONE_CACHE_LIFETIME", default_value = "30s", value_parser = super::parse_duration)]
     pub keystone_cache_lifetime: Duration,
+    /// PEM file of the CAs that Keystone's https certificate (and that of the services found
+    /// in its catalog) is checked against (keystoneauth's cafile); without it, the operating
+    /// system's trust store.
+    #[arg(long, env = "RINGMASTER_KEYSTONE_CAFILE")]
+    pub keystone_cafile: Option<PathBuf>,
+    /// Do not check Keystone's https certificate (keystoneauth's insecure): anyone on the path
+    /// can pose as Keystone. Warned at start.
+    #[arg(
+        long,
+        env = "RINGMASTER_KEYSTONE_INSECURE",
+        conflicts_with = "keystone_cafile"
+    )]
+    pub keystone_insecure: bool,
 }
 
 impl KeystoneArgs {
@@ -74,11 +88,20 @@ impl KeystoneArgs {
         let url = self.keystone_url.clone().ok_or_else(|| {
             ConfigError::Invalid("--auth-strategy keystone needs --keystone-url".to_owned())
         })?;
-        if !url.starts_with("http://") {
-            return Err(ConfigError::Invalid(format!(
-                "--keystone-url {url:?} is not an http:// URL"
-            )));
+        super::check_service_url("--keystone-url", &url)?;
+        if self.keystone_insecure {
+            log::warn!(
+                "--keystone-insecure: Keystone's https certificate is not checked; anyone on \
+                 the path can pose as Keystone"
+            );
         }
+        let tls = ClientTls::load(ClientTlsSettings {
+            service: Service::Keystone,
+            cafile: self.keystone_cafile.clone(),
+            client_cert: None,
+            insecure: self.keystone_insecure,
+        })
+        .map_err(|error| ConfigError::Invalid(error.to_string()))?;
         let file = self.keystone_password_file.as_ref().ok_or_else(|| {
             ConfigError::Invalid(
                 "--auth-strategy keystone needs --keystone-password-file".to_owned(),
@@ -93,6 +116,7 @@ impl KeystoneArgs {
             user_domain: self.keystone_user_domain.clone(),
             project_domain: self.keystone_project_domain.clone(),
             cache_lifetime: self.keystone_cache_lifetime,
+            tls,
         }))
     }
 }

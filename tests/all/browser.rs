@@ -41,7 +41,7 @@ impl Driver {
             .spawn()
             .expect("start chromedriver");
         let base = format!("http://127.0.0.1:{port}");
-        let client = reqwest::Client::new();
+        let client = crate::helpers::http_client();
         crate::helpers::eventually_async(Duration::from_secs(20), "chromedriver to start", || {
             let status = client.get(format!("{base}/status")).send();
             async move { status.await.ok().map(|_| ()) }

@@ -82,15 +82,40 @@ fn heartbeat_and_down_time_flags_fit_together() {
 }
 
 /// The real-Ironic flags are checked before anything starts, each error naming its flag: a
-/// URL that is not http, a password file that cannot be read, a filter without an Ironic, a
-/// user without a password file.
+/// URL that is not http or https (one wording for every URL flag), a password file or CA file
+/// that cannot be read, a filter without an Ironic, a user without a password file.
 #[test]
 fn ironic_flags_are_checked_by_name() {
-    let cases: [(&[&str], i32, &str); 4] = [
+    let cases: [(&[&str], i32, &str); 8] = [
         (
             &["--ironic-url", "ftp://ironic"],
             2,
-            "--ironic-url \"ftp://ironic\" is not an http:// URL",
+            "--ironic-url \"ftp://ironic\" is not an http:// or https:// URL with a host",
+        ),
+        (
+            &["--glance-url", "https://"],
+            2,
+            "--glance-url \"https://\" is not an http:// or https:// URL with a host",
+        ),
+        (
+            &[
+                "--auth-strategy",
+                "keystone",
+                "--keystone-url",
+                "ldap://keystone",
+            ],
+            2,
+            "--keystone-url \"ldap://keystone\" is not an http:// or https:// URL with a host",
+        ),
+        (
+            &[
+                "--ironic-url",
+                "https://127.0.0.1:6385",
+                "--ironic-cafile",
+                "/nonexistent/ca.pem",
+            ],
+            2,
+            "--ironic-cafile /nonexistent/ca.pem",
         ),
         (
             &[
@@ -118,6 +143,16 @@ fn ironic_flags_are_checked_by_name() {
             ],
             2,
             "--ironic-password-file",
+        ),
+        (
+            &[
+                "--ironic-url",
+                "https://127.0.0.1:6385",
+                "--ironic-certfile",
+                "/nonexistent/client.pem",
+            ],
+            2,
+            "--ironic-keyfile",
         ),
     ];
     for (flags, expected, needle) in cases {

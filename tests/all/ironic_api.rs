@@ -12,9 +12,13 @@ use crate::helpers::RealIronic;
 async fn a_real_ironics_nodes_are_listed_in_one_request_with_what_ringmaster_uses() {
     let ironic = RealIronic::start();
     let enrolled = ironic.enroll(20);
-    let api = IronicApi::connect(&ironic.url, IronicAuth::None)
-        .await
-        .expect("connect");
+    let api = IronicApi::connect(
+        &ironic.url,
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await
+    .expect("connect");
     assert_eq!(api.version(), ApiVersion(1, 82), "the newest both speak");
 
     let (nodes, requests) = api.list_nodes(&NodeSelection::default()).await.unwrap();
@@ -41,9 +45,13 @@ async fn a_real_ironics_nodes_are_listed_in_one_request_with_what_ringmaster_use
     let (none, _) = api.list_nodes(&other_group).await.unwrap();
     assert!(none.is_empty());
     // The same connection with `/v1` in the URL.
-    let with_v1 = IronicApi::connect(&format!("{}/v1/", ironic.url), IronicAuth::None)
-        .await
-        .unwrap();
+    let with_v1 = IronicApi::connect(
+        &format!("{}/v1/", ironic.url),
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await
+    .unwrap();
     assert_eq!(with_v1.url(), ironic.url);
 }
 
@@ -92,9 +100,13 @@ fn stand_in(max: &'static str) -> (String, actix_web::dev::ServerHandle) {
 #[actix_web::test]
 async fn an_ironic_older_than_ringmaster_needs_is_refused_by_name() {
     let (url, server) = stand_in("1.30");
-    let refused = IronicApi::connect(&url, IronicAuth::None)
-        .await
-        .unwrap_err();
+    let refused = IronicApi::connect(
+        &url,
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(refused, IronicError::TooOld { .. }), "{refused:?}");
     assert_eq!(
         refused.to_string(),
@@ -103,9 +115,13 @@ async fn an_ironic_older_than_ringmaster_needs_is_refused_by_name() {
     server.stop(false).await;
 
     // Nothing listening: unreachable, saying where.
-    let gone = IronicApi::connect(&url, IronicAuth::None)
-        .await
-        .unwrap_err();
+    let gone = IronicApi::connect(
+        &url,
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(gone, IronicError::Unreachable { .. }), "{gone:?}");
     assert!(gone.to_string().contains(&url), "{gone}");
 }
@@ -143,6 +159,7 @@ async fn http_basic_credentials_are_sent_and_a_refusal_is_reported() {
             user: "user".to_owned(),
             password: "secret".to_owned(),
         },
+        &ringmaster::tls::client::ClientTls::system(),
     )
     .await
     .unwrap();
@@ -152,7 +169,13 @@ async fn http_basic_credentials_are_sent_and_a_refusal_is_reported() {
     assert!(nodes[0].maintenance);
     assert_eq!(nodes[0].traits, ["CUSTOM_GOLD"]);
 
-    let without = IronicApi::connect(&url, IronicAuth::None).await.unwrap();
+    let without = IronicApi::connect(
+        &url,
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await
+    .unwrap();
     let refused = without
         .list_nodes(&NodeSelection::default())
         .await

@@ -37,7 +37,7 @@ pub(crate) async fn deployment_on(ironic: &RealIronic, hosts: &[&str]) -> TestDe
 
 /// Boots `name` of `class` through `POST /api/v1/instances`; returns the answer's body.
 async fn boot(address: &str, name: &str, class: &str) -> Value {
-    let response = reqwest::Client::new()
+    let response = crate::helpers::http_client()
         .post(format!("{address}/api/v1/instances"))
         .json(&json!({"name": name, "resource_class": class}))
         .send()

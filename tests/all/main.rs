@@ -50,3 +50,4 @@ mod placement_links;
 mod scripts;
 mod security;
 mod shared_writers;
+mod tls;

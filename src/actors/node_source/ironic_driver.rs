@@ -245,7 +245,12 @@ impl IronicDriver {
             return Ok(api);
         }
         self.count(1);
-        let api = IronicApi::connect(&self.settings.url, self.settings.auth.clone()).await?;
+        let api = IronicApi::connect(
+            &self.settings.url,
+            self.settings.auth.clone(),
+            &self.settings.tls,
+        )
+        .await?;
         log::info!(
             "ironic at {} answers: API {}",
             self.settings.url,

@@ -137,8 +137,7 @@ pub fn limit_and_marker(
 
 /// The Compute API's base URL as the client reached it: `http://host/compute`.
 pub fn base_url(request: &HttpRequest) -> String {
-    let info = request.connection_info();
-    format!("{}://{}/compute", info.scheme(), info.host())
+    format!("{}/compute", crate::http::transport::origin(request))
 }
 
 /// Nova's `self` and `bookmark` links of resource `id` of `collection`.

@@ -55,7 +55,13 @@ impl ImageService {
             },
             (None, None) => return Ok(None),
         };
-        let glance = Arc::new(Glance::new(&url).map_err(|error| unavailable(&error.to_string()))?);
+        let glance = Arc::new(
+            Glance::new(
+                &url,
+                &keystone.map_or_else(crate::tls::client::ClientTls::system, Keystone::tls),
+            )
+            .map_err(|error| unavailable(&error.to_string()))?,
+        );
         *self.found.lock().unwrap_or_else(PoisonError::into_inner) = Some(glance.clone());
         Ok(Some(glance))
     }

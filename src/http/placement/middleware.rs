@@ -132,8 +132,10 @@ fn absolute_location(response: &mut ServiceResponse<BoxBody>) {
         .and_then(|value| value.to_str().ok())
         .filter(|location| location.starts_with('/'))
         .map(|location| {
-            let info = response.request().connection_info();
-            format!("{}://{}{location}", info.scheme(), info.host())
+            format!(
+                "{}{location}",
+                crate::http::transport::origin(response.request())
+            )
         });
     if let Some(value) = absolute.and_then(|url| HeaderValue::from_str(&url).ok()) {
         response

@@ -120,9 +120,16 @@ impl Drop for TestApp {
     }
 }
 
+/// A plain HTTP(S) client trusting the system's CAs.
+pub fn http_client() -> reqwest::Client {
+    ringmaster::tls::install_default_provider();
+    reqwest::Client::new()
+}
+
 /// A client that says JSON on every request, as the dashboard does: the server refuses a
 /// mutating request that a browser form could forge (no JSON content type, no token).
 pub fn json_client() -> reqwest::Client {
+    ringmaster::tls::install_default_provider();
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert(
         reqwest::header::CONTENT_TYPE,
@@ -167,6 +174,7 @@ async fn serve_on(
         body_timeout: Duration::from_secs(15),
         keystone: None,
         images: Default::default(),
+        access: Default::default(),
     };
     configure(&mut config);
     let ringmaster::app::Process {

@@ -72,6 +72,7 @@ impl TestDeployment {
             body_timeout: std::time::Duration::from_secs(15),
             keystone: None,
             images: Default::default(),
+            access: Default::default(),
         };
         configure(&mut config);
         let application =

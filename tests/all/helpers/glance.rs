@@ -42,7 +42,7 @@ impl RealGlance {
         for (key, value) in properties.as_object().expect("properties").iter() {
             body[key] = value.clone();
         }
-        let client = reqwest::Client::new();
+        let client = crate::helpers::http_client();
         let created: Value = client
             .post(format!("{}/v2/images", self.url))
             .json(&body)

@@ -78,7 +78,7 @@ impl RealIronic {
 
     /// A request to Ironic's API (`path` under `/v1`) at a recent microversion.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        reqwest::Client::new()
+        crate::helpers::http_client()
             .request(method, format!("{}/v1{path}", self.url))
             .header("X-OpenStack-Ironic-API-Version", "1.82")
     }

@@ -48,6 +48,7 @@ impl RealKeystone {
             user_domain: "Default".to_owned(),
             project_domain: "Default".to_owned(),
             cache_lifetime: cache,
+            tls: ringmaster::tls::client::ClientTls::system(),
         }
     }
 
@@ -57,7 +58,7 @@ impl RealKeystone {
             "identity": {"methods": ["password"], "password": {"user": {
                 "name": user, "domain": {"id": "default"}, "password": password}}},
             "scope": {"project": {"name": project, "domain": {"id": "default"}}}}});
-        let response = reqwest::Client::new()
+        let response = crate::helpers::http_client()
             .post(format!("{}/auth/tokens", self.url))
             .json(&body)
             .send()
@@ -73,7 +74,7 @@ impl RealKeystone {
     /// Revokes `token` (as `admin`).
     pub async fn revoke(&self, token: &str) {
         let admin = self.login("admin", "admin-secret", "admin").await;
-        let status = reqwest::Client::new()
+        let status = crate::helpers::http_client()
             .delete(format!("{}/auth/tokens", self.url))
             .header("x-auth-token", admin)
             .header("x-subject-token", token)

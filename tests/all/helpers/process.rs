@@ -259,7 +259,7 @@ pub fn start_serve(url: &str, extra: &[&str], log: &str) -> (Running, String) {
 
 /// Returns `host:port` from the "listening on http://host:port/" line.
 pub fn address_of(line: &str) -> String {
-    line.rsplit("http://")
+    line.rsplit("://")
         .next()
         .unwrap()
         .trim_end_matches('/')

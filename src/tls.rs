@@ -1,0 +1,135 @@
+//! TLS (issue 27): the HTTPS listener's certificate (`server`) and the trust that ringmaster's
+//! own clients of Ironic, Keystone and Glance place in the servers they call (`client`), both with
+//! rustls on the `ring` provider, TLS 1.2 and 1.3 only. Certificates, keys and CA bundles are
+//! PEM files, read again on SIGHUP: a rotation reaches new connections while open ones go on.
+
+pub mod client;
+pub mod server;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
+
+/// Why a certificate, key or CA bundle cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("{flag} {}: {reason}", path.display())]
+    File {
+        flag: &'static str,
+        path: PathBuf,
+        reason: String,
+    },
+    #[error("{cert_flag} {} and {key_flag} {} are not a pair: {reason}", cert.display(), key.display())]
+    NotAPair {
+        cert_flag: &'static str,
+        cert: PathBuf,
+        key_flag: &'static str,
+        key: PathBuf,
+        reason: String,
+    },
+    #[error("TLS cannot be set up: {0}")]
+    Setup(String),
+}
+
+/// Makes `ring` the process's default cryptography, for clients built without a `ClientTls`
+/// (tools, tests); harmless when called again.
+pub fn install_default_provider() {
+    let _already = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The cryptography every TLS connection uses.
+fn provider() -> Arc<CryptoProvider> {
+    static PROVIDER: std::sync::LazyLock<Arc<CryptoProvider>> =
+        std::sync::LazyLock::new(|| Arc::new(rustls::crypto::ring::default_provider()));
+    PROVIDER.clone()
+}
+
+/// The protocol versions spoken: TLS 1.3 and 1.2, nothing older.
+const VERSIONS: &[&rustls::SupportedProtocolVersion] =
+    &[&rustls::version::TLS13, &rustls::version::TLS12];
+
+/// The certificates of a PEM file (at least one).
+fn read_certificates(
+    flag: &'static str,
+    path: &Path,
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let error = |reason: String| TlsError::File {
+        flag,
+        path: path.to_owned(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|source| error(source.to_string()))?;
+    let certificates = CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|source| error(format!("not a PEM certificate file ({source})")))?;
+    if certificates.is_empty() {
+        return Err(error("holds no PEM certificate".to_owned()));
+    }
+    Ok(certificates)
+}
+
+/// The private key of a PEM file (PKCS#8, PKCS#1 or SEC1).
+fn read_key(flag: &'static str, path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
+    let error = |reason: String| TlsError::File {
+        flag,
+        path: path.to_owned(),
+        reason,
+    };
+    let bytes = std::fs::read(path).map_err(|source| error(source.to_string()))?;
+    PrivateKeyDer::from_pem_slice(&bytes)
+        .map_err(|source| error(format!("holds no PEM private key ({source})")))
+}
+
+/// A certificate chain and the private key of its first certificate, checked to be a pair.
+fn certified_key(
+    (cert_flag, cert): (&'static str, &Path),
+    (key_flag, key): (&'static str, &Path),
+) -> Result<Arc<CertifiedKey>, TlsError> {
+    let chain = read_certificates(cert_flag, cert)?;
+    let private = read_key(key_flag, key)?;
+    CertifiedKey::from_der(chain, private, &provider())
+        .map(Arc::new)
+        .map_err(|source| TlsError::NotAPair {
+            cert_flag,
+            cert: cert.to_owned(),
+            key_flag,
+            key: key.to_owned(),
+            reason: source.to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn files_that_are_not_pem_are_named_with_their_flag() {
+        let dir = std::env::temp_dir().join(format!("rm-tls-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let empty = write(&dir, "empty.pem", "");
+        let junk = write(&dir, "junk.pem", "hello\n");
+        let error = read_certificates("--tls-cert", &empty)
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("--tls-cert "), "{error}");
+        assert!(error.contains("no PEM certificate"), "{error}");
+        let error = read_key("--tls-key", &junk).unwrap_err().to_string();
+        assert!(error.contains("no PEM private key"), "{error}");
+        let missing = dir.join("missing.pem");
+        let error = read_certificates("--tls-cert", &missing)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("missing.pem"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -318,7 +318,8 @@ impl Application {
             .with_placement(config.placement.clone())
             .with_stream_limits(config.event_streams)
             .with_keystone(keystone)
-            .with_images(config.images.clone());
+            .with_images(config.images.clone())
+            .with_access(config.access.clone());
         let events = state.events.clone();
         let admin_token = config.admin_token.clone();
         let hygiene = actix_web::web::Data::new(hygiene_settings(config));

@@ -56,6 +56,8 @@ pub struct AppState {
     pub readiness: std::sync::Arc<health::Readiness>,
     /// Where the Compute API resolves images.
     pub images: std::sync::Arc<compute::images::ImageService>,
+    /// Who may read what: `/metrics`, the admin project.
+    pub access: std::sync::Arc<crate::config::AccessSettings>,
 }
 
 impl AppState {
@@ -71,6 +73,7 @@ impl AppState {
             figures: crate::actors::figures::FigureCache::default(),
             readiness: std::sync::Arc::default(),
             images: std::sync::Arc::default(),
+            access: std::sync::Arc::default(),
         }
     }
 
@@ -83,6 +86,12 @@ impl AppState {
     /// The same state resolving images as `settings` say.
     pub fn with_images(mut self, settings: crate::config::ImageSettings) -> AppState {
         self.images = std::sync::Arc::new(compute::images::ImageService::new(settings));
+        self
+    }
+
+    /// The same state with these access settings.
+    pub fn with_access(mut self, access: crate::config::AccessSettings) -> AppState {
+        self.access = std::sync::Arc::new(access);
         self
     }
 

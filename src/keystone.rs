@@ -51,7 +51,21 @@ pub struct Identity {
     pub user_id: String,
     pub user_name: String,
     pub project_id: String,
+    /// The project's name (empty when the token is not project-scoped).
+    pub project_name: String,
+    /// Whether the token is system-scoped (`"system": {"all": true}`).
+    pub system_scope: bool,
     pub roles: Vec<String>,
+}
+
+impl Identity {
+    /// Whether the token carries `role` (Keystone lists implied roles too: admin → member →
+    /// reader).
+    pub fn has_role(&self, role: &str) -> bool {
+        self.roles
+            .iter()
+            .any(|held| held.eq_ignore_ascii_case(role))
+    }
 }
 
 /// Why a token was not accepted.
@@ -84,6 +98,8 @@ struct TokenDoc {
     expires_at: DateTime<Utc>,
     user: Named,
     project: Option<Named>,
+    #[serde(default)]
+    system: Option<serde_json::Value>,
     #[serde(default)]
     roles: Vec<Named>,
 }
@@ -273,6 +289,15 @@ fn identity_of(token: &TokenDoc) -> Identity {
             .as_ref()
             .map(|project| project.id.clone())
             .unwrap_or_default(),
+        project_name: token
+            .project
+            .as_ref()
+            .map(|project| project.name.clone())
+            .unwrap_or_default(),
+        system_scope: token
+            .system
+            .as_ref()
+            .is_some_and(|system| system["all"] == true),
         roles: token.roles.iter().map(|role| role.name.clone()).collect(),
     }
 }

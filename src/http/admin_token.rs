@@ -1,23 +1,57 @@
-//! The admin token check: when a token is configured, every mutating request (anything but
-//! GET, HEAD and OPTIONS) must present it as `Authorization: Bearer TOKEN` or `X-Auth-Token`.
-//! With Keystone (`--auth-strategy keystone`), the admin API instead takes Keystone tokens:
-//! every request needs a valid one (401), a write needs the `admin` role (403), and a Keystone
-//! that cannot be asked is 503. Placement's paths are Placement's middleware's.
+//! Who may call the admin API and read `/metrics` (issues 17 and 27). With an admin token
+//! configured, every admin API request, reads included, must present it as `Authorization:
+//! Bearer TOKEN` or `X-Auth-Token` (401); with Keystone (`--auth-strategy keystone`), a token
+//! with the `reader` or `admin` role, system-scoped or scoped to the admin project
+//! (`--admin-project`), may read, and one with the `admin` role so scoped may write (403 for
+//! others, 503 when Keystone cannot be asked). Without either (loopback only) the admin API is
+//! open. `/metrics` is open when `metrics_open` says so, else it takes the metrics token or the
+//! admin credentials. `/healthz`, `/readyz` and the dashboard's files stay open; Placement and
+//! the Compute API authorise in their own middleware.
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::Method;
+use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{Error, web};
 
 use super::error::ApiError;
 use crate::config::AdminToken;
+use crate::keystone::{Identity, Keystone, KeystoneError};
 
 /// The configured token, as app data.
 #[derive(Debug, Clone)]
 pub struct AdminTokenConfig(pub Option<AdminToken>);
 
-/// Rejects a mutating request that does not carry the configured admin token.
+/// What a path is, for access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Area {
+    /// `/api/…`: the admin API.
+    Admin,
+    /// `/metrics`.
+    Metrics,
+    /// Placement and the Compute API: their own middleware decides.
+    OwnPolicy,
+    /// Probes and the dashboard's files.
+    Open,
+}
+
+fn area(path: &str) -> Area {
+    let under = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    };
+    if under("/api") {
+        Area::Admin
+    } else if path == "/metrics" {
+        Area::Metrics
+    } else if under("/placement") || under("/compute") {
+        Area::OwnPolicy
+    } else {
+        Area::Open
+    }
+}
+
+/// Refuses a request that lacks the credentials its path needs.
 pub async fn require_admin_token(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -26,70 +60,170 @@ pub async fn require_admin_token(
         *request.method(),
         Method::GET | Method::HEAD | Method::OPTIONS
     );
-    let keystone = request
+    let state = request
         .app_data::<web::Data<crate::http::AppState>>()
-        .and_then(|state| state.keystone.clone());
-    if let Some(keystone) = keystone
-        && request.path().starts_with("/api/")
-    {
-        if let Err(refused) = keystone_allows(&request, &keystone, is_read).await {
-            return Err(refused.into());
-        }
-        return next.call(request).await;
-    }
+        .cloned();
+    let keystone = state.as_ref().and_then(|state| state.keystone.clone());
     let expected = request
         .app_data::<web::Data<AdminTokenConfig>>()
         .and_then(|config| config.0.clone());
-    if let (false, Some(expected)) = (is_read, expected)
-        && !presented_tokens(&request).any(|token| expected.matches(token))
-    {
-        return Err(ApiError::AdminTokenRequired.into());
+    let verdict = match area(request.path()) {
+        Area::OwnPolicy => Ok(()),
+        Area::Open if is_read => Ok(()),
+        // A change anywhere but the APIs (there is none to make) still needs the token.
+        Area::Open => match expected {
+            Some(expected) if !presents(&request, &expected) => Err(ApiError::AdminTokenRequired),
+            _ => Ok(()),
+        },
+        Area::Admin => {
+            admin_allows(
+                &request,
+                expected.as_ref(),
+                keystone.as_deref(),
+                state.as_ref().map(|state| state.get_ref()),
+                is_read,
+            )
+            .await
+        }
+        Area::Metrics => {
+            let access = state
+                .as_ref()
+                .map(|state| state.access.clone())
+                .unwrap_or_default();
+            let metrics_token = access
+                .metrics_token
+                .as_ref()
+                .is_some_and(|token| presents(&request, token));
+            if access.metrics_open || metrics_token {
+                Ok(())
+            } else if expected.is_none() && keystone.is_none() {
+                // No admin credentials exist: only the metrics token opens /metrics.
+                Err(unauthorized(
+                    "/metrics needs the metrics token: send 'Authorization: Bearer TOKEN'",
+                ))
+            } else {
+                admin_allows(
+                    &request,
+                    expected.as_ref(),
+                    keystone.as_deref(),
+                    state.as_ref().map(|state| state.get_ref()),
+                    true,
+                )
+                .await
+            }
+        }
+    };
+    match verdict {
+        Ok(()) => next.call(request).await,
+        Err(refused) => Err(refused.into()),
     }
-    next.call(request).await
 }
 
-/// Keystone's verdict on an admin API request: a valid token for a read, the `admin` role for
-/// a write.
-async fn keystone_allows(
+/// The admin API's verdict: Keystone's when it authenticates callers, else the admin token's,
+/// else open.
+async fn admin_allows(
     request: &ServiceRequest,
-    keystone: &crate::keystone::Keystone,
+    expected: Option<&AdminToken>,
+    keystone: Option<&Keystone>,
+    state: Option<&crate::http::AppState>,
     is_read: bool,
 ) -> Result<(), ApiError> {
-    let refused = |status: actix_web::http::StatusCode, message: &str| ApiError::Refused {
-        status,
+    if let Some(keystone) = keystone {
+        let admin_project = state.map_or("admin", |state| state.access.admin_project.as_str());
+        return keystone_allows(request, keystone, admin_project, is_read).await;
+    }
+    match expected {
+        Some(expected) if !presents(request, expected) && is_read => Err(unauthorized(
+            "reading the admin API needs the admin token: send 'Authorization: Bearer TOKEN' \
+             or 'X-Auth-Token: TOKEN'",
+        )),
+        Some(expected) if !presents(request, expected) => Err(ApiError::AdminTokenRequired),
+        _ => Ok(()),
+    }
+}
+
+fn unauthorized(message: &str) -> ApiError {
+    ApiError::Refused {
+        status: StatusCode::UNAUTHORIZED,
         message: message.to_owned(),
-    };
+    }
+}
+
+/// Keystone's verdict on an admin API request: the `reader` (or `admin`) role to read, `admin`
+/// to write, either system-scoped or scoped to the admin project.
+async fn keystone_allows(
+    request: &ServiceRequest,
+    keystone: &Keystone,
+    admin_project: &str,
+    is_read: bool,
+) -> Result<(), ApiError> {
     let Some(token) = presented_tokens(request).next() else {
-        return Err(refused(
-            actix_web::http::StatusCode::UNAUTHORIZED,
+        return Err(unauthorized(
             "this request needs a Keystone token: send X-Auth-Token",
         ));
     };
     match keystone.validate(token).await {
-        Ok(identity)
-            if is_read
-                || identity
-                    .roles
-                    .iter()
-                    .any(|role| role.eq_ignore_ascii_case("admin")) =>
-        {
-            Ok(())
-        }
-        Ok(_) => Err(refused(
-            actix_web::http::StatusCode::FORBIDDEN,
-            "this request changes state and needs the admin role",
-        )),
-        Err(crate::keystone::KeystoneError::Invalid) => Err(refused(
-            actix_web::http::StatusCode::UNAUTHORIZED,
+        Ok(identity) => admin_role_allows(&identity, admin_project, is_read),
+        Err(KeystoneError::Invalid) => Err(unauthorized(
             "the token is not valid (unknown, expired or revoked)",
         )),
-        Err(crate::keystone::KeystoneError::Unavailable(reason)) => {
+        Err(KeystoneError::Unavailable(reason)) => {
             log::warn!("keystone cannot validate a token: {reason}");
-            Err(refused(
-                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-                "the authentication service is unavailable; try again later",
-            ))
+            Err(ApiError::Refused {
+                status: StatusCode::SERVICE_UNAVAILABLE,
+                message: "the authentication service is unavailable; try again later".to_owned(),
+            })
         }
+    }
+}
+
+/// Whether `identity` may read (or write) the admin API.
+pub fn admin_role_allows(
+    identity: &Identity,
+    admin_project: &str,
+    is_read: bool,
+) -> Result<(), ApiError> {
+    let in_scope = identity.system_scope
+        || identity.project_name == admin_project
+        || identity.project_id == admin_project;
+    let role = if is_read {
+        identity.has_role("reader") || identity.has_role("admin")
+    } else {
+        identity.has_role("admin")
+    };
+    if in_scope && role {
+        return Ok(());
+    }
+    let needed = if is_read {
+        "the reader or admin role"
+    } else {
+        "the admin role"
+    };
+    Err(ApiError::Refused {
+        status: StatusCode::FORBIDDEN,
+        message: format!(
+            "this request needs {needed}, system-scoped or in project {admin_project}"
+        ),
+    })
+}
+
+fn presents(request: &ServiceRequest, expected: &AdminToken) -> bool {
+    presented_tokens(request).any(|token| expected.matches(token))
+}
+
+/// Adds `WWW-Authenticate: Keystone uri="…"` to a 401 or 403, as keystonemiddleware does: where
+/// a client gets a token.
+pub fn ask_for_keystone<B>(response: &mut ServiceResponse<B>, keystone: &Keystone) {
+    if !matches!(response.status().as_u16(), 401 | 403) {
+        return;
+    }
+    if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&format!(
+        "Keystone uri=\"{}\"",
+        keystone.url()
+    )) {
+        response
+            .headers_mut()
+            .insert(actix_web::http::header::WWW_AUTHENTICATE, value);
     }
 }
 
@@ -103,4 +237,60 @@ fn presented_tokens(request: &ServiceRequest) -> impl Iterator<Item = &str> {
         .get("x-auth-token")
         .and_then(|value| value.to_str().ok());
     bearer.into_iter().chain(auth_token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(project: &str, roles: &[&str], system: bool) -> Identity {
+        Identity {
+            user_id: "u".to_owned(),
+            user_name: "u".to_owned(),
+            project_id: format!("{project}-id"),
+            project_name: project.to_owned(),
+            system_scope: system,
+            roles: roles.iter().map(|role| (*role).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn paths_fall_in_their_areas() {
+        assert_eq!(area("/api/v1/hosts"), Area::Admin);
+        assert_eq!(area("/api"), Area::Admin);
+        assert_eq!(area("/apiary.js"), Area::Open);
+        assert_eq!(area("/metrics"), Area::Metrics);
+        assert_eq!(area("/placement/resource_providers"), Area::OwnPolicy);
+        assert_eq!(area("/compute/v2.1/servers"), Area::OwnPolicy);
+        assert_eq!(area("/healthz"), Area::Open);
+        assert_eq!(area("/app.js"), Area::Open);
+    }
+
+    #[test]
+    fn readers_and_admins_of_the_admin_project_or_the_system_may_read() {
+        let allowed =
+            |identity: &Identity, read: bool| admin_role_allows(identity, "admin", read).is_ok();
+        let reader = identity("admin", &["reader"], false);
+        assert!(allowed(&reader, true));
+        assert!(!allowed(&reader, false), "a reader does not write");
+        let admin = identity("admin", &["admin", "member", "reader"], false);
+        assert!(allowed(&admin, true) && allowed(&admin, false));
+        let member_elsewhere = identity("demo", &["member", "reader"], false);
+        assert!(
+            !allowed(&member_elsewhere, true),
+            "another project's member: 403"
+        );
+        let admin_elsewhere = identity("demo", &["admin"], false);
+        assert!(
+            !allowed(&admin_elsewhere, false),
+            "admin of another project: 403"
+        );
+        let system_reader = identity("", &["reader"], true);
+        assert!(allowed(&system_reader, true) && !allowed(&system_reader, false));
+        let by_id = identity("admin", &["reader"], false);
+        assert!(
+            admin_role_allows(&by_id, "admin-id", true).is_ok(),
+            "--admin-project may be an id"
+        );
+    }
 }

@@ -1,4 +1,5 @@
-//! With an admin token configured, every mutating request must carry it; reads need none.
+//! With an admin token configured, every admin API request must carry it, reads too (issue
+//! 27); the probes, the dashboard's files and `/metrics` on loopback stay open.
 
 use serde_json::{Value, json};
 
@@ -52,10 +53,88 @@ async fn a_mutating_request_with_the_token_gets_through() {
 }
 
 #[actix_web::test]
-async fn reads_need_no_token() {
+async fn reads_need_the_token_too_but_probes_and_the_page_do_not() {
     let app = TestApp::spawn_with_token(Some(TOKEN)).await;
-    assert_eq!(app.get("/api/v1/hosts").await.status(), 200);
-    assert_eq!(app.get("/healthz").await.status(), 200);
+    for path in [
+        "/api/v1/hosts",
+        "/api/v1/nodes",
+        "/api/v1/events",
+        "/api/v1/audit",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), 401, "{path} without a token");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "unauthorized", "{path}");
+        let wrong = app
+            .client
+            .get(app.url(path))
+            .bearer_auth("wrong")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(wrong.status(), 401, "{path} with a wrong token");
+    }
+    let read = app
+        .client
+        .get(app.url("/api/v1/hosts"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 200);
+    for path in ["/healthz", "/readyz", "/", "/app.js", "/metrics"] {
+        assert_eq!(app.get(path).await.status(), 200, "{path} stays open");
+    }
+}
+
+/// `/metrics` off loopback (or with a metrics token): the metrics token or the admin token
+/// opens it, nothing else; `--metrics-public` opens it to anyone.
+#[actix_web::test]
+async fn metrics_take_their_token_when_not_open() {
+    let app = TestApp::spawn_configured(|config| {
+        config.admin_token = ringmaster::config::AdminToken::new(TOKEN);
+        config.access.metrics_open = false;
+        config.access.metrics_token = ringmaster::config::AdminToken::new("scrape-token");
+    })
+    .await;
+    assert_eq!(app.get("/metrics").await.status(), 401);
+    for (token, status) in [("scrape-token", 200), (TOKEN, 200), ("wrong", 401)] {
+        let response = app
+            .client
+            .get(app.url("/metrics"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status, "/metrics with {token}");
+    }
+    let scraper = app
+        .client
+        .get(app.url("/api/v1/hosts"))
+        .bearer_auth("scrape-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        scraper.status(),
+        401,
+        "the metrics token reads nothing else"
+    );
+    let open = TestApp::spawn_configured(|config| {
+        config.access.metrics_open = false;
+        config.access.metrics_token = ringmaster::config::AdminToken::new("scrape-token");
+    })
+    .await;
+    assert_eq!(
+        open.get("/metrics").await.status(),
+        401,
+        "no admin token: the metrics token only"
+    );
+    assert_eq!(
+        open.get("/api/v1/hosts").await.status(),
+        200,
+        "no admin token: the admin API is open on loopback"
+    );
 }
 
 #[actix_web::test]

@@ -72,6 +72,19 @@ async fn keystone_decides_who_may_read_and_write() {
         placement(&app, Method::GET, providers, Some("nonsense"), None, None).await;
     assert_eq!(status, 401, "{body}");
     assert_eq!(body["errors"][0]["status"], 401);
+    // Both envelopes: Placement's (osc-placement reads errors[0].detail) and
+    // keystonemiddleware's; and where to get a token.
+    assert_eq!(body["error"]["code"], 401, "{body}");
+    assert_eq!(body["error"]["title"], "Unauthorized", "{body}");
+    assert_eq!(
+        body["error"]["message"], body["errors"][0]["detail"],
+        "{body}"
+    );
+    let refused = app.client.get(app.url(providers)).send().await.unwrap();
+    assert_eq!(
+        refused.headers()["www-authenticate"].to_str().unwrap(),
+        format!("Keystone uri=\"{}\"", keystone.url)
+    );
     assert_eq!(
         admin_api(&app, Method::GET, "/api/v1/hosts", None).await,
         401
@@ -108,6 +121,12 @@ async fn keystone_decides_who_may_read_and_write() {
     );
     assert_eq!(
         admin_api(&app, Method::POST, "/api/v1/hosts", Some(&reader)).await,
+        403
+    );
+    // A member of another project reads nothing of the admin API.
+    let demo = keystone.login("demo", "demo-secret", "demo").await;
+    assert_eq!(
+        admin_api(&app, Method::GET, "/api/v1/hosts", Some(&demo)).await,
         403
     );
 

@@ -46,10 +46,12 @@ impl PlacementError {
         PlacementError::new(StatusCode::CONFLICT, detail)
     }
 
-    /// Renders the envelope Placement writes.
+    /// Renders the envelope Placement writes. A 401 or 403 also carries keystonemiddleware's
+    /// `error` object, which real Placement's 401 has instead: clients reading either (osc-
+    /// placement reads `errors[0].detail`) find the message.
     pub fn to_response(&self) -> HttpResponse {
         let title = self.status.canonical_reason().unwrap_or("Error");
-        HttpResponse::build(self.status).json(json!({
+        let mut body = json!({
             "errors": [{
                 "status": self.status.as_u16(),
                 "title": title,
@@ -57,7 +59,15 @@ impl PlacementError {
                 "code": self.code,
                 "request_id": crate::http::observe::current_request_id(),
             }]
-        }))
+        });
+        if matches!(self.status.as_u16(), 401 | 403) {
+            body["error"] = json!({
+                "code": self.status.as_u16(),
+                "title": title,
+                "message": self.detail,
+            });
+        }
+        HttpResponse::build(self.status).json(body)
     }
 }
 

@@ -51,6 +51,9 @@ pub async fn placement_request(
             }
         }
     };
+    if let Some(keystone) = &keystone {
+        crate::http::admin_token::ask_for_keystone(&mut response, keystone);
+    }
     absolute_location(&mut response);
     stamp_headers(&mut response, version, caching, cors_origin.as_ref());
     Ok(response)

@@ -25,6 +25,7 @@ pub mod metrics;
 pub mod nodes;
 pub mod observe;
 pub mod placement;
+pub mod session;
 pub mod static_files;
 pub mod transport;
 pub mod validate;
@@ -58,6 +59,8 @@ pub struct AppState {
     pub images: std::sync::Arc<compute::images::ImageService>,
     /// Who may read what: `/metrics`, the admin project.
     pub access: std::sync::Arc<crate::config::AccessSettings>,
+    /// The dashboard's logged-in browsers.
+    pub sessions: std::sync::Arc<session::SessionStore>,
 }
 
 impl AppState {
@@ -74,6 +77,7 @@ impl AppState {
             readiness: std::sync::Arc::default(),
             images: std::sync::Arc::default(),
             access: std::sync::Arc::default(),
+            sessions: std::sync::Arc::default(),
         }
     }
 
@@ -155,6 +159,7 @@ fn admin_routes(config: &mut web::ServiceConfig) {
     resource!(config, "/instances", get => instances::list_instances, post => instances::create_instance);
     resource!(config, "/instances/{uuid}", get => instances::get_instance, delete => instances::delete_instance);
     resource!(config, "/events", get => events::stream_events);
+    resource!(config, "/session", get => session::get_session, post => session::create_session, delete => session::delete_session);
     resource!(config, "/archive", post => archive::run_archive);
     resource!(config, "/archive/runs", get => archive::list_archive_runs);
 }

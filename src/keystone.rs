@@ -45,6 +45,16 @@ impl std::fmt::Debug for KeystoneSettings {
     }
 }
 
+/// A user's password login, scoped to a project (domains by name).
+#[derive(Clone, Copy)]
+pub struct Credentials<'a> {
+    pub user: &'a str,
+    pub password: &'a str,
+    pub user_domain: &'a str,
+    pub project: &'a str,
+    pub project_domain: &'a str,
+}
+
 /// Who a valid token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
@@ -245,12 +255,39 @@ impl Keystone {
             return Ok(token.clone());
         }
         let settings = &self.settings;
+        let credentials = Credentials {
+            user: &settings.user,
+            password: &settings.password,
+            user_domain: &settings.user_domain,
+            project: &settings.project,
+            project_domain: &settings.project_domain,
+        };
+        let (token, expires_at) = match self.login(&credentials).await {
+            Ok(login) => login,
+            Err(KeystoneError::Invalid) => {
+                return Err(KeystoneError::Unavailable(format!(
+                    "Keystone refused ringmaster's own login as {}",
+                    settings.user
+                )));
+            }
+            Err(error) => return Err(error),
+        };
+        *held = Some((token.clone(), expires_at));
+        Ok(token)
+    }
+
+    /// Logs a user in with a password, scoped to a project (ringmaster's own login, the
+    /// dashboard's); returns the token and its end. Wrong credentials are `Invalid`.
+    pub async fn login(
+        &self,
+        credentials: &Credentials<'_>,
+    ) -> Result<(String, DateTime<Utc>), KeystoneError> {
         let body = serde_json::json!({"auth": {
             "identity": {"methods": ["password"], "password": {"user": {
-                "name": settings.user, "password": settings.password,
-                "domain": {"name": settings.user_domain}}}},
-            "scope": {"project": {"name": settings.project,
-                                  "domain": {"name": settings.project_domain}}}}});
+                "name": credentials.user, "password": credentials.password,
+                "domain": {"name": credentials.user_domain}}}},
+            "scope": {"project": {"name": credentials.project,
+                                  "domain": {"name": credentials.project_domain}}}}});
         let response = self
             .client
             .post(format!("{}/v3/auth/tokens", self.base))
@@ -258,12 +295,15 @@ impl Keystone {
             .send()
             .await
             .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
-        if response.status().as_u16() != 201 {
-            return Err(KeystoneError::Unavailable(format!(
-                "Keystone refused ringmaster's own login as {} ({})",
-                settings.user,
-                response.status()
-            )));
+        match response.status().as_u16() {
+            201 => {}
+            // Unknown user, wrong password, no role on the project (or no such project).
+            400 | 401 | 403 | 404 => return Err(KeystoneError::Invalid),
+            status => {
+                return Err(KeystoneError::Unavailable(format!(
+                    "Keystone answered {status} to a login"
+                )));
+            }
         }
         let token = response
             .headers()
@@ -275,8 +315,7 @@ impl Keystone {
             .json()
             .await
             .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
-        *held = Some((token.clone(), doc.token.expires_at));
-        Ok(token)
+        Ok((token, doc.token.expires_at))
     }
 }
 

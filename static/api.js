@@ -1,8 +1,7 @@
-// The admin API client: JSON in and out, the admin token on mutating requests when one is
-// needed (any address but loopback), and the API's own error message on failure. It counts
-// what it receives (window.ringmaster.bytes), so an idle page can be seen to cost little.
-
-const LOOPBACK = ["127.0.0.1", "localhost", "[::1]", "::1"];
+// The admin API client: JSON in and out, the session's CSRF token on every change (the
+// session itself is an HttpOnly cookie the page never sees), and the API's own error message on
+// failure; a 401 says the session ended. It counts what it receives (window.ringmaster.bytes),
+// so an idle page can be seen to cost little.
 
 // What the page measures of itself: bytes received (API answers and events, as text); main
 // thread time spent parsing and rendering (`spentMs`, in all) and the most one event took to
@@ -10,16 +9,16 @@ const LOOPBACK = ["127.0.0.1", "localhost", "[::1]", "::1"];
 // was complete (`firstPaintMs`, from navigation).
 export const stats = (window.ringmaster = { bytes: 0, events: 0, spentMs: 0, applyMaxMs: 0, firstPaintMs: null });
 
-export function needsToken() {
-  return !LOOPBACK.includes(window.location.hostname);
+// The CSRF token of the session (the ringmaster_csrf cookie), sent back as X-CSRF-Token.
+function csrf() {
+  const pair = document.cookie.split("; ").find((cookie) => cookie.startsWith("ringmaster_csrf="));
+  return pair ? pair.slice("ringmaster_csrf=".length) : null;
 }
 
-export function token() {
-  return sessionStorage.getItem("ringmaster-token");
-}
-
-export function setToken(value) {
-  sessionStorage.setItem("ringmaster-token", value);
+// Called when an answer says the session ended (401).
+let onLoggedOut = () => {};
+export function whenLoggedOut(callback) {
+  onLoggedOut = callback;
 }
 
 // Runs `apply` and notes how long it held the main thread.
@@ -48,8 +47,7 @@ async function send(method, path, body) {
   const headers = { Accept: "application/json" };
   // A change always says JSON: the server refuses a mutating request that a form could forge.
   if (body !== undefined || method !== "GET") headers["Content-Type"] = "application/json";
-  // A token given (the admin token, or a Keystone token) goes with every request.
-  if (token()) headers.Authorization = `Bearer ${token()}`;
+  if (method !== "GET" && csrf()) headers["X-CSRF-Token"] = csrf();
   const response = await fetch(path, {
     method,
     headers,
@@ -58,6 +56,7 @@ async function send(method, path, body) {
   const text = await response.text();
   stats.bytes += text.length;
   const parsed = text ? timed(() => JSON.parse(text)) : null;
+  if (response.status === 401 && !path.startsWith("/api/v1/session")) onLoggedOut();
   if (!response.ok) {
     const message = parsed && parsed.error ? parsed.error.message : `HTTP ${response.status}`;
     throw new Error(message);

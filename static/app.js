@@ -5,7 +5,7 @@
 // view (table.js) and the picture is drawn from counts (ring.js), so 100,000 nodes cost what
 // 100 do. Rows are keyed, so a refresh rewrites only the rows whose data changed.
 
-import { applying, del, get, needsToken, post, setToken, stats, timed, token } from "./api.js";
+import { applying, del, get, post, request, stats, timed, whenLoggedOut } from "./api.js";
 import { Ownership, hostColour } from "./ring.js";
 import { VirtualTable, keyedRow } from "./table.js";
 
@@ -40,7 +40,8 @@ function button(label, onClick, extra = "") {
   const element = document.createElement("button");
   element.type = "button";
   element.textContent = label;
-  element.className = extra;
+  // Every button of a row is an action that changes something: hidden from readers.
+  element.className = `write ${extra}`.trim();
   element.addEventListener("click", onClick);
   return element;
 }
@@ -272,9 +273,15 @@ function countEvent(event) {
   stats.events += 1;
 }
 
+let stream = null;
+let loggedIn = false;
+
 function connect() {
   const status = $("#connection");
   const events = new EventSource("/api/v1/events");
+  stream = events;
+  // The session ended (logout, an expired or revoked token): the stream ends, log in again.
+  events.addEventListener("session-ended", () => loggedOut());
   events.addEventListener("open", () => {
     status.textContent = "live";
     status.className = "ok";
@@ -295,8 +302,80 @@ function connect() {
   events.addEventListener("error", () => {
     status.textContent = "reconnecting…";
     status.className = "bad";
+    // A stream refused (401) is not retried by the browser: ask whether the session stands.
+    if (events.readyState === EventSource.CLOSED) checkSession();
   });
 }
+
+// Ends the live view and shows the login.
+function loggedOut() {
+  if (stream) stream.close();
+  stream = null;
+  loggedIn = false;
+  $("#connection").textContent = "logged out";
+  $("#connection").className = "bad";
+  $("#who").hidden = true;
+  checkSession();
+}
+
+// Shows who is logged in, hides what the role cannot do, and goes live.
+function loggedInAs(session) {
+  loggedIn = true;
+  $("#login-form").hidden = true;
+  document.body.classList.toggle("read-only", !session.can_write);
+  if (session.user) {
+    $("#who-name").textContent = `${session.user} (${session.roles.join(", ")})`;
+    $("#who").hidden = false;
+  }
+  if (!stream || stream.readyState === EventSource.CLOSED) connect();
+}
+
+// Asks the server how to log in and whether this browser is; shows the login if not.
+async function checkSession() {
+  let session;
+  try {
+    session = await get("/api/v1/session");
+  } catch (error) {
+    showError(`cannot reach the server: ${error.message}`);
+    return;
+  }
+  if (session.logged_in) {
+    loggedInAs(session);
+    return;
+  }
+  const keystone = session.auth === "keystone";
+  $("#login-keystone").hidden = !keystone;
+  $("#login-token").hidden = keystone;
+  // Hidden fields are disabled: the browser does not ask for them.
+  for (const input of $("#login-keystone").querySelectorAll("input")) input.disabled = !keystone;
+  $("#token").disabled = keystone;
+  $("#login-form").hidden = false;
+}
+
+$("#login-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const body = $("#login-token").hidden
+    ? { user: $("#login-user").value, password: $("#login-password").value, project: $("#login-project").value, domain: $("#login-domain").value }
+    : { token: $("#token").value };
+  try {
+    const session = await post("/api/v1/session", body);
+    $("#login-password").value = "";
+    $("#token").value = "";
+    loggedInAs(session);
+  } catch (error) {
+    showError(`login failed: ${error.message}`);
+  }
+});
+$("#logout").addEventListener("click", async () => {
+  try {
+    await request("DELETE", "/api/v1/session");
+  } finally {
+    loggedOut();
+  }
+});
+whenLoggedOut(() => {
+  if (loggedIn) loggedOut();
+});
 
 $("#node-filter").addEventListener("input", () => {
   clearTimeout(searching);
@@ -324,16 +403,6 @@ $("#archive").addEventListener("submit", (event) => {
   if (before) body.before = before;
   act(() => post("/api/v1/archive", body), body.purge ? "Archive and purge the shadow tables?" : undefined);
 });
-if (needsToken() && !token()) {
-  const form = $("#token-form");
-  form.hidden = false;
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    setToken($("#token").value);
-    form.hidden = true;
-  });
-}
-
 setInterval(() => {
   // Heartbeat ages tick even when nothing changes.
   for (const row of $("#hosts tbody").rows) {
@@ -343,5 +412,7 @@ setInterval(() => {
 }, 1000);
 // Heartbeats send no event: the host list (one row per host) is read again now and then so
 // that heartbeat ages stay true.
-setInterval(() => scheduleRefresh(["hosts"]), 5000);
-connect();
+setInterval(() => {
+  if (loggedIn) scheduleRefresh(["hosts"]);
+}, 5000);
+checkSession();

@@ -27,6 +27,8 @@ pub struct AdminTokenConfig(pub Option<AdminToken>);
 enum Area {
     /// `/api/…`: the admin API.
     Admin,
+    /// `/api/v1/session`: the login itself.
+    Login,
     /// `/metrics`.
     Metrics,
     /// Placement and the Compute API: their own middleware decides.
@@ -40,7 +42,9 @@ fn area(path: &str) -> Area {
         path.strip_prefix(prefix)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     };
-    if under("/api") {
+    if path == "/api/v1/session" {
+        Area::Login
+    } else if under("/api") {
         Area::Admin
     } else if path == "/metrics" {
         Area::Metrics
@@ -68,7 +72,7 @@ pub async fn require_admin_token(
         .app_data::<web::Data<AdminTokenConfig>>()
         .and_then(|config| config.0.clone());
     let verdict = match area(request.path()) {
-        Area::OwnPolicy => Ok(()),
+        Area::OwnPolicy | Area::Login => Ok(()),
         Area::Open if is_read => Ok(()),
         // A change anywhere but the APIs (there is none to make) still needs the token.
         Area::Open => match expected {
@@ -128,8 +132,33 @@ async fn admin_allows(
     state: Option<&crate::http::AppState>,
     is_read: bool,
 ) -> Result<(), ApiError> {
+    let admin_project = state.map_or("admin", |state| state.access.admin_project.as_str());
+    // No token in the headers: the dashboard's session cookie, if it has one.
+    let session = presented_tokens(request)
+        .next()
+        .is_none()
+        .then(|| super::session::session_id(request.headers()))
+        .flatten()
+        .zip(state)
+        .and_then(|(id, state)| state.sessions.get(&id));
+    if let Some(session) = session {
+        if !is_read && !super::session::csrf_matches(request.headers(), &session) {
+            return Err(ApiError::Refused {
+                status: StatusCode::FORBIDDEN,
+                message: "a change made with the session cookie needs the X-CSRF-Token header \
+                          (the ringmaster_csrf cookie's value)"
+                    .to_owned(),
+            });
+        }
+        return match (&session.credential, keystone) {
+            (super::session::Credential::Keystone(token), Some(keystone)) => {
+                keystone_verdict(keystone, token, admin_project, is_read).await
+            }
+            (super::session::Credential::AdminToken, None) if expected.is_some() => Ok(()),
+            _ => Err(unauthorized("the session is no longer valid: log in again")),
+        };
+    }
     if let Some(keystone) = keystone {
-        let admin_project = state.map_or("admin", |state| state.access.admin_project.as_str());
         return keystone_allows(request, keystone, admin_project, is_read).await;
     }
     match expected {
@@ -162,6 +191,16 @@ async fn keystone_allows(
             "this request needs a Keystone token: send X-Auth-Token",
         ));
     };
+    keystone_verdict(keystone, token, admin_project, is_read).await
+}
+
+/// Keystone's verdict on `token`.
+async fn keystone_verdict(
+    keystone: &Keystone,
+    token: &str,
+    admin_project: &str,
+    is_read: bool,
+) -> Result<(), ApiError> {
     match keystone.validate(token).await {
         Ok(identity) => admin_role_allows(&identity, admin_project, is_read),
         Err(KeystoneError::Invalid) => Err(unauthorized(

@@ -37,6 +37,8 @@ const HOST_POLL: Duration = Duration::from_secs(1);
 /// The audit runs at most this often, and only after something happened.
 const AUDIT_EVERY: Duration = Duration::from_secs(10);
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// How often a logged-in stream checks that its session and token still stand.
+const RECHECK: Duration = Duration::from_secs(1);
 /// Events a slow stream may lag behind before it is told to resync.
 const BACKLOG: usize = 1024;
 
@@ -298,6 +300,12 @@ struct Cursor {
     receiver: broadcast::Receiver<Event>,
     last_sent: Instant,
     first: bool,
+    /// What to check again while the stream is open (a session, a Keystone token).
+    recheck: Option<(crate::http::session::Recheck, web::Data<AppState>)>,
+    /// When the session and token were last checked.
+    last_check: Instant,
+    /// Set once the stream is told its session ended: the next step ends it.
+    ended: bool,
     /// Counts this stream as open while it lives.
     _ticket: StreamTicket,
 }
@@ -325,10 +333,14 @@ pub async fn stream_events(
             ),
         });
     };
+    let recheck = crate::http::session::Recheck::of(&request, &state);
     let cursor = Cursor {
         receiver: state.events.subscribe(state.get_ref()),
         last_sent: Instant::now(),
         first: true,
+        recheck: recheck.map(|recheck| (recheck, state.clone())),
+        last_check: Instant::now(),
+        ended: false,
         _ticket: ticket,
     };
     let events = stream::unfold(cursor, |mut cursor| async move {
@@ -339,8 +351,30 @@ pub async fn stream_events(
                 cursor,
             ));
         }
-        let wait = KEEPALIVE.saturating_sub(cursor.last_sent.elapsed());
-        let received = actix_rt::time::timeout(wait, cursor.receiver.recv()).await;
+        if cursor.ended {
+            return None;
+        }
+        let received = loop {
+            if let Some((recheck, state)) = &cursor.recheck
+                && cursor.last_check.elapsed() >= RECHECK
+            {
+                cursor.last_check = Instant::now();
+                if !recheck.still_allowed(state).await {
+                    cursor.ended = true;
+                    let ended = Event::local("session-ended", serde_json::json!({}));
+                    return Some((Ok(ended.to_sse()), cursor));
+                }
+            }
+            let keepalive = KEEPALIVE.saturating_sub(cursor.last_sent.elapsed());
+            let wait = match cursor.recheck {
+                Some(_) => keepalive.min(RECHECK.saturating_sub(cursor.last_check.elapsed())),
+                None => keepalive,
+            };
+            let received = actix_rt::time::timeout(wait, cursor.receiver.recv()).await;
+            if received.is_ok() || cursor.last_sent.elapsed() >= KEEPALIVE {
+                break received;
+            }
+        };
         cursor.last_sent = Instant::now();
         let bytes = match received {
             Ok(Ok(event)) => event.to_sse(),

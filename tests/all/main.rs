@@ -15,6 +15,7 @@ mod api_admin_token;
 mod api_basics;
 mod api_events;
 mod api_listings;
+mod api_session;
 mod archive;
 mod browser;
 mod cli_archive;

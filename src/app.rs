@@ -98,7 +98,11 @@ pub async fn start_deployment(
     clock: SharedClock,
     deployment: &DeploymentConfig,
 ) -> Result<Actors, AppError> {
-    let real_ironic = match &deployment.ironic {
+    let ironic = match &deployment.ironic {
+        Some(settings) if settings.catalog.is_some() => find_in_catalog(settings).await?,
+        other => other.clone(),
+    };
+    let real_ironic = match &ironic {
         Some(settings) => Some(connect_ironic(settings, &pool, &clock).await?),
         None => None,
     };
@@ -140,6 +144,42 @@ pub async fn start_deployment(
         enroll_demo_nodes(&pool, &actors, count, &deployment.resource_class).await?;
     }
     Ok(actors)
+}
+
+/// Looks Ironic up in Keystone's catalog (`baremetal`, the first of the valid interfaces):
+/// the settings with its URL, or none (the simulated Ironic) when the catalog has no Ironic. A
+/// Keystone that cannot be asked stops the start: which nodes are real cannot be known.
+async fn find_in_catalog(
+    settings: &crate::config::IronicSettings,
+) -> Result<Option<crate::config::IronicSettings>, AppError> {
+    let crate::ironic_api::IronicAuth::Keystone(keystone) = &settings.auth else {
+        return Ok(Some(settings.clone()));
+    };
+    let interfaces = settings.catalog.clone().unwrap_or_default();
+    match keystone.endpoint_in("baremetal", &interfaces).await {
+        Ok(Some(url)) => {
+            log::info!(
+                "ironic found in Keystone's catalog at {url} ({})",
+                interfaces.join(",")
+            );
+            Ok(Some(crate::config::IronicSettings {
+                url,
+                catalog: None,
+                ..settings.clone()
+            }))
+        }
+        Ok(None) => {
+            log::info!(
+                "Keystone's catalog has no baremetal endpoint ({}): nodes come from the \
+                 simulated Ironic",
+                interfaces.join(",")
+            );
+            Ok(None)
+        }
+        Err(error) => Err(AppError::Keystone(format!(
+            "cannot read the catalog for Ironic's endpoint: {error}"
+        ))),
+    }
 }
 
 /// Connects to the real Ironic `settings` name: a server older than ringmaster needs (or one

@@ -435,9 +435,9 @@ fn config(
     }
     let hosts = args.hosts.clone().unwrap_or_default();
     check_host_names(&hosts)?;
-    let ironic = args.ironic.settings()?;
     let admin_token = admin_token(&args)?;
     let keystone = args.keystone.settings()?;
+    let ironic = args.ironic.settings(keystone.as_ref())?;
     let access = args.access.settings(&args.bind)?;
     Ok(Config {
         database,

@@ -264,6 +264,9 @@ pub struct IronicSettings {
     pub lock_retries: u32,
     /// How Ironic's certificate is checked, and the client certificate sent.
     pub tls: std::sync::Arc<crate::tls::client::ClientTls>,
+    /// Ironic is found at start in Keystone's catalog (`baremetal`), on the first of these
+    /// interfaces it has (`url` is empty until then); no entry: the simulated Ironic.
+    pub catalog: Option<Vec<String>>,
 }
 
 impl IronicSettings {
@@ -277,6 +280,7 @@ impl IronicSettings {
             poll_interval: Duration::from_millis(500),
             deploy_timeout: Duration::from_secs(1800),
             tls: crate::tls::client::ClientTls::system(),
+            catalog: None,
             lock_retries: 8,
         }
     }

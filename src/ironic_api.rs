@@ -41,13 +41,17 @@ impl std::fmt::Display for ApiVersion {
     }
 }
 
-/// How ringmaster authenticates to Ironic: as standalone Ironic deployments run it.
-#[derive(Clone, PartialEq, Eq)]
+/// How ringmaster authenticates to Ironic: as standalone Ironic deployments run it, or as
+/// Nova's ironic driver does behind Keystone.
+#[derive(Clone)]
 pub enum IronicAuth {
     /// `auth_strategy = noauth`.
     None,
     /// `auth_strategy = http_basic`.
     Basic { user: String, password: String },
+    /// `auth_strategy = keystone`: ringmaster's service token (`X-Auth-Token`), renewed once
+    /// when Ironic refuses it.
+    Keystone(std::sync::Arc<crate::keystone::Keystone>),
 }
 
 impl std::fmt::Debug for IronicAuth {
@@ -55,6 +59,7 @@ impl std::fmt::Debug for IronicAuth {
         match self {
             IronicAuth::None => formatter.write_str("None"),
             IronicAuth::Basic { user, .. } => write!(formatter, "Basic({user}, ..)"),
+            IronicAuth::Keystone(keystone) => write!(formatter, "Keystone({})", keystone.url()),
         }
     }
 }
@@ -278,9 +283,30 @@ impl IronicApi {
             .request(method, format!("{}/v1{path_and_query}", self.base))
             .header(VERSION_HEADER, self.version.to_string());
         match &self.auth {
-            IronicAuth::None => request,
+            IronicAuth::None | IronicAuth::Keystone(_) => request,
             IronicAuth::Basic { user, password } => request.basic_auth(user, Some(password)),
         }
+    }
+
+    /// `request` with ringmaster's Keystone token, when Ironic takes Keystone tokens (`renew`:
+    /// Ironic refused the one held). A Keystone that cannot be asked is an outage: nothing is
+    /// done.
+    async fn with_token(
+        &self,
+        request: reqwest::RequestBuilder,
+        renew: bool,
+    ) -> Result<reqwest::RequestBuilder, IronicError> {
+        let IronicAuth::Keystone(keystone) = &self.auth else {
+            return Ok(request);
+        };
+        let token = keystone
+            .own_token(renew)
+            .await
+            .map_err(|error| IronicError::Unreachable {
+                url: self.base.clone(),
+                reason: format!("no Keystone token for Ironic: {error}"),
+            })?;
+        Ok(request.header("X-Auth-Token", token))
     }
 
     /// The fields a listing reads: with `network_data` from API 1.66 (an older Ironic refuses
@@ -447,23 +473,43 @@ impl IronicApi {
         request: reqwest::RequestBuilder,
         what: &str,
     ) -> Result<reqwest::Response, IronicError> {
-        let response = request
-            .send()
-            .await
-            .map_err(|error| IronicError::Unreachable {
-                url: self.base.clone(),
-                reason: error.to_string(),
+        let keystone = matches!(self.auth, IronicAuth::Keystone(_));
+        let mut renewed = false;
+        loop {
+            let attempt = request.try_clone().ok_or_else(|| IronicError::BadAnswer {
+                what: what.to_owned(),
+                reason: "the request cannot be sent twice".to_owned(),
             })?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
+            let response = self
+                .with_token(attempt, renewed)
+                .await?
+                .send()
+                .await
+                .map_err(|error| IronicError::Unreachable {
+                    url: self.base.clone(),
+                    reason: error.to_string(),
+                })?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            // A token Ironic refuses (expired, revoked): a new one, once.
+            if status.as_u16() == 401 && keystone && !renewed {
+                renewed = true;
+                continue;
+            }
+            let detail = fault_text(&response.text().await.unwrap_or_default());
+            let detail = if status.as_u16() == 401 && keystone {
+                format!("Ironic refused ringmaster's Keystone token, renewed once: {detail}")
+            } else {
+                detail
+            };
+            return Err(IronicError::Refused {
+                what: what.to_owned(),
+                status: status.as_u16(),
+                detail,
+            });
         }
-        let detail = response.text().await.unwrap_or_default();
-        Err(IronicError::Refused {
-            what: what.to_owned(),
-            status: status.as_u16(),
-            detail: fault_text(&detail),
-        })
     }
 
     /// GETs `path` and reads its JSON answer; `what` names it in errors.

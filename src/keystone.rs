@@ -32,6 +32,8 @@ pub struct KeystoneSettings {
     pub cache_lifetime: Duration,
     /// How Keystone's certificate is checked.
     pub tls: std::sync::Arc<crate::tls::client::ClientTls>,
+    /// The region whose endpoints the catalog gives (`--region-name`); any without it.
+    pub region: Option<String>,
 }
 
 impl std::fmt::Debug for KeystoneSettings {
@@ -193,6 +195,17 @@ impl Keystone {
     /// The public endpoint of `service_type` (`image`) in the catalog of ringmaster's own
     /// token; `None` when the catalog has none.
     pub async fn endpoint(&self, service_type: &str) -> Result<Option<String>, KeystoneError> {
+        self.endpoint_in(service_type, &["public".to_owned()]).await
+    }
+
+    /// The endpoint of `service_type` of the first of `interfaces` (`internal`, `public`,
+    /// `admin`) the catalog has, in `--region-name`'s region when one is set, as keystoneauth's
+    /// `valid_interfaces` chooses; `None` when the catalog has none.
+    pub async fn endpoint_in(
+        &self,
+        service_type: &str,
+        interfaces: &[String],
+    ) -> Result<Option<String>, KeystoneError> {
         let service = self.service_token(false).await?;
         let response = self
             .client
@@ -217,9 +230,21 @@ impl Keystone {
             .flatten()
             .filter(|entry| entry["type"].as_str() == Some(service_type))
             .flat_map(|entry| entry["endpoints"].as_array().into_iter().flatten());
-        Ok(endpoints
-            .filter(|endpoint| endpoint["interface"].as_str() == Some("public"))
-            .find_map(|endpoint| endpoint["url"].as_str().map(str::to_owned)))
+        let region = self.settings.region.as_deref();
+        let endpoints: Vec<&serde_json::Value> = endpoints
+            .filter(|endpoint| {
+                region.is_none_or(|region| {
+                    endpoint["region_id"].as_str() == Some(region)
+                        || endpoint["region"].as_str() == Some(region)
+                })
+            })
+            .collect();
+        Ok(interfaces.iter().find_map(|interface| {
+            endpoints
+                .iter()
+                .filter(|endpoint| endpoint["interface"].as_str() == Some(interface.as_str()))
+                .find_map(|endpoint| endpoint["url"].as_str().map(str::to_owned))
+        }))
     }
 
     fn cached(&self, token: &str) -> Option<Identity> {
@@ -242,6 +267,12 @@ impl Keystone {
             }
         }
         cache.insert(token.to_owned(), (identity.clone(), until));
+    }
+
+    /// ringmaster's own token, for the services it calls (Ironic): logged in once, again when
+    /// it nears its end or `renew` says it was refused.
+    pub async fn own_token(&self, renew: bool) -> Result<String, KeystoneError> {
+        self.service_token(renew).await
     }
 
     /// ringmaster's own token: logged in once, again when it nears its end or `renew` says

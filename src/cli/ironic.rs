@@ -8,6 +8,7 @@ use clap::Args;
 
 use crate::config::{ConfigError, DEFAULT_IMAGE_SOURCE, IronicSettings};
 use crate::ironic_api::{IronicAuth, NodeSelection};
+use crate::keystone::{Keystone, KeystoneSettings};
 use crate::tls::client::{ClientTls, ClientTlsSettings, Service};
 
 /// Where the nodes come from: a real Ironic, or (without `--ironic-url`) the simulated one.
@@ -68,6 +69,16 @@ pub struct IronicArgs {
         conflicts_with = "ironic_cafile"
     )]
     pub ironic_insecure: bool,
+    /// Under --auth-strategy keystone without --ironic-url: the catalog interfaces Ironic's
+    /// endpoint is taken from, the first found (Nova's [ironic] valid_interfaces).
+    #[arg(
+        long,
+        env = "RINGMASTER_IRONIC_VALID_INTERFACES",
+        value_delimiter = ',',
+        default_value = "internal,public",
+        value_parser = ["internal", "public", "admin"]
+    )]
+    pub ironic_valid_interfaces: Vec<String>,
 }
 
 impl IronicArgs {
@@ -93,8 +104,17 @@ impl IronicArgs {
 
     /// The settings of the real Ironic, if one is named; the password file must be readable
     /// and not empty.
-    pub fn settings(&self) -> Result<Option<IronicSettings>, ConfigError> {
-        let Some(url) = &self.ironic_url else {
+    /// With --auth-strategy keystone (`keystone`), Ironic takes ringmaster's Keystone token,
+    /// and without --ironic-url it is looked for in Keystone's catalog at start.
+    pub fn settings(
+        &self,
+        keystone: Option<&KeystoneSettings>,
+    ) -> Result<Option<IronicSettings>, ConfigError> {
+        let catalog = match (&self.ironic_url, keystone) {
+            (None, Some(_)) => Some(self.ironic_valid_interfaces.clone()),
+            _ => None,
+        };
+        if self.ironic_url.is_none() && catalog.is_none() {
             let stray = [
                 self.ironic_user.as_ref().map(|_| "--ironic-user"),
                 self.ironic_conductor_group
@@ -108,13 +128,19 @@ impl IronicArgs {
                 )));
             }
             return Ok(None);
-        };
-        super::check_service_url("--ironic-url", url)?;
-        let auth = match (&self.ironic_user, &self.ironic_password_file) {
-            (Some(user), Some(file)) => IronicAuth::Basic {
+        }
+        if let Some(url) = &self.ironic_url {
+            super::check_service_url("--ironic-url", url)?;
+        }
+        let auth = match (&self.ironic_user, &self.ironic_password_file, keystone) {
+            (Some(user), Some(file), _) => IronicAuth::Basic {
                 user: user.clone(),
                 password: super::read_secret("--ironic-password-file", file)?,
             },
+            (_, _, Some(keystone)) => IronicAuth::Keystone(Arc::new(
+                Keystone::new(keystone.clone())
+                    .map_err(|error| ConfigError::Invalid(error.to_string()))?,
+            )),
             _ => IronicAuth::None,
         };
         if self.ironic_poll_interval.is_zero() || self.ironic_deploy_timeout.is_zero() {
@@ -123,7 +149,7 @@ impl IronicArgs {
             ));
         }
         Ok(Some(IronicSettings {
-            url: url.clone(),
+            url: self.ironic_url.clone().unwrap_or_default(),
             auth,
             selection: NodeSelection {
                 conductor_group: self.ironic_conductor_group.clone(),
@@ -134,6 +160,7 @@ impl IronicArgs {
             deploy_timeout: self.ironic_deploy_timeout,
             lock_retries: self.ironic_lock_retries,
             tls: self.tls()?,
+            catalog,
         }))
     }
 }

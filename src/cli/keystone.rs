@@ -72,6 +72,10 @@ pub struct KeystoneArgs {
         conflicts_with = "keystone_cafile"
     )]
     pub keystone_insecure: bool,
+    /// The region whose endpoints are taken from Keystone's catalog (Ironic's, Glance's);
+    /// without it, any region's.
+    #[arg(long, env = "RINGMASTER_REGION_NAME")]
+    pub region_name: Option<String>,
 }
 
 impl KeystoneArgs {
@@ -117,6 +121,7 @@ impl KeystoneArgs {
             project_domain: self.keystone_project_domain.clone(),
             cache_lifetime: self.keystone_cache_lifetime,
             tls,
+            region: self.region_name.clone(),
         }))
     }
 }

@@ -205,6 +205,7 @@ async fn an_unreachable_keystone_is_503_never_an_open_door() {
         project_domain: "Default".to_owned(),
         cache_lifetime: Duration::from_secs(30),
         tls: ringmaster::tls::client::ClientTls::system(),
+        region: None,
     };
     let app = TestApp::spawn_configured(move |config| config.keystone = Some(settings)).await;
     let (status, body) = placement(

@@ -49,6 +49,7 @@ impl RealKeystone {
             project_domain: "Default".to_owned(),
             cache_lifetime: cache,
             tls: ringmaster::tls::client::ClientTls::system(),
+            region: None,
         }
     }
 

@@ -225,8 +225,21 @@ impl IronicApi {
             url: base.clone(),
             reason: error.to_string(),
         };
-        let root: Root = client
-            .get(format!("{base}/"))
+        // Behind Keystone, even the version document goes with the token (it is public in
+        // Ironic; a proxy in front may not be).
+        let mut root = client.get(format!("{base}/"));
+        if let IronicAuth::Keystone(keystone) = &auth {
+            let token =
+                keystone
+                    .own_token(false)
+                    .await
+                    .map_err(|error| IronicError::Unreachable {
+                        url: base.clone(),
+                        reason: format!("no Keystone token for Ironic: {error}"),
+                    })?;
+            root = root.header("X-Auth-Token", token);
+        }
+        let root: Root = root
             .send()
             .await
             .map_err(unreachable)?

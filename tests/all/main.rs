@@ -42,6 +42,7 @@ mod ha_identity;
 mod ha_incidents;
 mod ironic_api;
 mod ironic_driver;
+mod ironic_keystone;
 mod ironic_source;
 mod keystone;
 mod placement_api;

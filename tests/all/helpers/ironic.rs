@@ -19,13 +19,22 @@ pub struct RealIronic {
 impl RealIronic {
     /// Starts a standalone Ironic with no nodes (the script installs its venv on first use).
     pub fn start() -> RealIronic {
+        RealIronic::start_with(&[])
+    }
+
+    /// Starts an Ironic with `scripts/ironic start`'s options `extra` (`--keystone URL`,
+    /// `--tls CERT KEY`, `--cafile CA`).
+    pub fn start_with(extra: &[&str]) -> RealIronic {
         static ONE: Mutex<()> = Mutex::new(());
         let guard = ONE
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let state = TempDir::new("ironic");
-        let (code, stdout, stderr) =
-            run_to_end(script(&state).args(["start", "--port", TEST_PORT]));
+        let (code, stdout, stderr) = run_to_end(
+            script(&state)
+                .args(["start", "--port", TEST_PORT])
+                .args(extra),
+        );
         assert_eq!(code, Some(0), "scripts/ironic start: {stderr}");
         RealIronic {
             url: stdout.trim().to_owned(),

@@ -2,6 +2,7 @@
 //! own), stopped when dropped; one test at a time uses it. Its users: `admin` (admin),
 //! `placement` (ringmaster's service user) and `reader` (reader).
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
@@ -13,6 +14,8 @@ const TEST_PORT: &str = "15357";
 pub struct RealKeystone {
     /// The identity endpoint, `http://127.0.0.1:PORT/v3`.
     pub url: String,
+    /// The CA of its certificate, when it serves https.
+    cafile: Option<std::path::PathBuf>,
     state: TempDir,
     _one_at_a_time: MutexGuard<'static, ()>,
 }
@@ -20,19 +23,33 @@ pub struct RealKeystone {
 impl RealKeystone {
     /// Starts Keystone with tokens that live `expiration` seconds.
     pub fn start(expiration: u32) -> RealKeystone {
+        RealKeystone::start_with(expiration, None)
+    }
+
+    /// Starts Keystone on https with `tls` (certificate, key, and the CA that signed them).
+    pub fn start_tls(cert: &Path, key: &Path, cafile: &Path) -> RealKeystone {
+        RealKeystone::start_with(3600, Some((cert, key, cafile)))
+    }
+
+    fn start_with(expiration: u32, tls: Option<(&Path, &Path, &Path)>) -> RealKeystone {
         static ONE: Mutex<()> = Mutex::new(());
         let guard = ONE
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let state = TempDir::new("keystone");
-        let (code, stdout, stderr) = run_to_end(
-            script(&state)
-                .args(["start", "--port", TEST_PORT])
-                .env("KEYSTONE_TOKEN_EXPIRATION", expiration.to_string()),
-        );
+        let cafile = tls.map(|(_, _, cafile)| cafile.to_owned());
+        let mut command = script(&state, cafile.as_deref());
+        command
+            .args(["start", "--port", TEST_PORT])
+            .env("KEYSTONE_TOKEN_EXPIRATION", expiration.to_string());
+        if let Some((cert, key, _)) = tls {
+            command.arg("--tls").arg(cert).arg(key);
+        }
+        let (code, stdout, stderr) = run_to_end(&mut command);
         assert_eq!(code, Some(0), "scripts/keystone start: {stderr}");
         RealKeystone {
             url: stdout.trim().to_owned(),
+            cafile,
             state,
             _one_at_a_time: guard,
         }
@@ -59,7 +76,8 @@ impl RealKeystone {
             "identity": {"methods": ["password"], "password": {"user": {
                 "name": user, "domain": {"id": "default"}, "password": password}}},
             "scope": {"project": {"name": project, "domain": {"id": "default"}}}}});
-        let response = crate::helpers::http_client()
+        let response = self
+            .client()
             .post(format!("{}/auth/tokens", self.url))
             .json(&body)
             .send()
@@ -75,7 +93,8 @@ impl RealKeystone {
     /// Revokes `token` (as `admin`).
     pub async fn revoke(&self, token: &str) {
         let admin = self.login("admin", "admin-secret", "admin").await;
-        let status = crate::helpers::http_client()
+        let status = self
+            .client()
             .delete(format!("{}/auth/tokens", self.url))
             .header("x-auth-token", admin)
             .header("x-subject-token", token)
@@ -87,14 +106,41 @@ impl RealKeystone {
     }
 }
 
-impl Drop for RealKeystone {
-    fn drop(&mut self) {
-        let _ = run_to_end(script(&self.state).arg("stop"));
+impl RealKeystone {
+    /// A client trusting its CA (or the system's store).
+    fn client(&self) -> reqwest::Client {
+        ringmaster::tls::client::ClientTls::load(ringmaster::tls::client::ClientTlsSettings {
+            cafile: self.cafile.clone(),
+            ..Default::default()
+        })
+        .unwrap()
+        .http_client(std::time::Duration::from_secs(30))
+        .unwrap()
+    }
+
+    /// Registers services in the catalog (`scripts/keystone catalog`'s options: `--baremetal
+    /// URL` …).
+    pub fn catalog(&self, options: &[&str]) {
+        let (code, _, stderr) = run_to_end(
+            script(&self.state, self.cafile.as_deref())
+                .arg("catalog")
+                .args(options),
+        );
+        assert_eq!(code, Some(0), "scripts/keystone catalog: {stderr}");
     }
 }
 
-fn script(state: &TempDir) -> Command {
+impl Drop for RealKeystone {
+    fn drop(&mut self) {
+        let _ = run_to_end(script(&self.state, self.cafile.as_deref()).arg("stop"));
+    }
+}
+
+fn script(state: &TempDir, cafile: Option<&Path>) -> Command {
     let mut command = Command::new(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/keystone"));
     command.env("KEYSTONE_STATE_DIR", state.path.join("state"));
+    if let Some(cafile) = cafile {
+        command.env("KEYSTONE_CAFILE", cafile);
+    }
     command
 }

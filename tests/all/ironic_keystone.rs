@@ -1,0 +1,186 @@
+//! Issue 27 end to end: Keystone 30.0.0 on https and Ironic 39.0.0 on https behind it
+//! (`auth_strategy = keystone`, a test CA's certificates): `serve --auth-strategy keystone`
+//! without `--ironic-url` finds Ironic in Keystone's catalog, claims its nodes, boots and deletes
+//! an instance; every request it made to Ironic carried a token (Ironic's log names the user
+//! of each), and Ironic refuses a request without one.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::{
+    FAST, RealIronic, RealKeystone, TempDir, TestCa, TestDb, eventually_async, start_serve,
+};
+
+#[actix_web::test]
+async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_on_it() {
+    let dir = TempDir::new("ironic-keystone");
+    let ca = TestCa::new("ringmaster test CA");
+    let ca_file = ca.write_ca(&dir.path, "ca.pem");
+    let server = ca.issue(&dir.path, "server", &["127.0.0.1", "localhost"]);
+    let keystone = RealKeystone::start_tls(&server.cert, &server.key, &ca_file);
+    assert!(keystone.url.starts_with("https://"), "{}", keystone.url);
+    let (cert, key, ca_path) = (
+        server.cert.display().to_string(),
+        server.key.display().to_string(),
+        ca_file.display().to_string(),
+    );
+    let ironic = RealIronic::start_with(&[
+        "--keystone",
+        &keystone.url,
+        "--tls",
+        &cert,
+        &key,
+        "--cafile",
+        &ca_path,
+    ]);
+    assert!(ironic.url.starts_with("https://"), "{}", ironic.url);
+    let enrolled = ironic.enroll(3);
+    keystone.catalog(&["--baremetal", &ironic.url]);
+
+    let client =
+        ringmaster::tls::client::ClientTls::load(ringmaster::tls::client::ClientTlsSettings {
+            cafile: Some(ca_file.clone()),
+            ..Default::default()
+        })
+        .unwrap()
+        .http_client(Duration::from_secs(30))
+        .unwrap();
+    let anonymous = client
+        .get(format!("{}/v1/nodes", ironic.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        anonymous.status(),
+        401,
+        "Ironic takes no request without a token"
+    );
+
+    let password = dir.path.join("keystone-password");
+    std::fs::write(&password, "placement-secret\n").unwrap();
+    let password = password.display().to_string();
+    let db = TestDb::new();
+    let mut flags = vec![
+        "--auth-strategy",
+        "keystone",
+        "--keystone-url",
+        &keystone.url,
+        "--keystone-cafile",
+        &ca_path,
+        "--keystone-password-file",
+        &password,
+        "--ironic-cafile",
+        &ca_path,
+        "--ironic-poll-interval",
+        "100ms",
+        "--hosts",
+        "cmp-1,cmp-2",
+    ];
+    flags.extend(FAST);
+    let (mut serve, address) = start_serve(&db.url(), &flags, "info");
+    serve.wait_for_stderr(
+        "ironic found in Keystone's catalog at https://",
+        Duration::from_secs(10),
+    );
+    let base = format!("http://{address}");
+    let admin = keystone.login("admin", "admin-secret", "admin").await;
+    let api = crate::helpers::json_client();
+    let get = |path: &str| {
+        api.get(format!("{base}{path}"))
+            .header("x-auth-token", &admin)
+            .send()
+    };
+
+    eventually_async(Duration::from_secs(60), "Ironic's 3 nodes claimed", || {
+        let request = get("/api/v1/nodes");
+        async move {
+            let nodes: Value = request.await.ok()?.json().await.ok()?;
+            let nodes = nodes.as_array()?;
+            (nodes.len() == 3
+                && nodes
+                    .iter()
+                    .all(|node| node["host"].is_string() && node["source"] == "ironic"))
+            .then_some(())
+        }
+    })
+    .await;
+
+    let created: Value = api
+        .post(format!("{base}/api/v1/instances"))
+        .header("x-auth-token", &admin)
+        .json(&json!({"name": "vm-1", "resource_class": "baremetal"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let instance = created["uuid"].as_str().unwrap().to_owned();
+    let node: uuid::Uuid = created["node"].as_str().unwrap().parse().unwrap();
+    assert!(enrolled.contains(&node), "{created}");
+    eventually_async(Duration::from_secs(60), "the instance active", || {
+        let request = get(&format!("/api/v1/instances/{instance}"));
+        async move {
+            let shown: Value = request.await.ok()?.json().await.ok()?;
+            (shown["vm_state"] == "active").then_some(())
+        }
+    })
+    .await;
+    // A project-scoped admin sees only its project's nodes in Ironic 39: read as the service
+    // user, whose service role in project service sees every node.
+    let service = keystone
+        .login("placement", "placement-secret", "service")
+        .await;
+    let node_url = format!("{}/v1/nodes/{node}", ironic.url);
+    let ironic_node = || {
+        let request = client
+            .get(&node_url)
+            .header("x-auth-token", &service)
+            .header("X-OpenStack-Ironic-API-Version", "1.82")
+            .send();
+        async move { request.await.ok()?.json::<Value>().await.ok() }
+    };
+    let deployed = ironic_node().await.unwrap();
+    assert_eq!(deployed["provision_state"], "active", "{deployed}");
+    assert_eq!(deployed["instance_uuid"], instance.as_str());
+
+    let deleted = api
+        .delete(format!("{base}/api/v1/instances/{instance}"))
+        .header("x-auth-token", &admin)
+        .send()
+        .await
+        .unwrap();
+    assert!(deleted.status().is_success(), "{}", deleted.status());
+    eventually_async(Duration::from_secs(60), "the node torn down", || {
+        let read = ironic_node();
+        async move {
+            let node = read.await?;
+            (node["provision_state"] == "available" && node["instance_uuid"].is_null())
+                .then_some(())
+        }
+    })
+    .await;
+    serve.interrupt();
+    serve.wait_exit(Duration::from_secs(30));
+
+    // Every API request Ironic logged names its user: none came without a token (but the
+    // root version document, which Ironic serves without reading tokens, and this test's own
+    // anonymous request).
+    let lines = ironic.api_log_lines(" 127.0.0.1 - ");
+    assert!(lines.len() >= 5, "{lines:#?}");
+    let anonymous: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.contains("[None req-") && line.contains(" - - - - - -]"))
+        .filter(|line| !line.contains("GET /v1/nodes -") && !line.contains("GET / -"))
+        .collect();
+    assert!(
+        anonymous.is_empty(),
+        "requests without a token: {anonymous:#?}"
+    );
+    let deploys: Vec<&String> = lines
+        .iter()
+        .filter(|line| line.contains(&node.to_string()) && line.contains("PUT"))
+        .collect();
+    assert!(!deploys.is_empty(), "the deploy went to Ironic: {lines:#?}");
+}

@@ -79,6 +79,33 @@ pub fn compare(
     Ok(MirrorChanges { upserts, removals })
 }
 
+/// The most nodes one listing may take for gone at once: 10 % of those known (rounded up),
+/// at most 50, at least 1. Beyond, the listing may be partial (a project-scoped token sees only
+/// its project's nodes, with a 200; a restored database; a lost page).
+pub fn vanish_limit(known: usize) -> usize {
+    known.div_ceil(10).clamp(1, 50)
+}
+
+/// Holds back removals beyond `vanish_limit` until the next listing lacks the same nodes:
+/// takes them out of `changes` and returns them (sorted) to be compared with the next listing;
+/// returns nothing when within the limit or when `held_before` (the previous listing's) agrees.
+pub fn hold_mass_removals(
+    known: usize,
+    changes: &mut MirrorChanges,
+    held_before: &[Uuid],
+) -> Vec<Uuid> {
+    if changes.removals.len() <= vanish_limit(known) {
+        return Vec::new();
+    }
+    let mut vanished = changes.removals.clone();
+    vanished.sort_unstable();
+    if vanished == held_before {
+        return Vec::new();
+    }
+    changes.removals.clear();
+    vanished
+}
+
 /// Normalizes a node's traits: sorted, without duplicates.
 pub fn normalize_traits(mut traits: Vec<String>) -> Vec<String> {
     traits.sort_unstable();
@@ -89,6 +116,33 @@ pub fn normalize_traits(mut traits: Vec<String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_that_loses_many_nodes_is_believed_only_when_the_next_agrees() {
+        assert_eq!(vanish_limit(5), 1);
+        assert_eq!(vanish_limit(100), 10);
+        assert_eq!(vanish_limit(100_000), 50);
+        let gone: Vec<Uuid> = (1..=20).map(Uuid::from_u128).collect();
+        let mut changes = MirrorChanges {
+            upserts: Vec::new(),
+            removals: gone.clone(),
+        };
+        let held = hold_mass_removals(100, &mut changes, &[]);
+        assert_eq!(held, gone, "20 of 100 is beyond 10: held");
+        assert!(changes.removals.is_empty(), "nothing removed yet");
+        let mut again = MirrorChanges {
+            upserts: Vec::new(),
+            removals: gone.iter().rev().copied().collect(),
+        };
+        assert!(hold_mass_removals(100, &mut again, &held).is_empty());
+        assert_eq!(again.removals.len(), 20, "two listings agree: removed");
+        let mut few = MirrorChanges {
+            upserts: Vec::new(),
+            removals: gone[..5].to_vec(),
+        };
+        assert!(hold_mass_removals(100, &mut few, &[]).is_empty());
+        assert_eq!(few.removals.len(), 5, "within the limit: removed at once");
+    }
 
     fn node(n: u128, state: &str) -> ListedNode {
         ListedNode {

@@ -76,6 +76,8 @@ pub struct IronicDriver {
     /// Serializes listings run on demand (no loop: tests driven by messages).
     on_demand: tokio::sync::Mutex<()>,
     requests: AtomicU64,
+    /// The nodes the last listing lacked beyond the vanish limit, held until the next agrees.
+    held_removals: Mutex<Vec<Uuid>>,
 }
 
 impl IronicDriver {
@@ -96,6 +98,7 @@ impl IronicDriver {
             looping: std::sync::atomic::AtomicBool::new(false),
             on_demand: tokio::sync::Mutex::new(()),
             requests: AtomicU64::new(0),
+            held_removals: Mutex::new(Vec::new()),
         }
     }
 
@@ -213,24 +216,44 @@ impl IronicDriver {
             );
         }
         let clock = self.clock.clone();
-        let changed = db::run(&self.pool, move |conn| {
+        let held_before = self
+            .held_removals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let (changed, held) = db::run(&self.pool, move |conn| {
             let current = db::ironic_mirror::mirrored_nodes(conn)?;
-            let changes = match mirror::compare(&current, listed) {
+            let mut changes = match mirror::compare(&current, listed) {
                 Ok(changes) => changes,
                 Err(refused) => return Ok(Err(refused.to_string())),
             };
+            let held = mirror::hold_mass_removals(current.len(), &mut changes, &held_before);
+            if !held.is_empty() {
+                log::warn!(
+                    "ironic's listing lacks {} of the {} nodes ringmaster knows (more than {} at \
+                     once): none is taken for gone unless the next listing lacks the same; a \
+                     project-scoped token sees only its project's nodes",
+                    held.len(),
+                    current.len(),
+                    mirror::vanish_limit(current.len())
+                );
+            }
             if changes.is_empty() {
-                return Ok(Ok(Vec::new()));
+                return Ok(Ok((Vec::new(), held)));
             }
             let mut changed: Vec<Uuid> = changes.upserts.iter().map(|node| node.uuid).collect();
             changed.extend(&changes.removals);
             db::in_transaction(conn, |conn| {
                 db::ironic_mirror::apply(conn, &changes, clock.now(), Some(listed_at))
             })?;
-            Ok(Ok(changed))
+            Ok(Ok((changed, held)))
         })
         .await
         .map_err(|error| error.to_string())??;
+        *self
+            .held_removals
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = held;
         Ok((total, requests, changed))
     }
 

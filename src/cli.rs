@@ -217,21 +217,6 @@ fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError
     Ok(secret)
 }
 
-/// Refuses a service URL that is not `http://host…` or `https://host…`, in one wording for
-/// every flag that takes one.
-fn check_service_url(flag: &str, url: &str) -> Result<(), ConfigError> {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    let host = rest.and_then(|rest| rest.split(['/', '?', '#']).next());
-    match host {
-        Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => Ok(()),
-        _ => Err(ConfigError::Invalid(format!(
-            "{flag} {url:?} is not an http:// or https:// URL with a host"
-        ))),
-    }
-}
-
 /// Parses a duration written as 2s, 500ms, 1m or 1h 30m.
 pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text)

@@ -85,3 +85,18 @@ fn bind_is_loopback(bind: &str) -> bool {
         .map(|mut addresses| addresses.all(|address| address.ip().is_loopback()))
         .unwrap_or(false)
 }
+
+/// Refuses a service URL that is not `http://host…` or `https://host…`, in one wording for
+/// every flag that takes one.
+pub(super) fn check_service_url(flag: &str, url: &str) -> Result<(), ConfigError> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let host = rest.and_then(|rest| rest.split(['/', '?', '#']).next());
+    match host {
+        Some(host) if !host.is_empty() && !host.contains(char::is_whitespace) => Ok(()),
+        _ => Err(ConfigError::Invalid(format!(
+            "{flag} {url:?} is not an http:// or https:// URL with a host"
+        ))),
+    }
+}

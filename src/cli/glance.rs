@@ -24,7 +24,7 @@ impl GlanceArgs {
     /// The image settings; `real_ironic` says whether --ironic-url is given.
     pub fn settings(&self, real_ironic: bool) -> Result<ImageSettings, ConfigError> {
         if let Some(url) = &self.glance_url {
-            super::check_service_url("--glance-url", url)?;
+            super::access::check_service_url("--glance-url", url)?;
         }
         if self.ironic_glance_project.is_some() && !real_ironic {
             return Err(ConfigError::Invalid(

@@ -130,7 +130,7 @@ impl IronicArgs {
             return Ok(None);
         }
         if let Some(url) = &self.ironic_url {
-            super::check_service_url("--ironic-url", url)?;
+            super::access::check_service_url("--ironic-url", url)?;
         }
         let auth = match (&self.ironic_user, &self.ironic_password_file, keystone) {
             (Some(user), Some(file), _) => IronicAuth::Basic {

@@ -92,7 +92,7 @@ impl KeystoneArgs {
         let url = self.keystone_url.clone().ok_or_else(|| {
             ConfigError::Invalid("--auth-strategy keystone needs --keystone-url".to_owned())
         })?;
-        super::check_service_url("--keystone-url", &url)?;
+        super::access::check_service_url("--keystone-url", &url)?;
         if self.keystone_insecure {
             log::warn!(
                 "--keystone-insecure: Keystone's https certificate is not checked; anyone on \

@@ -343,55 +343,60 @@ pub async fn stream_events(
         ended: false,
         _ticket: ticket,
     };
-    let events = stream::unfold(cursor, |mut cursor| async move {
-        if cursor.first {
-            cursor.first = false;
-            return Some((
-                Ok::<_, actix_web::Error>(Bytes::from_static(b"retry: 2000\n\n")),
-                cursor,
-            ));
-        }
-        if cursor.ended {
-            return None;
-        }
-        let received = loop {
-            if let Some((recheck, state)) = &cursor.recheck
-                && cursor.last_check.elapsed() >= RECHECK
-            {
-                cursor.last_check = Instant::now();
-                if !recheck.still_allowed(state).await {
-                    cursor.ended = true;
-                    let ended = Event::local("session-ended", serde_json::json!({}));
-                    return Some((Ok(ended.to_sse()), cursor));
-                }
-            }
-            let keepalive = KEEPALIVE.saturating_sub(cursor.last_sent.elapsed());
-            let wait = match cursor.recheck {
-                Some(_) => keepalive.min(RECHECK.saturating_sub(cursor.last_check.elapsed())),
-                None => keepalive,
-            };
-            let received = actix_rt::time::timeout(wait, cursor.receiver.recv()).await;
-            if received.is_ok() || cursor.last_sent.elapsed() >= KEEPALIVE {
-                break received;
-            }
-        };
-        cursor.last_sent = Instant::now();
-        let bytes = match received {
-            Ok(Ok(event)) => event.to_sse(),
-            Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
-                Event::local("resync", serde_json::json!({ "missed": missed })).to_sse()
-            }
-            Ok(Err(broadcast::error::RecvError::Closed)) => return None,
-            Err(_) => Bytes::from_static(b": keepalive\n\n"),
-        };
-        Some((Ok(bytes), cursor))
-    });
+    let events = stream::unfold(cursor, next_chunk);
     Ok(HttpResponse::Ok()
         .insert_header(("content-type", "text/event-stream"))
         .insert_header(("cache-control", "no-cache"))
         // Never compressed: a compressor would hold events back until its buffer fills.
         .insert_header(actix_web::http::header::ContentEncoding::Identity)
         .streaming(events))
+}
+
+/// The stream's next piece: the retry hint first, then each event (or a resync), a keepalive
+/// after a quiet `KEEPALIVE`, `session-ended` once its session or token no longer stands; `None`
+/// ends the stream.
+async fn next_chunk(mut cursor: Cursor) -> Option<(Result<Bytes, actix_web::Error>, Cursor)> {
+    if cursor.first {
+        cursor.first = false;
+        return Some((
+            Ok::<_, actix_web::Error>(Bytes::from_static(b"retry: 2000\n\n")),
+            cursor,
+        ));
+    }
+    if cursor.ended {
+        return None;
+    }
+    let received = loop {
+        if let Some((recheck, state)) = &cursor.recheck
+            && cursor.last_check.elapsed() >= RECHECK
+        {
+            cursor.last_check = Instant::now();
+            if !recheck.still_allowed(state).await {
+                cursor.ended = true;
+                let ended = Event::local("session-ended", serde_json::json!({}));
+                return Some((Ok(ended.to_sse()), cursor));
+            }
+        }
+        let keepalive = KEEPALIVE.saturating_sub(cursor.last_sent.elapsed());
+        let wait = match cursor.recheck {
+            Some(_) => keepalive.min(RECHECK.saturating_sub(cursor.last_check.elapsed())),
+            None => keepalive,
+        };
+        let received = actix_rt::time::timeout(wait, cursor.receiver.recv()).await;
+        if received.is_ok() || cursor.last_sent.elapsed() >= KEEPALIVE {
+            break received;
+        }
+    };
+    cursor.last_sent = Instant::now();
+    let bytes = match received {
+        Ok(Ok(event)) => event.to_sse(),
+        Ok(Err(broadcast::error::RecvError::Lagged(missed))) => {
+            Event::local("resync", serde_json::json!({ "missed": missed })).to_sse()
+        }
+        Ok(Err(broadcast::error::RecvError::Closed)) => return None,
+        Err(_) => Bytes::from_static(b": keepalive\n\n"),
+    };
+    Some((Ok(bytes), cursor))
 }
 
 #[cfg(test)]

@@ -211,49 +211,7 @@ pub async fn create_session(
 ) -> Result<HttpResponse, ApiError> {
     let login = login.into_inner();
     let session = match (&state.keystone, &admin_token.0) {
-        (Some(keystone), _) => {
-            let token = match (&login.token, &login.user, &login.password) {
-                (Some(token), None, None) => token.clone(),
-                (None, Some(user), Some(password)) => {
-                    let domain = login.domain.as_deref().unwrap_or("Default");
-                    let project = login
-                        .project
-                        .as_deref()
-                        .unwrap_or(&state.access.admin_project);
-                    let credentials = Credentials {
-                        user,
-                        password,
-                        user_domain: domain,
-                        project,
-                        project_domain: domain,
-                    };
-                    keystone
-                        .login(&credentials)
-                        .await
-                        .map_err(keystone_refusal)?
-                        .0
-                }
-                _ => {
-                    return Err(ApiError::BadRequest(
-                        "log in with a Keystone token, or with user, password, project and \
-                         domain"
-                            .to_owned(),
-                    ));
-                }
-            };
-            let identity = keystone.validate(&token).await.map_err(keystone_refusal)?;
-            let project = &state.access.admin_project;
-            admin_role_allows(&identity, project, true)?;
-            Session {
-                can_write: admin_role_allows(&identity, project, false).is_ok(),
-                credential: Credential::Keystone(token),
-                csrf: uuid::Uuid::new_v4().simple().to_string(),
-                user: identity.user_name.clone(),
-                roles: identity.roles.clone(),
-                // Keystone says when the token ends: each request checks it (cached).
-                until: Instant::now() + ADMIN_TOKEN_SESSION,
-            }
-        }
+        (Some(keystone), _) => keystone_session(&state, keystone, &login).await?,
         (None, Some(expected)) => {
             let given = login.token.as_deref().ok_or_else(|| {
                 ApiError::BadRequest("log in with the admin token: {\"token\": …}".to_owned())
@@ -296,6 +254,56 @@ pub async fn create_session(
         .cookie(cookie(COOKIE, id, true, secure))
         .cookie(cookie(CSRF_COOKIE, csrf, false, secure))
         .json(body))
+}
+
+/// A session for a Keystone token, or for the token Keystone gives `login`'s credentials;
+/// only for a caller who may read the admin API.
+async fn keystone_session(
+    state: &AppState,
+    keystone: &crate::keystone::Keystone,
+    login: &Login,
+) -> Result<Session, ApiError> {
+    let token = match (&login.token, &login.user, &login.password) {
+        (Some(token), None, None) => token.clone(),
+        (None, Some(user), Some(password)) => {
+            let domain = login.domain.as_deref().unwrap_or("Default");
+            let project = login
+                .project
+                .as_deref()
+                .unwrap_or(&state.access.admin_project);
+            let credentials = Credentials {
+                user,
+                password,
+                user_domain: domain,
+                project,
+                project_domain: domain,
+            };
+            keystone
+                .login(&credentials)
+                .await
+                .map_err(keystone_refusal)?
+                .0
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "log in with a Keystone token, or with user, password, project and \
+                 domain"
+                    .to_owned(),
+            ));
+        }
+    };
+    let identity = keystone.validate(&token).await.map_err(keystone_refusal)?;
+    let project = &state.access.admin_project;
+    admin_role_allows(&identity, project, true)?;
+    Ok(Session {
+        can_write: admin_role_allows(&identity, project, false).is_ok(),
+        credential: Credential::Keystone(token),
+        csrf: uuid::Uuid::new_v4().simple().to_string(),
+        user: identity.user_name.clone(),
+        roles: identity.roles.clone(),
+        // Keystone says when the token ends: each request checks it (cached).
+        until: Instant::now() + ADMIN_TOKEN_SESSION,
+    })
 }
 
 /// `DELETE /api/v1/session`: logs out; the session's streams end.

@@ -78,7 +78,7 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
         "cmp-1,cmp-2",
     ];
     flags.extend(FAST);
-    let (mut serve, address) = start_serve(&db.url(), &flags, "info");
+    let (mut serve, address) = start_serve(db.url(), &flags, "info");
     serve.wait_for_stderr(
         "ironic found in Keystone's catalog at https://",
         Duration::from_secs(10),

@@ -219,8 +219,7 @@ impl IronicDriver {
         let held_before = self
             .held_removals
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+            .map_or_else(|held| held.into_inner().clone(), |held| held.clone());
         let (changed, held) = db::run(&self.pool, move |conn| {
             let current = db::ironic_mirror::mirrored_nodes(conn)?;
             let mut changes = match mirror::compare(&current, listed) {

@@ -96,7 +96,12 @@ fn flags_come_from_ringmaster_environment_variables() {
         401,
         "the token came from the environment"
     );
-    assert_eq!(http(&address, "GET", "/api/v1/hosts").0, 200);
+    assert_eq!(
+        http(&address, "GET", "/api/v1/hosts").0,
+        401,
+        "reads need the token too (issue 27)"
+    );
+    assert_eq!(http(&address, "GET", "/healthz").0, 200);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! (`auth_strategy = keystone`, a test CA's certificates): `serve --auth-strategy keystone`
 //! without `--ironic-url` finds Ironic in Keystone's catalog, claims its nodes, boots and deletes
 //! an instance; every request it made to Ironic carried a token (Ironic's log names the user
-//! of each), and Ironic refuses a request without one.
+//! of each), and Ironic refuses a request without one. A token Ironic refuses is renewed once.
 
 use std::time::Duration;
 
@@ -183,4 +183,70 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
         .filter(|line| line.contains(&node.to_string()) && line.contains("PUT"))
         .collect();
     assert!(!deploys.is_empty(), "the deploy went to Ironic: {lines:#?}");
+    a_refused_token_is_renewed_once_then_fails_clearly(&keystone).await;
+}
+
+/// A token Ironic refuses is renewed once (a new login), then the request fails naming it; no
+/// node is touched. The stand-in Ironic refuses every token and counts them.
+async fn a_refused_token_is_renewed_once_then_fails_clearly(keystone: &RealKeystone) {
+    use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+    use ringmaster::ironic_api::{IronicApi, IronicAuth, NodeSelection};
+    let seen: std::sync::Arc<std::sync::Mutex<Vec<String>>> = Default::default();
+    let tokens = seen.clone();
+    let server = HttpServer::new(move || {
+        let tokens = tokens.clone();
+        App::new()
+            .route(
+                "/",
+                web::get().to(|| async {
+                    HttpResponse::Ok().json(json!({"default_version": {
+                        "id": "v1", "version": "1.82", "min_version": "1.1"}}))
+                }),
+            )
+            .default_service(web::to(move |request: HttpRequest| {
+                let tokens = tokens.clone();
+                async move {
+                    let token = request
+                        .headers()
+                        .get("x-auth-token")
+                        .and_then(|value| value.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    tokens.lock().unwrap().push(token);
+                    HttpResponse::Unauthorized()
+                        .body("The request you have made requires authentication.")
+                }
+            }))
+    })
+    .workers(1)
+    .disable_signals()
+    .bind("127.0.0.1:0")
+    .unwrap();
+    let url = format!("http://{}", server.addrs()[0]);
+    let running = server.run();
+    let handle = running.handle();
+    actix_rt::spawn(running);
+
+    let settings = keystone.settings(Duration::from_secs(30));
+    let auth = IronicAuth::Keystone(std::sync::Arc::new(
+        ringmaster::keystone::Keystone::new(settings).unwrap(),
+    ));
+    let api = IronicApi::connect(&url, auth, &ringmaster::tls::client::ClientTls::system())
+        .await
+        .unwrap();
+    let error = api
+        .list_nodes(&NodeSelection::default())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("401"), "{error}");
+    assert!(error.contains("renewed once"), "{error}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2, "one request, one retry: {seen:?}");
+    assert!(
+        seen.iter().all(|token| !token.is_empty()),
+        "every request has a token"
+    );
+    assert_ne!(seen[0], seen[1], "the retry carries a new token");
+    handle.stop(false).await;
 }

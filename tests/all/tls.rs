@@ -359,5 +359,28 @@ async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
         Some(200),
         "insecure checks nothing"
     );
+
+    // SIGHUP's reload: a CA file replaced is trusted by the same client from then on.
+    let rotating = dir.path.join("rotating-ca.pem");
+    TestCa::new("old CA").write_ca(&dir.path, "rotating-ca.pem");
+    let tls = ClientTls::load(ClientTlsSettings {
+        cafile: Some(rotating.clone()),
+        client_cert: Some((client.cert.clone(), client.key.clone())),
+        ..ClientTlsSettings::default()
+    })
+    .unwrap();
+    let http = tls.http_client(Duration::from_secs(10)).unwrap();
+    assert!(
+        http.get(&url).send().await.is_err(),
+        "the old CA does not know the server"
+    );
+    std::fs::copy(&ca_file, &rotating).unwrap();
+    tls.reload().unwrap();
+    let answer = http
+        .get(&url)
+        .send()
+        .await
+        .expect("the reloaded CA file is trusted");
+    assert_eq!(answer.status(), 200);
     handle.stop(false).await;
 }

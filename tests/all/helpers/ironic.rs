@@ -35,6 +35,9 @@ impl RealIronic {
                 .args(["start", "--port", TEST_PORT])
                 .args(extra),
         );
+        if code != Some(0) {
+            let _ = run_to_end(script(&state).arg("stop"));
+        }
         assert_eq!(code, Some(0), "scripts/ironic start: {stderr}");
         RealIronic {
             url: stdout.trim().to_owned(),

@@ -46,6 +46,10 @@ impl RealKeystone {
             command.arg("--tls").arg(cert).arg(key);
         }
         let (code, stdout, stderr) = run_to_end(&mut command);
+        if code != Some(0) {
+            // Nothing may keep the port: the next test's Keystone would not start.
+            let _ = run_to_end(script(&state, cafile.as_deref()).arg("stop"));
+        }
         assert_eq!(code, Some(0), "scripts/keystone start: {stderr}");
         RealKeystone {
             url: stdout.trim().to_owned(),
@@ -65,7 +69,13 @@ impl RealKeystone {
             user_domain: "Default".to_owned(),
             project_domain: "Default".to_owned(),
             cache_lifetime: cache,
-            tls: ringmaster::tls::client::ClientTls::system(),
+            tls: ringmaster::tls::client::ClientTls::load(
+                ringmaster::tls::client::ClientTlsSettings {
+                    cafile: self.cafile.clone(),
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
             region: None,
         }
     }

@@ -384,3 +384,27 @@ async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
     assert_eq!(answer.status(), 200);
     handle.stop(false).await;
 }
+
+/// A non-loopback bind without TLS is warned about, once.
+#[test]
+fn a_non_loopback_bind_without_tls_warns_once() {
+    let db = TestDb::new();
+    let dir = TempDir::new("tls-warn");
+    let token = dir.path.join("admin-token");
+    std::fs::write(&token, "warn-test-token\n").unwrap();
+    let mut command = ringmaster();
+    command
+        .args(["serve", "--bind", "0.0.0.0:0", "--admin-token-file"])
+        .arg(&token)
+        .env("DATABASE_URL", db.url())
+        .env("RUST_LOG", "warn");
+    let mut serve = Running::spawn(command);
+    serve.wait_for_stdout("listening on http://", Duration::from_secs(60));
+    serve.interrupt();
+    let (_, stderr) = serve.wait_exit(Duration::from_secs(30));
+    let warnings = stderr
+        .iter()
+        .filter(|line| line.contains("without TLS: tokens and passwords cross the network"))
+        .count();
+    assert_eq!(warnings, 1, "{stderr:#?}");
+}

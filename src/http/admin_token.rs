@@ -58,7 +58,7 @@ fn area(path: &str) -> Area {
 /// Refuses a request that lacks the credentials its path needs.
 pub async fn require_admin_token(
     request: ServiceRequest,
-    next: Next<impl MessageBody>,
+    next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let is_read = matches!(
         *request.method(),
@@ -118,8 +118,14 @@ pub async fn require_admin_token(
         }
     };
     match verdict {
-        Ok(()) => next.call(request).await,
-        Err(refused) => Err(refused.into()),
+        Ok(()) => next
+            .call(request)
+            .await
+            .map(ServiceResponse::map_into_left_body),
+        // An answer, not an error: the middlewares around it (HSTS) see it.
+        Err(refused) => Ok(request
+            .into_response(actix_web::ResponseError::error_response(&refused))
+            .map_into_right_body()),
     }
 }
 

@@ -240,6 +240,7 @@ async fn forwarded_https_counts_only_from_trusted_proxies() {
             if trusted {
                 config.access.trusted_proxies = vec!["127.0.0.0/8".parse().unwrap()];
             }
+            config.admin_token = ringmaster::config::AdminToken::new("hsts-token");
         })
         .await;
         let response = app
@@ -269,6 +270,19 @@ async fn forwarded_https_counts_only_from_trusted_proxies() {
             forwarded
                 .headers()
                 .contains_key("strict-transport-security"),
+            trusted
+        );
+        // A refusal (the admin token's 401) carries it too.
+        let refused = app
+            .client
+            .get(app.url("/api/v1/hosts"))
+            .header("X-Forwarded-Proto", "https")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 401);
+        assert_eq!(
+            refused.headers().contains_key("strict-transport-security"),
             trusted
         );
     }

@@ -227,18 +227,7 @@ impl IronicApi {
         };
         // Behind Keystone, even the version document goes with the token (it is public in
         // Ironic; a proxy in front may not be).
-        let mut root = client.get(format!("{base}/"));
-        if let IronicAuth::Keystone(keystone) = &auth {
-            let token =
-                keystone
-                    .own_token(false)
-                    .await
-                    .map_err(|error| IronicError::Unreachable {
-                        url: base.clone(),
-                        reason: format!("no Keystone token for Ironic: {error}"),
-                    })?;
-            root = root.header("X-Auth-Token", token);
-        }
+        let root = with_token(&auth, &base, client.get(format!("{base}/")), false).await?;
         let root: Root = root
             .send()
             .await
@@ -309,17 +298,7 @@ impl IronicApi {
         request: reqwest::RequestBuilder,
         renew: bool,
     ) -> Result<reqwest::RequestBuilder, IronicError> {
-        let IronicAuth::Keystone(keystone) = &self.auth else {
-            return Ok(request);
-        };
-        let token = keystone
-            .own_token(renew)
-            .await
-            .map_err(|error| IronicError::Unreachable {
-                url: self.base.clone(),
-                reason: format!("no Keystone token for Ironic: {error}"),
-            })?;
-        Ok(request.header("X-Auth-Token", token))
+        with_token(&self.auth, &self.base, request, renew).await
     }
 
     /// The fields a listing reads: with `network_data` from API 1.66 (an older Ironic refuses
@@ -540,6 +519,27 @@ impl IronicApi {
                 reason: error.to_string(),
             })
     }
+}
+
+/// `request` with ringmaster's Keystone token when `auth` is Keystone's (`renew`: the one held
+/// was refused); a Keystone that cannot give one is an outage of Ironic at `base`.
+async fn with_token(
+    auth: &IronicAuth,
+    base: &str,
+    request: reqwest::RequestBuilder,
+    renew: bool,
+) -> Result<reqwest::RequestBuilder, IronicError> {
+    let IronicAuth::Keystone(keystone) = auth else {
+        return Ok(request);
+    };
+    let token = keystone
+        .own_token(renew)
+        .await
+        .map_err(|error| IronicError::Unreachable {
+            url: base.to_owned(),
+            reason: format!("no Keystone token for Ironic: {error}"),
+        })?;
+    Ok(request.header("X-Auth-Token", token))
 }
 
 /// Ironic's error text: the `faultstring` inside its `error_message` envelope when there is

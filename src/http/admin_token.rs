@@ -273,7 +273,12 @@ pub fn ask_for_keystone<B>(response: &mut ServiceResponse<B>, keystone: &Keyston
 }
 
 fn presented_tokens(request: &ServiceRequest) -> impl Iterator<Item = &str> {
-    let headers = request.headers();
+    tokens_in(request.headers())
+}
+
+/// The tokens a request presents, in the order they count: `Authorization: Bearer`, then
+/// `X-Auth-Token`.
+pub fn tokens_in(headers: &actix_web::http::header::HeaderMap) -> impl Iterator<Item = &str> {
     let bearer = headers
         .get("authorization")
         .and_then(|value| value.to_str().ok())

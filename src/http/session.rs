@@ -358,12 +358,10 @@ impl Recheck {
     /// What to check again for the stream `request` opens (nothing for the admin token sent
     /// as a header, or an open server).
     pub fn of(request: &HttpRequest, state: &AppState) -> Option<Recheck> {
-        let header_token = request
-            .headers()
-            .get("x-auth-token")
-            .or_else(|| request.headers().get("authorization"))
-            .and_then(|value| value.to_str().ok())
-            .map(|value| value.strip_prefix("Bearer ").unwrap_or(value).to_owned());
+        // The token the access check took: the same one is checked again.
+        let header_token = super::admin_token::tokens_in(request.headers())
+            .next()
+            .map(str::to_owned);
         match header_token {
             Some(token) if state.keystone.is_some() => Some(Recheck::Token(token)),
             Some(_) => None,

@@ -49,6 +49,15 @@ pub struct Actors {
 }
 
 impl Actors {
+    /// How this process judges hosts now: its liveness settings, and the database outage its
+    /// rebalancer noted credited (invariant 15).
+    pub fn judge(&self) -> crate::domain::rebalance::HostJudge {
+        crate::domain::rebalance::HostJudge {
+            liveness: self.settings.host.liveness,
+            outage: self.ring.outage(),
+        }
+    }
+
     /// Takes (`locked`) or releases a node's conductor lock in Ironic, then has the node's
     /// owner, when it runs in this process, report it at once: an unlocked node is
     /// schedulable now, not at the owner's next tracker pass.
@@ -148,6 +157,7 @@ pub fn spawn_all(
         pool,
         clock.clone(),
         settings.host.liveness,
+        ring.clone(),
         hosts.clone(),
         settings.host.instance_build_timeout,
     )

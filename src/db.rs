@@ -24,6 +24,7 @@ pub mod node_views;
 pub mod notify;
 pub mod pci;
 pub mod placement;
+pub mod pool;
 pub mod presence;
 pub mod processes;
 pub mod schema;
@@ -37,51 +38,20 @@ pub mod url;
 use std::time::Duration;
 
 use diesel::pg::PgConnection;
-use diesel::r2d2::ConnectionManager;
 use diesel::{Connection as _, RunQueryDsl};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 pub use error::DbError;
+pub use pool::{
+    IDLE_IN_TRANSACTION_TIMEOUT, Pool, PoolFigures, PooledConnection, build_pool, connect,
+    pool_figures,
+};
 
 /// The migrations of `migrations/`, compiled into the binary.
 pub const MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations");
 
 /// Advisory-lock key that serializes migration runs across processes.
 const MIGRATION_LOCK_KEY: i64 = 0x7269_6e67_6d69_6772; // "ringmigr"
-
-/// A pool of PostgreSQL connections.
-pub type Pool = diesel::r2d2::Pool<ConnectionManager<PgConnection>>;
-
-/// A connection checked out of the pool.
-pub type PooledConnection = diesel::r2d2::PooledConnection<ConnectionManager<PgConnection>>;
-
-/// Opens one connection, giving libpq's own reason on failure.
-pub fn connect(url: &str) -> Result<PgConnection, DbError> {
-    PgConnection::establish(url).map_err(DbError::from)
-}
-
-/// How long a pooled session may sit idle inside a transaction before the server ends it: a
-/// process frozen mid-transaction (SIGSTOP, a long pause) releases its row locks — the
-/// leadership lease's among them — within this time. Our transactions never wait on anything
-/// but the database between statements.
-pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// Builds a pool of at most `max_size` connections, after one direct connection proves the
-/// URL works (so a bad URL is reported with libpq's reason, not as a pool timeout).
-pub fn build_pool(url: &str, max_size: u32) -> Result<Pool, DbError> {
-    connect(url)?;
-    diesel::r2d2::Pool::builder()
-        .max_size(max_size)
-        .min_idle(Some(0))
-        .connection_customizer(Box::new(SessionSettings))
-        // A `SELECT 1` before every use doubles the round trips of short requests; a broken
-        // connection is still noticed (and dropped) by the pool when its query fails.
-        .test_on_check_out(false)
-        .connection_timeout(Duration::from_secs(5))
-        .error_handler(Box::new(QuietErrorHandler))
-        .build(ConnectionManager::new(url))
-        .map_err(|error| DbError::Unavailable(error.to_string()))
-}
 
 /// Applies every pending migration under an advisory lock, so that processes starting at the
 /// same time migrate one after the other, then makes sure Placement's standard resource classes
@@ -331,24 +301,6 @@ pub fn ping_within(pool: &Pool, wait: Duration) -> Result<(), DbError> {
     ping(&mut conn)
 }
 
-/// A pool's connections, as the metrics show them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolFigures {
-    pub open: u32,
-    pub idle: u32,
-    pub max: u32,
-}
-
-/// The connections of `pool` now (no database round trip).
-pub fn pool_figures(pool: &Pool) -> PoolFigures {
-    let state = pool.state();
-    PoolFigures {
-        open: state.connections,
-        idle: state.idle_connections,
-        max: pool.max_size(),
-    }
-}
-
 /// Checks a connection out of `pool`, timing the wait for the metrics.
 pub fn checkout(pool: &Pool) -> Result<PooledConnection, DbError> {
     let started = std::time::Instant::now();
@@ -427,37 +379,6 @@ where
             Failed::Work(error) => error,
             Failed::Db(error) => E::from(DbError::from(error)),
         })
-}
-
-/// Sets what every pooled session runs with: a bound on idling inside a transaction, no JIT.
-#[derive(Debug)]
-struct SessionSettings;
-
-impl diesel::r2d2::CustomizeConnection<PgConnection, diesel::r2d2::Error> for SessionSettings {
-    fn on_acquire(&self, conn: &mut PgConnection) -> Result<(), diesel::r2d2::Error> {
-        // JIT compilation costs tens of milliseconds per statement and never pays off for
-        // short index-driven queries like ours (a tracker pass read of 5,000 nodes: 112 ms
-        // with it, 75 ms without).
-        diesel::connection::SimpleConnection::batch_execute(
-            conn,
-            &format!(
-                "SET idle_in_transaction_session_timeout = {}; SET jit = off",
-                IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
-            ),
-        )
-        .map_err(diesel::r2d2::Error::QueryError)
-    }
-}
-
-/// r2d2 logs every failed connection attempt at `error` level by default; the caller that
-/// gets the error reports it once, so the pool itself only logs at `debug`.
-#[derive(Debug)]
-struct QuietErrorHandler;
-
-impl diesel::r2d2::HandleError<diesel::r2d2::Error> for QuietErrorHandler {
-    fn handle_error(&self, error: diesel::r2d2::Error) {
-        log::debug!("database pool: {error}");
-    }
 }
 
 /// Makes `text` a LIKE pattern matching what starts with it (its `%`, `_` and `\\` taken

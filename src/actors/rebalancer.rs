@@ -239,7 +239,7 @@ impl Rebalancer {
                 (now - previous).num_milliseconds() as f64 / 1000.0
             );
             let window = settings.liveness.service_down_time;
-            self.outage = self.outage.gap(previous, now, window);
+            self.set_outage(self.outage.gap(previous, now, window));
         }
     }
 
@@ -257,7 +257,7 @@ impl Rebalancer {
                 "rebalancer reached the database only after a long wait; hosts are given a down time to heartbeat"
             );
             let window = self.settings.liveness.service_down_time;
-            self.outage = self.outage.gap(now, self.clock.now(), window);
+            self.set_outage(self.outage.gap(now, self.clock.now(), window));
         }
         let Some(lease) = decision.lease else {
             if let Some((lost, _)) = self.lease.take() {
@@ -316,9 +316,10 @@ impl Rebalancer {
                         "rebalancer cannot reach the database; hosts are not judged until it is back"
                     );
                 }
-                self.outage = self
-                    .outage
-                    .failed(now, self.settings.liveness.service_down_time);
+                self.set_outage(
+                    self.outage
+                        .failed(now, self.settings.liveness.service_down_time),
+                );
             }
             Err(RebalanceError::Db(DbError::LeadershipLost { epoch, .. })) => {
                 log::warn!(
@@ -334,7 +335,7 @@ impl Rebalancer {
                 if self.outage.is_going_on() {
                     log::info!("rebalancer reaches the database again");
                 }
-                self.outage = self.outage.recovered(self.clock.now());
+                self.set_outage(self.outage.recovered(self.clock.now()));
             }
         }
         result
@@ -483,9 +484,16 @@ struct Published {
     algorithm: &'static str,
     members: Vec<String>,
     lease: Option<(LeaseToken, DateTime<Utc>)>,
+    outage: Outage,
 }
 
 impl RingCell {
+    /// The database outage the rebalancer last noted: what everyone showing or using a host's
+    /// state credits, as the rebalancer does.
+    pub fn outage(&self) -> Outage {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).outage
+    }
+
     /// The ring at `now`: members and leadership only while the lease holds.
     pub fn view(&self, now: DateTime<Utc>) -> RingView {
         let published = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -519,7 +527,18 @@ impl Rebalancer {
             algorithm: self.settings.algorithm.name(),
             members: self.memory.members.clone(),
             lease: self.lease,
+            outage: self.outage,
         };
+    }
+
+    /// Notes `outage` and publishes it.
+    fn set_outage(&mut self, outage: Outage) {
+        self.outage = outage;
+        self.published
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .outage = outage;
     }
 }
 

@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::HostDirectory;
 use super::compute_host::{HostError, Spawn};
+use super::rebalancer::RingCell;
 use crate::db::instances::{FreeNode, NewInstance, NodeRequest};
 use crate::db::placement::allocations::{AllocationError, ConsumerAllocations};
 use crate::db::{self, DbError, Pool};
@@ -24,6 +25,7 @@ use crate::domain::error::ErrorKind;
 use crate::domain::host::{Host, HostState, Liveness};
 use crate::domain::instance::Instance;
 use crate::domain::node::custom_resource_class;
+use crate::domain::rebalance::HostJudge;
 
 /// Placement's consumer type of the allocations of instances (1.38), as Nova writes it.
 const INSTANCE_CONSUMER_TYPE: &str = "INSTANCE";
@@ -80,6 +82,8 @@ pub struct Scheduler {
     pool: Pool,
     clock: SharedClock,
     liveness: Liveness,
+    /// Where the rebalancer publishes the database outage it noted.
+    ring: RingCell,
     hosts: HostDirectory,
     /// How long a boot handed to another process is waited for.
     build_wait: std::time::Duration,
@@ -93,6 +97,7 @@ impl Scheduler {
         pool: Pool,
         clock: SharedClock,
         liveness: Liveness,
+        ring: RingCell,
         hosts: HostDirectory,
         build_timeout: std::time::Duration,
     ) -> Scheduler {
@@ -100,6 +105,7 @@ impl Scheduler {
             pool,
             clock,
             liveness,
+            ring,
             hosts,
             build_wait: build_timeout,
         }
@@ -153,16 +159,19 @@ impl Handler<Boot> for Scheduler {
     type Result = ResponseFuture<Result<Instance, BootError>>;
 
     fn handle(&mut self, message: Boot, _: &mut Self::Context) -> Self::Result {
-        let (pool, clock, liveness, hosts, build_wait) = (
+        let judge = HostJudge {
+            liveness: self.liveness,
+            outage: self.ring.outage(),
+        };
+        let (pool, clock, hosts, build_wait) = (
             self.pool.clone(),
             self.clock.clone(),
-            self.liveness,
             self.hosts.clone(),
             self.build_wait,
         );
         Box::pin(async move {
             let started = std::time::Instant::now();
-            let booted = boot(pool, clock, liveness, hosts, build_wait, message).await;
+            let booted = boot(pool, clock, judge, hosts, build_wait, message).await;
             let result = match &booted {
                 Ok(instance) => instance.vm_state.as_str(),
                 Err(_) => "refused",
@@ -178,7 +187,7 @@ impl Handler<Boot> for Scheduler {
 async fn boot(
     pool: Pool,
     clock: SharedClock,
-    liveness: Liveness,
+    judge: HostJudge,
     hosts: HostDirectory,
     build_wait: std::time::Duration,
     message: Boot,
@@ -194,7 +203,7 @@ async fn boot(
             &request,
             instance,
             &claim_hosts,
-            liveness,
+            judge,
             &claim_clock,
         ))
     })
@@ -298,10 +307,10 @@ async fn build(
 
 /// Returns the hosts a boot may land on, whichever process runs them: those that are up, not
 /// fenced (their lease holds) and not disabled.
-pub fn schedulable_hosts(hosts: Vec<Host>, liveness: &Liveness, now: DateTime<Utc>) -> Vec<String> {
+pub fn schedulable_hosts(hosts: Vec<Host>, judge: &HostJudge, now: DateTime<Utc>) -> Vec<String> {
     hosts
         .into_iter()
-        .filter(|host| host.state(liveness, now) == HostState::Up)
+        .filter(|host| judge.state(host, now) == HostState::Up)
         .map(|host| host.name)
         .collect()
 }
@@ -316,10 +325,10 @@ fn claim_node(
     boot: &Boot,
     instance: Uuid,
     local_hosts: &[String],
-    liveness: Liveness,
+    judge: HostJudge,
     clock: &SharedClock,
 ) -> Result<Option<FreeNode>, ClaimError> {
-    let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &liveness, clock.now());
+    let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, clock.now());
     if up.is_empty() {
         return Ok(None);
     }

@@ -100,6 +100,23 @@ impl From<diesel::r2d2::PoolError> for DbError {
     }
 }
 
+/// Says whether `error`, a query's, means that the connection's server is gone or is no
+/// longer the primary: closed or reset, the backend terminated (`57P01`), the server starting
+/// or shutting down (`57P03`), a read-only server refusing a write (`25006`). The pool replaces
+/// such a connection and those opened before it.
+pub fn is_server_lost(error: &DieselError) -> bool {
+    match error {
+        DieselError::DatabaseError(
+            DatabaseErrorKind::ClosedConnection
+            | DatabaseErrorKind::UnableToSendCommand
+            | DatabaseErrorKind::ReadOnlyTransaction,
+            _,
+        ) => true,
+        DieselError::DatabaseError(_, info) => is_connection_loss(info.message()),
+        _ => false,
+    }
+}
+
 /// Says whether libpq's or the server's `message` means the connection or the server went
 /// away (a restart, a crash recovery, a failover, a terminated backend): the work may succeed
 /// once the server is back, so it is `Unavailable`, never an internal error.

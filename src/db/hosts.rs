@@ -96,7 +96,7 @@ pub fn register_host(
             AND (holder IS NULL OR holder = $3
                  OR COALESCE(last_seen_up, updated_at) < $5
                  OR NOT {})",
-        super::presence::open_sql("services", 6)
+        super::presence::open_sql("services", 6, 7)
     ))
     .bind::<Text, _>(host)
     .bind::<Text, _>(COMPUTE_BINARY)
@@ -104,6 +104,7 @@ pub fn register_host(
     .bind::<Timestamptz, _>(now)
     .bind::<Timestamptz, _>(now - down_time)
     .bind::<Text, _>(super::presence::APPLICATION_PREFIX)
+    .bind::<diesel::sql_types::Double, _>(down_time.to_std().unwrap_or_default().as_secs_f64())
     .execute(conn)?;
     if taken == 1 {
         return Ok(());

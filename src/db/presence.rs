@@ -16,14 +16,47 @@ use super::{DbError, Pool, PooledConnection, ping};
 /// What a presence connection's `application_name` starts with; the holder follows.
 pub const APPLICATION_PREFIX: &str = "ringmaster ";
 
-/// SQL saying that the process holding row `alias` (its `holder`) has its presence connection
-/// open on this database; parameter `$param` is the presence prefix.
-pub fn open_sql(alias: &str, param: u8) -> String {
+/// SQL saying that the process holding row `alias` (its `holder`) counts as present on this
+/// database: its presence connection is open on this server, or this server became the
+/// deployment's primary less than `$grace_param` seconds (a double) ago — after a failover or
+/// a restart the processes are still reconnecting, and a presence missing then says nothing.
+/// Parameter `$param` is the presence prefix.
+pub fn open_sql(alias: &str, param: u8, grace_param: u8) -> String {
     format!(
-        "EXISTS (SELECT 1 FROM pg_stat_activity a
-                  WHERE a.datname = current_database()
-                    AND a.application_name = ${param} || {alias}.holder::text)"
+        "(EXISTS (SELECT 1 FROM pg_stat_activity a
+                   WHERE a.datname = current_database()
+                     AND a.application_name = ${param} || {alias}.holder::text)
+          OR {})",
+        new_server_sql(grace_param)
     )
+}
+
+/// SQL saying that the first process reached this server as the deployment's primary less than
+/// `$grace_param` seconds ago (`ringmaster_servers`).
+pub fn new_server_sql(grace_param: u8) -> String {
+    format!(
+        "COALESCE((SELECT r.first_seen FROM ringmaster_servers r
+                    WHERE r.started_at = pg_postmaster_start_time()), '-infinity')
+           > now() - make_interval(secs => ${grace_param})"
+    )
+}
+
+/// How long after a change of server a missing presence says nothing, where no host down time
+/// applies (who is live, for the CLI's checks and the process list).
+pub const REJOIN_GRACE: Duration = Duration::from_secs(60);
+
+/// Records the server `conn` is on as reached by the deployment: at `now()`, or at
+/// '-infinity' when it is the first server the deployment ever reached. Idempotent.
+fn record_server(conn: &mut PooledConnection) -> Result<(), DbError> {
+    diesel::sql_query(
+        "INSERT INTO ringmaster_servers (started_at, first_seen)
+         SELECT pg_postmaster_start_time(),
+                CASE WHEN EXISTS (SELECT 1 FROM ringmaster_servers) THEN now()
+                     ELSE '-infinity' END
+         ON CONFLICT (started_at) DO NOTHING",
+    )
+    .execute(&mut **conn)?;
+    Ok(())
 }
 
 /// How often the presence connection is checked, at most.
@@ -107,6 +140,7 @@ impl Presence {
         diesel::sql_query("SELECT set_config('application_name', $1, false)")
             .bind::<Text, _>(format!("{APPLICATION_PREFIX}{}", self.holder))
             .execute(&mut *conn)?;
+        record_server(&mut conn)?;
         held.conn = Some(conn);
         held.checked_at = Some(Instant::now());
         Ok(())

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{BigInt, Double, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
@@ -37,10 +37,11 @@ pub fn record_start(
     diesel::sql_query(format!(
         "DELETE FROM ringmaster_processes p
           WHERE started_at < $1 - interval '7 days' AND NOT {}",
-        presence::open_sql("p", 2)
+        presence::open_sql("p", 2, 3)
     ))
     .bind::<Timestamptz, _>(now)
     .bind::<Text, _>(APPLICATION_PREFIX)
+    .bind::<Double, _>(presence::REJOIN_GRACE.as_secs_f64())
     .execute(conn)?;
     Ok(())
 }
@@ -72,9 +73,10 @@ pub fn live_processes(conn: &mut PgConnection) -> Result<Vec<ProcessRecord>, DbE
            FROM ringmaster_processes p
           WHERE {}
           ORDER BY p.started_at, p.holder",
-        presence::open_sql("p", 1)
+        presence::open_sql("p", 1, 2)
     ))
     .bind::<Text, _>(APPLICATION_PREFIX)
+    .bind::<Double, _>(presence::REJOIN_GRACE.as_secs_f64())
     .load(conn)?)
 }
 
@@ -130,8 +132,9 @@ pub fn live_hosts(conn: &mut PgConnection) -> Result<Vec<LiveHost>, DbError> {
            FROM services s
           WHERE s.deleted = 0 AND NOT s.forced_down AND {}
           ORDER BY s.host",
-        presence::open_sql("s", 1)
+        presence::open_sql("s", 1, 2)
     ))
     .bind::<Text, _>(APPLICATION_PREFIX)
+    .bind::<Double, _>(presence::REJOIN_GRACE.as_secs_f64())
     .load(conn)?)
 }

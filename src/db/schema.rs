@@ -504,6 +504,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    ringmaster_servers (started_at) {
+        started_at -> Timestamptz,
+        first_seen -> Timestamptz,
+    }
+}
+
+diesel::table! {
     services (id) {
         id -> Int8,
         uuid -> Uuid,
@@ -905,6 +912,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     resource_provider_traits,
     resource_providers,
     ringmaster_processes,
+    ringmaster_servers,
     services,
     shadow_block_device_mapping,
     shadow_compute_nodes,

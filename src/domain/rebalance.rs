@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::host::{Host, Liveness};
+use super::host::{Host, HostState, Liveness};
 use super::identity::{HostName, NodeUuid, OwnerEpoch};
 use super::ring::{Assignment, MoveReason, NodeOwner, PlanInput, RingAlgorithm, plan};
 
@@ -126,6 +126,46 @@ impl Outage {
         } else {
             last_seen_up
         }
+    }
+}
+
+/// The state of `host` at `now` as this process shows and uses it (lists, events, the
+/// scheduler): judged as the rebalancer judges it, with the heartbeats a database outage kept
+/// it from writing credited (DESIGN invariant 15: a failover is not a host failure).
+pub fn shown_state(
+    host: &Host,
+    outage: &Outage,
+    liveness: &Liveness,
+    now: DateTime<Utc>,
+) -> HostState {
+    let credited = Host {
+        last_seen_up: outage.credited(host.last_seen_up, liveness, now),
+        ..host.clone()
+    };
+    credited.state(liveness, now)
+}
+
+/// How a process judges hosts now: its liveness settings and the database outage its
+/// rebalancer noted (`shown_state`).
+#[derive(Debug, Clone, Copy)]
+pub struct HostJudge {
+    pub liveness: Liveness,
+    pub outage: Outage,
+}
+
+impl HostJudge {
+    /// The state of `host` at `now`.
+    pub fn state(&self, host: &Host, now: DateTime<Utc>) -> HostState {
+        shown_state(host, &self.outage, &self.liveness, now)
+    }
+
+    /// Whether `host` is up (heartbeating, not forced down) at `now`, disabled or not.
+    pub fn is_up(&self, host: &Host, now: DateTime<Utc>) -> bool {
+        let credited = Host {
+            last_seen_up: self.outage.credited(host.last_seen_up, &self.liveness, now),
+            ..host.clone()
+        };
+        credited.is_up(&self.liveness, now)
     }
 }
 

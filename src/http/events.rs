@@ -198,13 +198,28 @@ fn listen(
     std::thread::spawn(move || {
         let mut listener = None;
         let mut backoff = LISTEN_POLL;
+        // Set when a listening connection was lost: notifications sent meanwhile are gone.
+        let mut lost = false;
         while let Some(sender) = hub.upgrade() {
             drop(sender);
             std::thread::sleep(backoff);
             let open = match listener.as_mut() {
                 Some(open) => open,
                 None => match db::notify::Listener::open(&pool, db::notify::CHANNEL) {
-                    Ok(opened) => listener.insert(opened),
+                    Ok(opened) => {
+                        if std::mem::take(&mut lost)
+                            && let Some(sender) = hub.upgrade()
+                        {
+                            // Listening again (a new primary, a restarted server): every
+                            // stream reads everything once, for what it missed.
+                            log::info!("event listener reconnected: streams resync");
+                            let _ = sender.send(Event::local(
+                                "resync",
+                                serde_json::json!({"reason": "the database connection was restored"}),
+                            ));
+                        }
+                        listener.insert(opened)
+                    }
                     Err(error) => {
                         log::debug!("event listener cannot connect: {error}");
                         backoff = (backoff * 2).min(Duration::from_secs(5));
@@ -228,6 +243,7 @@ fn listen(
                 Err(error) => {
                     log::debug!("event listener lost its connection: {error}");
                     listener = None;
+                    lost = true;
                 }
             }
         }
@@ -247,12 +263,12 @@ async fn watch(
     loop {
         actix::clock::sleep(HOST_POLL).await;
         let Some(sender) = hub.upgrade() else { return };
-        let liveness = state.actors.settings.host.liveness;
+        let judge = state.actors.judge();
         let now = state.actors.clock.now();
         if let Ok(hosts) = db::run(&state.pool, db::hosts::list_hosts).await {
             let current: BTreeMap<String, &'static str> = hosts
                 .iter()
-                .map(|host| (host.name.clone(), host.state(&liveness, now).as_str()))
+                .map(|host| (host.name.clone(), judge.state(host, now).as_str()))
                 .collect();
             if let Some(previous) = &states {
                 for host in &hosts {

@@ -25,12 +25,12 @@ pub async fn list_hosts(state: web::Data<AppState>) -> Result<HttpResponse, ApiE
     let counts: HashMap<String, i64> = counts.into_iter().collect();
     let mut versions: HashMap<String, String> = versions.into_iter().collect();
     let now = state.actors.clock.now();
-    let liveness = state.actors.settings.host.liveness;
+    let judge = state.actors.judge();
     let local = state.actors.hosts.names();
     let body: Vec<HostResponse> = hosts
         .into_iter()
         .map(|host| HostResponse {
-            state: host.state(&liveness, now).as_str(),
+            state: judge.state(&host, now).as_str(),
             nodes: counts.get(&host.name).copied().unwrap_or(0),
             local: local.contains(&host.name),
             last_seen_up: host.last_seen_up,

@@ -16,7 +16,7 @@ fn serve(url: &str, hosts: &str, extra: &[&str]) -> (Running, String) {
 }
 
 /// Starts `serve` with exactly these flags (no FAST defaults).
-fn serve_with(url: &str, hosts: &str, flags: &[&str]) -> (Running, String) {
+pub(crate) fn serve_with(url: &str, hosts: &str, flags: &[&str]) -> (Running, String) {
     let mut command = ringmaster();
     command
         .args(["serve", "--bind", "127.0.0.1:0", "--hosts", hosts])

@@ -22,10 +22,12 @@ fn run_scripts(paths: &[PathBuf]) -> (Option<i32>, String) {
     (code, stdout)
 }
 
-/// A script is a replay (issue 25, item 5): every library script, run 20 times on fresh
-/// databases, gives the same result at every step (the runner compares them).
+/// A script is a replay (issue 25, item 5): every library script, run 5 times on fresh
+/// databases, gives the same result at every step (the runner compares them). Issue 25 was
+/// shown with 20 runs each (`script run --repeat 20`, about 5 minutes); the suite runs 5 to keep
+/// CI well inside its time.
 #[test]
-fn every_library_script_gives_the_same_result_at_every_step_20_times() {
+fn every_library_script_gives_the_same_result_at_every_step_5_times() {
     let scripts = library();
     assert!(scripts.len() >= 7, "the incident library: {scripts:?}");
     for script in &scripts {
@@ -37,7 +39,7 @@ fn every_library_script_gives_the_same_result_at_every_step_20_times() {
     }
     let (code, stdout, stderr) = run_to_end(
         ringmaster()
-            .args(["script", "run", "--repeat", "20"])
+            .args(["script", "run", "--repeat", "5"])
             .args(&scripts),
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -47,7 +49,7 @@ fn every_library_script_gives_the_same_result_at_every_step_20_times() {
         "{stdout}"
     );
     assert_eq!(
-        stdout.matches(", 20 runs alike)").count(),
+        stdout.matches(", 5 runs alike)").count(),
         scripts.len(),
         "{stdout}"
     );

@@ -127,16 +127,13 @@ async fn free_nodes(
     asked: &ServerRequest,
     wanted: i64,
 ) -> Result<i64, ComputeError> {
-    let liveness = state.actors.settings.host.liveness;
+    let judge = state.actors.judge();
     let now = state.actors.clock.now();
     let asked = asked.clone();
     let limit = i32::try_from(wanted).unwrap_or(i32::MAX);
     let free = db::run(&state.pool, move |conn| {
-        let up = crate::actors::scheduler::schedulable_hosts(
-            db::hosts::list_hosts(conn)?,
-            &liveness,
-            now,
-        );
+        let up =
+            crate::actors::scheduler::schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
         let request = db::instances::NodeRequest {
             resource_class: "",
             placement_class: &asked.placement_class,

@@ -22,8 +22,10 @@ fn nova_time(at: Option<chrono::DateTime<chrono::Utc>>) -> Value {
 }
 
 fn service_view(state: &AppState, version: Version, service: &ServiceRecord) -> Value {
-    let liveness = state.actors.settings.host.liveness;
-    let up = service.host.is_up(&liveness, state.actors.clock.now());
+    let up = state
+        .actors
+        .judge()
+        .is_up(&service.host, state.actors.clock.now());
     let mut view = json!({
         "id": if version.at_least(53) { json!(service.uuid) } else { json!(service.id) },
         "binary": NOVA_COMPUTE,
@@ -257,8 +259,10 @@ fn hypervisor_view(
     node: &HypervisorRecord,
     detail: bool,
 ) -> Value {
-    let liveness = state.actors.settings.host.liveness;
-    let up = node.service.host.is_up(&liveness, state.actors.clock.now());
+    let up = state
+        .actors
+        .judge()
+        .is_up(&node.service.host, state.actors.clock.now());
     let mut view = json!({
         "id": if version.at_least(53) { json!(node.uuid) } else { json!(node.id) },
         "hypervisor_hostname": node.hypervisor_hostname,

@@ -211,9 +211,9 @@ impl Run {
 
     async fn expect_free_nodes(&self, expected: usize) -> StepResult<()> {
         let now = self.clock.now();
-        let liveness = self.actors.settings.host.liveness;
+        let judge = self.actors.judge();
         let free = db::run(&self.pool, move |conn| {
-            let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &liveness, now);
+            let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
             let request = NodeRequest {
                 resource_class: "baremetal",
                 placement_class: "CUSTOM_BAREMETAL",

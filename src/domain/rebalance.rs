@@ -129,24 +129,10 @@ impl Outage {
     }
 }
 
-/// The state of `host` at `now` as this process shows and uses it (lists, events, the
-/// scheduler): judged as the rebalancer judges it, with the heartbeats a database outage kept
-/// it from writing credited (DESIGN invariant 15: a failover is not a host failure).
-pub fn shown_state(
-    host: &Host,
-    outage: &Outage,
-    liveness: &Liveness,
-    now: DateTime<Utc>,
-) -> HostState {
-    let credited = Host {
-        last_seen_up: outage.credited(host.last_seen_up, liveness, now),
-        ..host.clone()
-    };
-    credited.state(liveness, now)
-}
-
-/// How a process judges hosts now: its liveness settings and the database outage its
-/// rebalancer noted (`shown_state`).
+/// How a process judges hosts now, as it shows and uses their states (lists, events, the
+/// scheduler, os-services): its liveness settings, with the heartbeats a database outage its
+/// rebalancer noted kept a host from writing credited, as the rebalancer credits them (DESIGN
+/// invariant 15: a failover is not a host failure).
 #[derive(Debug, Clone, Copy)]
 pub struct HostJudge {
     pub liveness: Liveness,
@@ -156,16 +142,20 @@ pub struct HostJudge {
 impl HostJudge {
     /// The state of `host` at `now`.
     pub fn state(&self, host: &Host, now: DateTime<Utc>) -> HostState {
-        shown_state(host, &self.outage, &self.liveness, now)
+        self.credited(host, now).state(&self.liveness, now)
     }
 
     /// Whether `host` is up (heartbeating, not forced down) at `now`, disabled or not.
     pub fn is_up(&self, host: &Host, now: DateTime<Utc>) -> bool {
-        let credited = Host {
+        self.credited(host, now).is_up(&self.liveness, now)
+    }
+
+    /// `host` with its last heartbeat as the outage credits it.
+    fn credited(&self, host: &Host, now: DateTime<Utc>) -> Host {
+        Host {
             last_seen_up: self.outage.credited(host.last_seen_up, &self.liveness, now),
             ..host.clone()
-        };
-        credited.is_up(&self.liveness, now)
+        }
     }
 }
 

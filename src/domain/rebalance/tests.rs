@@ -432,3 +432,29 @@ fn the_first_tick_that_reaches_the_database_again_credits_the_outage() {
         Some(at(-10))
     );
 }
+
+#[test]
+fn the_judge_credits_an_outage_as_the_rebalancer_does() {
+    // Last heartbeat 30 s ago, past the 10 s down time.
+    let stale = host("compute-1", 30);
+    let plain = HostJudge {
+        liveness: liveness(),
+        outage: Outage::default(),
+    };
+    assert_eq!(plain.state(&stale, now()), HostState::Down);
+    assert!(!plain.is_up(&stale, now()));
+    // The database went away 25 s ago (the host was up then) and is still away: not down.
+    let going_on = HostJudge {
+        liveness: liveness(),
+        outage: Outage::default().failed(now() - Duration::seconds(25), Duration::seconds(10)),
+    };
+    assert_eq!(going_on.state(&stale, now()), HostState::Up);
+    assert!(going_on.is_up(&stale, now()));
+    // Back 2 s ago: the host has a down time from then to heartbeat again.
+    let ended = HostJudge {
+        outage: going_on.outage.recovered(now() - Duration::seconds(2)),
+        ..going_on
+    };
+    assert!(ended.is_up(&stale, now()));
+    assert!(!ended.is_up(&stale, now() + Duration::seconds(9)));
+}

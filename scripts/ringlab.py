@@ -1,5 +1,6 @@
-"""What scripts/chaos and scripts/scale share (stdlib only): a throwaway PostgreSQL cluster on a
-unix socket, `ringmaster serve` processes, and a small HTTP client.
+"""What scripts/chaos, scripts/scale and scripts/bench-failover.py share (stdlib only): a
+throwaway PostgreSQL cluster on a unix socket, or a 3-member Patroni cluster run by
+scripts/patroni, `ringmaster serve` processes, and a small HTTP client.
 
 Everything runs on 127.0.0.1 and a unix socket under /dev/shm (or the temp folder); run as
 root, the PostgreSQL server runs as the `postgres` user.
@@ -103,6 +104,68 @@ class Postgres:
         done = subprocess.run(
             [psql, "-h", self.dir, "-U", "postgres", "-d", database, "-AtX", "-q", "-c", sql],
             capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip())
+        return [line.split("|") for line in done.stdout.splitlines() if line]
+
+
+class PatroniCluster:
+    """A 3-member Patroni cluster (scripts/patroni) in `root`, on ports from `port_base`: the
+    same psql/restart/stop as Postgres, and the failovers. Each switch returns scripts/patroni's
+    JSON line (lost, leader, lost_at, promoted_at, promoted_after_s)."""
+
+    SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "patroni")
+
+    def __init__(self, root, port_base, ttl=30, loop_wait=10, retry_timeout=10):
+        self.env = dict(os.environ, PATRONI_STATE_DIR=os.path.join(root, "patroni"),
+                        PATRONI_PORT_BASE=str(port_base))
+        self.url = self.run("start", "--ttl", str(ttl), "--loop-wait", str(loop_wait),
+                            "--retry-timeout", str(retry_timeout))
+
+    @staticmethod
+    def available():
+        """scripts/patroni can start a cluster here (`check`), with nftables for the silent
+        failover and root to use it."""
+        if os.geteuid() != 0 or not shutil.which("nft"):
+            return False
+        return subprocess.run([PatroniCluster.SCRIPT, "check"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0
+
+    def run(self, *args, timeout=600):
+        done = subprocess.run([self.SCRIPT, *args], env=self.env, capture_output=True,
+                              text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"scripts/patroni {' '.join(args)} failed: "
+                               f"{done.stderr.strip()[-2000:]}")
+        return done.stdout.strip()
+
+    def switch(self, *args):
+        return json.loads(self.run(*args).splitlines()[-1])
+
+    def switchover(self):
+        return self.switch("switchover")
+
+    def failover(self, silent=False):
+        return self.switch("failover", *(["--silent"] if silent else []))
+
+    def recover(self):
+        self.run("recover")
+
+    def restart(self):
+        self.run("restart")
+
+    def stop(self, keep=False):
+        try:
+            self.run("stop", *(["--keep"] if keep else []), timeout=120)
+        except (RuntimeError, subprocess.TimeoutExpired) as error:
+            log(f"patroni stop: {error}")
+
+    def psql(self, sql, database="ringmaster"):
+        """On the primary, whichever member it is (the multi-host URL, read-write)."""
+        psql = shutil.which("psql") or os.path.join(Postgres.find_bin(), "psql")
+        url = self.url.replace("/ringmaster?", f"/{database}?", 1)
+        done = subprocess.run([psql, url, "-AtX", "-q", "-c", sql], capture_output=True,
+                              text=True, timeout=120)
         if done.returncode != 0:
             raise RuntimeError(done.stderr.strip())
         return [line.split("|") for line in done.stdout.splitlines() if line]

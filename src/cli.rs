@@ -568,7 +568,11 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     } else {
         "http"
     };
-    let database = open(&config.database, config.pool_size)?;
+    let database = database::open_waiting(
+        &config.database,
+        config.pool_size,
+        config.server.database_grace,
+    )?;
     let probe = database.probe();
     let pool = database.pool.clone();
     // The background work has its own bounded share of connections: the API never waits for

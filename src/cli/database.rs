@@ -5,6 +5,7 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 use clap::Args;
 
@@ -152,6 +153,40 @@ pub fn confirm(
         Err(CliError::Refused(
             "not confirmed: nothing was changed".to_owned(),
         ))
+    }
+}
+
+/// Opens (and migrates) the database of `source` for `serve`; a server that is away at the
+/// start (restarting, or no primary yet in a failover) is waited for up to `grace`, checked
+/// every second, as a running process rides it out. A server that refuses this client (a wrong
+/// password, an unknown database) ends the start at once.
+pub(super) fn open_waiting(
+    source: &DatabaseSource,
+    pool_size: u32,
+    grace: Duration,
+) -> Result<Database, OpenError> {
+    let started = Instant::now();
+    let mut warned = false;
+    loop {
+        let opened = match source {
+            DatabaseSource::Url(url) => Database::open_url(&url.0, pool_size),
+            DatabaseSource::Embedded(options) => {
+                return Database::open_embedded(options, pool_size);
+            }
+        };
+        match opened {
+            Err(OpenError::Db(error)) if error.is_transient() && started.elapsed() < grace => {
+                if !warned {
+                    log::warn!(
+                        "database unreachable at start ({error}): waiting up to {} (--database-grace)",
+                        humantime::format_duration(grace)
+                    );
+                    warned = true;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            other => return other,
+        }
     }
 }
 

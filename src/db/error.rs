@@ -117,6 +117,31 @@ pub fn is_server_lost(error: &DieselError) -> bool {
     }
 }
 
+impl DbError {
+    /// Whether waiting may help: the server is away (down, restarting, changing primary, a
+    /// standby where a primary is needed), not refusing this client (a wrong password, an
+    /// unknown role or database, no `pg_hba.conf` entry, a bad URL option).
+    pub fn is_transient(&self) -> bool {
+        const REFUSALS: &[&str] = &[
+            "password authentication failed",
+            "no pg_hba.conf entry",
+            "does not exist",
+            "permission denied",
+            "invalid connection option",
+            "invalid uri",
+            "invalid integer value",
+            "authentication",
+        ];
+        match self {
+            DbError::Unavailable(message) => {
+                let message = message.to_ascii_lowercase();
+                !REFUSALS.iter().any(|sign| message.contains(sign))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// Says whether libpq's or the server's `message` means the connection or the server went
 /// away (a restart, a crash recovery, a failover, a terminated backend): the work may succeed
 /// once the server is back, so it is `Unavailable`, never an internal error.

@@ -158,3 +158,33 @@ fn a_database_migrated_by_a_newer_binary_is_refused_in_one_line() {
         );
     }
 }
+
+#[test]
+fn serve_waits_at_start_for_a_database_that_is_away_and_not_for_one_that_refuses_it() {
+    let cluster = Cluster::start_throwaway(None).unwrap();
+    let proxy = crate::helpers::SilenceableProxy::start(cluster.data_dir().join(".s.PGSQL.5432"));
+
+    // Away at the start (no primary yet in a failover, say): the start waits for it.
+    proxy.silence(true);
+    let mut command = ringmaster();
+    command
+        .args(["serve", "--bind", "127.0.0.1:0", "--database-grace", "2m"])
+        .env("DATABASE_URL", proxy.url("postgres"))
+        .env("RUST_LOG", "warn");
+    let mut serve = Running::spawn(command);
+    std::thread::sleep(Duration::from_secs(7));
+    proxy.silence(false);
+    let address = address_of(&serve.wait_for_stdout("listening on http://", START));
+    assert_eq!(http(&address, "GET", "/healthz").0, 200);
+    drop(serve);
+
+    // Refused (no such database): no waiting, one error line naming it.
+    let mut command = ringmaster();
+    command
+        .args(["serve", "--bind", "127.0.0.1:0", "--database-grace", "10m"])
+        .env("DATABASE_URL", cluster.url("no_such_database"));
+    let mut serve = Running::spawn(command);
+    let (code, stderr) = serve.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, Some(1), "{stderr:#?}");
+    assert_one_error_line(&stderr, "no_such_database");
+}

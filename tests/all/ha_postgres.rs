@@ -3,7 +3,8 @@
 //! Two `serve` processes (4 hosts, 200 simulated nodes) and 8 clients booting and deleting
 //! (client-chosen uuids, retried with the same uuid after a 503) live through a switchover, a
 //! hard failover (Patroni and PostgreSQL SIGKILLed together) and the old primary's return as
-//! a replica: every acknowledged boot is there with its allocation and none twice, no node
+//! a replica: every acknowledged boot is there with its allocation and none twice, every
+//! allocation a Placement client got 204 for and every archive run answered are there, no node
 //! moves, no host is marked down, reads answer 200 within 5 s of the promotion, never a 500,
 //! `ringmaster audit` passes after each switch, and an event stream opened before the
 //! failover delivers a host change made after it.
@@ -48,8 +49,22 @@ fn unix_now() -> f64 {
         .as_secs_f64()
 }
 
+/// A Placement client's headers (1.12: an allocation PUT replaces, so a retry is idempotent).
+const PLACEMENT: &str = "X-Auth-Token: admin\r\nOpenStack-API-Version: placement 1.12\r\n";
+
 /// One HTTP/1.0 exchange with timeouts; `None` when the connection failed.
 fn request(address: &str, method: &str, path: &str, body: &Value) -> Option<(u16, Value)> {
+    exchange(address, method, path, body, "")
+}
+
+/// One HTTP/1.0 exchange with `headers` (lines ending in CRLF) added.
+fn exchange(
+    address: &str,
+    method: &str,
+    path: &str,
+    body: &Value,
+    headers: &str,
+) -> Option<(u16, Value)> {
     let mut stream = TcpStream::connect(address).ok()?;
     stream
         .set_read_timeout(Some(Duration::from_secs(60)))
@@ -62,7 +77,7 @@ fn request(address: &str, method: &str, path: &str, body: &Value) -> Option<(u16
     write!(
         stream,
         "{method} {path} HTTP/1.0\r\nHost: {address}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
+         {headers}Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .ok()?;
@@ -80,6 +95,10 @@ struct Seen {
     booted: BTreeMap<String, String>,
     /// Acknowledged deletes.
     deleted: BTreeSet<String>,
+    /// Consumers whose allocation PUT answered 204.
+    allocated: BTreeSet<String>,
+    /// Archive runs answered 200: run id → rows moved.
+    archived: BTreeMap<i64, i64>,
     /// Every answer's status, counted.
     statuses: BTreeMap<u16, usize>,
     /// The watcher's reads: (Unix time, status; 0 for no answer).
@@ -96,12 +115,24 @@ fn until_answered(
     path: &str,
     body: &Value,
 ) -> Option<(u16, Value)> {
+    until_answered_with(seen, addresses, method, path, body, "")
+}
+
+/// `until_answered` with `headers` added to each request.
+fn until_answered_with(
+    seen: &Mutex<Seen>,
+    addresses: &[String],
+    method: &str,
+    path: &str,
+    body: &Value,
+    headers: &str,
+) -> Option<(u16, Value)> {
     let deadline = Instant::now() + Duration::from_secs(120);
     let mut attempt = 0;
     while Instant::now() < deadline {
         let address = &addresses[attempt % addresses.len()];
         attempt += 1;
-        match request(address, method, path, body) {
+        match exchange(address, method, path, body, headers) {
             Some((status, reply)) => {
                 *seen.lock().unwrap().statuses.entry(status).or_default() += 1;
                 if status == 409 {
@@ -144,6 +175,119 @@ fn client(index: usize, addresses: Vec<String>, seen: Arc<Mutex<Seen>>, stop: Ar
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// The provider the Placement client allocates from: `CUSTOM_HA`, 1,000,000 units.
+const PROVIDER: &str = "a0000000-0000-4000-8000-00000000a11c";
+
+fn make_provider(address: &str) {
+    let steps = [
+        (
+            "PUT",
+            "/placement/resource_classes/CUSTOM_HA".to_owned(),
+            Value::Null,
+        ),
+        (
+            "POST",
+            "/placement/resource_providers".to_owned(),
+            json!({"name": "ha-provider", "uuid": PROVIDER}),
+        ),
+        (
+            "PUT",
+            format!("/placement/resource_providers/{PROVIDER}/inventories"),
+            json!({"resource_provider_generation": 0,
+                   "inventories": {"CUSTOM_HA": {"total": 1_000_000}}}),
+        ),
+    ];
+    for (method, path, body) in steps {
+        let (status, reply) = exchange(address, method, &path, &body, PLACEMENT).unwrap();
+        assert!(
+            (200..300).contains(&status),
+            "{method} {path}: {status} {reply}"
+        );
+    }
+}
+
+/// A Placement client: one allocation PUT for a new consumer every 100 ms, retried with the
+/// same body after a 503, until `stop`.
+fn allocator(addresses: Vec<String>, seen: Arc<Mutex<Seen>>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        let consumer = uuid::Uuid::new_v4().to_string();
+        let body = json!({
+            "allocations": {PROVIDER: {"resources": {"CUSTOM_HA": 1}}},
+            "project_id": "ha-project", "user_id": "ha-user",
+        });
+        let path = format!("/placement/allocations/{consumer}");
+        if let Some((204, _)) =
+            until_answered_with(&seen, &addresses, "PUT", &path, &body, PLACEMENT)
+        {
+            seen.lock().unwrap().allocated.insert(consumer);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs the archiver every 2 s (retried after a 503), until `stop`.
+fn archiver(addresses: Vec<String>, seen: Arc<Mutex<Seen>>, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Relaxed) {
+        let body = json!({});
+        if let Some((200, run)) =
+            until_answered(&seen, &addresses, "POST", "/api/v1/archive", &body)
+        {
+            let (id, total) = (run["run_id"].as_i64(), run["total"].as_i64());
+            seen.lock()
+                .unwrap()
+                .archived
+                .insert(id.expect("run_id"), total.expect("total"));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+    }
+}
+
+/// Every allocation answered 204 is held, every archive run answered is recorded with the
+/// rows it said it moved.
+fn placement_and_archive_writes_are_there(address: &str, seen: &Seen) {
+    for consumer in &seen.allocated {
+        let path = format!("/placement/allocations/{consumer}");
+        let (status, reply) = exchange(address, "GET", &path, &Value::Null, PLACEMENT).unwrap();
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(
+            reply["allocations"][PROVIDER]["resources"]["CUSTOM_HA"], 1,
+            "the allocation of consumer {consumer}, answered 204, is held: {reply}"
+        );
+    }
+    let (status, runs) = request(
+        address,
+        "GET",
+        "/api/v1/archive/runs?limit=1000",
+        &Value::Null,
+    )
+    .unwrap();
+    assert_eq!(status, 200, "{runs}");
+    let recorded: BTreeMap<i64, i64> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| {
+            (
+                run["id"].as_i64().unwrap(),
+                run["total_rows"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    for (id, total) in &seen.archived {
+        assert_eq!(
+            recorded.get(id),
+            Some(total),
+            "archive run {id}, answered with {total} rows moved, is recorded so"
+        );
+    }
+    eprintln!(
+        "{} allocations answered 204 and {} archive runs answered ({} rows moved), all there",
+        seen.allocated.len(),
+        seen.archived.len(),
+        seen.archived.values().sum::<i64>()
+    );
 }
 
 /// Reads the instances every 100 ms and the hosts every 500 ms, until `stop`.
@@ -371,6 +515,7 @@ fn a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node(
     let before = settled(&a);
     let moves_before = moves(&a);
     let events = EventStream::open(&a);
+    make_provider(&a);
 
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -385,6 +530,14 @@ fn a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node(
             std::thread::spawn(move || client(index, addresses, seen, stop))
         })
         .collect();
+    for work in [allocator, archiver] {
+        let (addresses, seen, stop) = (
+            vec![a.clone(), b.clone()],
+            Arc::clone(&seen),
+            Arc::clone(&stop),
+        );
+        threads.push(std::thread::spawn(move || work(addresses, seen, stop)));
+    }
     let (watched, watching) = (Arc::clone(&seen), Arc::clone(&stop));
     let reader = b.clone();
     threads.push(std::thread::spawn(move || {
@@ -425,6 +578,11 @@ fn a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node(
         seen.statuses
     );
     nothing_acknowledged_is_lost(&a, &seen);
+    placement_and_archive_writes_are_there(&b, &seen);
+    assert!(
+        !seen.allocated.is_empty() && !seen.archived.is_empty(),
+        "Placement and the archiver were answered"
+    );
     let moved = moves(&a) - moves_before;
     let owners_after = owners(&a);
     let changed = before

@@ -70,7 +70,10 @@ impl NodeCountCache {
 
 /// Registers compute host `host` as run by process `holder`, unless another live process runs
 /// it: a host is held while its holder's presence connection is open (`db::presence`) and its
-/// last heartbeat is within `down_time` of `now`. A registered host keeps its `disabled` state
+/// last heartbeat is within `down_time` of `now`, and for one `down_time` after the deployment
+/// first reached this server (a failover's new primary, a restarted server: heartbeats were
+/// missed and presence connections are still coming back, so neither says the holder is gone;
+/// invariant 15). A registered host keeps its `disabled` state
 /// (a drain outlives restarts until the host is enabled) and is no longer forced down. Run it
 /// in a transaction.
 pub fn register_host(
@@ -94,8 +97,8 @@ pub fn register_host(
         "UPDATE services SET holder = $3, forced_down = FALSE, updated_at = $4
           WHERE host = $1 AND \"binary\" = $2 AND deleted = 0
             AND (holder IS NULL OR holder = $3
-                 OR COALESCE(last_seen_up, updated_at) < $5
-                 OR NOT {})",
+                 OR (NOT {} AND (COALESCE(last_seen_up, updated_at) < $5 OR NOT {})))",
+        super::presence::new_server_sql(7),
         super::presence::open_sql("services", 6, 7)
     ))
     .bind::<Text, _>(host)

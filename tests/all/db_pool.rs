@@ -1,7 +1,9 @@
 //! The pool after its server's connections are gone (issue 28): a connection that finds its
 //! server gone marks every connection opened before it stale, so one failed query is the price
 //! of a lost server, not one per pooled connection; and the URL gets ringmaster's client
-//! defaults (bounded connects, TCP keepalives, `tcp_user_timeout`) unless it sets its own.
+//! defaults (bounded connects, TCP keepalives, `tcp_user_timeout`) unless it sets its own. After
+//! a change of server a process missing from the new server's `pg_stat_activity` is not yet
+//! gone: its hosts are not taken over for one down time.
 
 use diesel::RunQueryDsl;
 use ringmaster::db::{self, DbError};
@@ -90,4 +92,53 @@ fn connections_carry_the_client_defaults_unless_the_url_sets_its_own() {
     assert!(kept.contains("connect_timeout=2"), "{kept}");
     // And libpq takes the URL with every default added.
     assert_eq!(read(db.url(), "server_version_num").len(), 6);
+}
+
+fn register(conn: &mut diesel::PgConnection, holder: uuid::Uuid) -> Result<(), DbError> {
+    let now = chrono::Utc::now();
+    db::hosts::register_host(conn, "rejoin-1", holder, chrono::Duration::seconds(6), now)
+}
+
+#[test]
+fn a_new_server_gives_a_process_missing_from_it_one_down_time_before_its_host_is_taken() {
+    let db = TestDb::new();
+    let mut conn = db.conn();
+    let (gone, other) = (uuid::Uuid::new_v4(), uuid::Uuid::new_v4());
+    // Process `gone` registered the host five minutes ago, and shows no presence connection.
+    let long_ago = chrono::Utc::now() - chrono::Duration::minutes(5);
+    db::hosts::register_host(
+        &mut conn,
+        "rejoin-1",
+        gone,
+        chrono::Duration::seconds(6),
+        long_ago,
+    )
+    .unwrap();
+    // The deployment ran on another server before and reached this one just now: a failover's
+    // new primary, where no process has reconnected its presence yet.
+    diesel::sql_query(
+        "INSERT INTO ringmaster_servers (started_at, first_seen)
+         VALUES (now() - interval '1 day', '-infinity'), (pg_postmaster_start_time(), now())",
+    )
+    .execute(&mut conn)
+    .unwrap();
+    let refused = register(&mut conn, other).expect_err("not taken within the grace");
+    assert!(
+        refused
+            .to_string()
+            .contains("run by another ringmaster process"),
+        "{refused}"
+    );
+
+    // One down time after the server was first reached, a missing presence means gone.
+    diesel::sql_query("UPDATE ringmaster_servers SET first_seen = now() - interval '7 seconds'")
+        .execute(&mut conn)
+        .unwrap();
+    register(&mut conn, other).expect("taken over once the grace is over");
+    let holders: Vec<Setting> =
+        diesel::sql_query("SELECT holder::text AS value FROM services WHERE host = 'rejoin-1'")
+            .load(&mut conn)
+            .unwrap();
+    assert_eq!(holders.len(), 1);
+    assert_eq!(holders[0].value, other.to_string());
 }

@@ -26,7 +26,7 @@ use crate::config::{
 };
 use crate::db::DbError;
 use crate::db::cluster::{self, ClusterOptions};
-use crate::db::database::{Database, OpenError};
+use crate::db::database::OpenError;
 use crate::db::scratch::ScratchServer;
 use crate::domain::host::Liveness;
 use crate::domain::ring::RingAlgorithm;
@@ -528,13 +528,6 @@ fn check_host_names(hosts: &[String]) -> Result<(), ConfigError> {
         }
     }
     Ok(())
-}
-
-fn open(source: &DatabaseSource, pool_size: u32) -> Result<Database, OpenError> {
-    match source {
-        DatabaseSource::Url(url) => Database::open_url(&url.0, pool_size),
-        DatabaseSource::Embedded(options) => Database::open_embedded(options, pool_size),
-    }
 }
 
 /// Runs scripts on throwaway databases: of the server at DATABASE_URL when given, otherwise

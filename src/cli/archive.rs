@@ -97,7 +97,7 @@ pub fn archive_deleted_rows(
             return Ok(ExitCode::from(code));
         }
     };
-    let database = super::open(source, 2)?;
+    let database = super::database::open(source, 2)?;
     let progress = args.until_complete && args.verbose;
     let report = archive_with_progress(&database.pool, request, progress)?;
     print_archive_report(&report, &args, progress);
@@ -193,7 +193,7 @@ pub fn purge(source: &DatabaseSource, args: PurgeArgs) -> Result<ExitCode, CliEr
             return Ok(ExitCode::from(2));
         }
     };
-    let database = super::open(source, 1)?;
+    let database = super::database::open(source, 1)?;
     if args.all {
         super::database::confirm(
             &database,

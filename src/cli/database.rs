@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 
-use super::{CliError, open};
+use super::CliError;
 use crate::config::DatabaseSource;
 use crate::db::cluster;
 use crate::db::database::{Database, OpenError};
@@ -167,15 +167,12 @@ pub(super) fn open_waiting(
 ) -> Result<Database, OpenError> {
     let started = Instant::now();
     let mut warned = false;
+    let waits = matches!(source, DatabaseSource::Url(_));
     loop {
-        let opened = match source {
-            DatabaseSource::Url(url) => Database::open_url(&url.0, pool_size),
-            DatabaseSource::Embedded(options) => {
-                return Database::open_embedded(options, pool_size);
-            }
-        };
-        match opened {
-            Err(OpenError::Db(error)) if error.is_transient() && started.elapsed() < grace => {
+        match open(source, pool_size) {
+            Err(OpenError::Db(error))
+                if waits && error.is_transient() && started.elapsed() < grace =>
+            {
                 if !warned {
                     log::warn!(
                         "database unreachable at start ({error}): waiting up to {} (--database-grace)",
@@ -187,6 +184,14 @@ pub(super) fn open_waiting(
             }
             other => return other,
         }
+    }
+}
+
+/// Opens (and migrates) the database of `source`.
+pub(super) fn open(source: &DatabaseSource, pool_size: u32) -> Result<Database, OpenError> {
+    match source {
+        DatabaseSource::Url(url) => Database::open_url(&url.0, pool_size),
+        DatabaseSource::Embedded(options) => Database::open_embedded(options, pool_size),
     }
 }
 

@@ -123,14 +123,13 @@ impl DbError {
     /// unknown role or database, no `pg_hba.conf` entry, a bad URL option).
     pub fn is_transient(&self) -> bool {
         const REFUSALS: &[&str] = &[
-            "password authentication failed",
             "no pg_hba.conf entry",
             "does not exist",
             "permission denied",
             "invalid connection option",
             "invalid uri",
             "invalid integer value",
-            "authentication",
+            "authentication", // failed, or of a method the client lacks
         ];
         match self {
             DbError::Unavailable(message) => {

@@ -99,7 +99,7 @@ pub fn register_host(
             AND (holder IS NULL OR holder = $3
                  OR (NOT {} AND (COALESCE(last_seen_up, updated_at) < $5 OR NOT {})))",
         super::presence::new_server_sql(7),
-        super::presence::open_sql("services", 6, 7)
+        super::presence::connected_sql("services", 6)
     ))
     .bind::<Text, _>(host)
     .bind::<Text, _>(COMPUTE_BINARY)

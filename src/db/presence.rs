@@ -23,11 +23,19 @@ pub const APPLICATION_PREFIX: &str = "ringmaster ";
 /// Parameter `$param` is the presence prefix.
 pub fn open_sql(alias: &str, param: u8, grace_param: u8) -> String {
     format!(
-        "(EXISTS (SELECT 1 FROM pg_stat_activity a
-                   WHERE a.datname = current_database()
-                     AND a.application_name = ${param} || {alias}.holder::text)
-          OR {})",
+        "({} OR {})",
+        connected_sql(alias, param),
         new_server_sql(grace_param)
+    )
+}
+
+/// SQL saying that the presence connection of the process holding row `alias` is open on this
+/// server (no grace); parameter `$param` is the presence prefix.
+pub fn connected_sql(alias: &str, param: u8) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM pg_stat_activity a
+                  WHERE a.datname = current_database()
+                    AND a.application_name = ${param} || {alias}.holder::text)"
     )
 }
 

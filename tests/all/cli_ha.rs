@@ -36,7 +36,7 @@ fn get_json(address: &str, path: &str) -> Value {
 }
 
 /// Maps each node to (owner, compute-node uuid, provider uuid).
-fn nodes(address: &str) -> BTreeMap<String, (Option<String>, Value, Value)> {
+pub(crate) fn nodes(address: &str) -> BTreeMap<String, (Option<String>, Value, Value)> {
     get_json(address, "/api/v1/nodes")
         .as_array()
         .unwrap()

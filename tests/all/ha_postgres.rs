@@ -97,19 +97,9 @@ fn placement_and_archive_writes_are_there(address: &str, seen: &Seen) {
 
 /// Node → owner, as process `address` lists them.
 fn owners(address: &str) -> BTreeMap<String, Option<String>> {
-    let (status, nodes) = request(address, "GET", "/api/v1/nodes?limit=1000", &Value::Null)
-        .expect("the node listing answers");
-    assert_eq!(status, 200, "{nodes}");
-    nodes
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|node| {
-            (
-                node["uuid"].as_str().unwrap().to_owned(),
-                node["host"].as_str().map(str::to_owned),
-            )
-        })
+    crate::cli_ha::nodes(address)
+        .into_iter()
+        .map(|(node, (owner, _, _))| (node, owner))
         .collect()
 }
 

@@ -140,7 +140,7 @@ pub fn spawn_all(
         }),
     };
     if let Some(driver) = node_source.driver() {
-        driver.start_listing(hosts.clone(), settings.host.update_resources_interval);
+        driver.start_listing(hosts.clone(), &settings, process);
     }
     let ring = rebalancer::RingCell::default();
     let rebalancer = Rebalancer::new(
@@ -314,11 +314,15 @@ impl HostDirectory {
 /// How often the spawn relay asks for notifications.
 const RELAY_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Wakes this process's hosts when another process places a boot on them: listens on
-/// `db::spawns::SPAWN_CHANNEL` (its payload is the host) and has that host take its requests,
-/// on a thread of its own, reconnecting with backoff. Each time it starts listening it wakes
-/// every host once, for the requests written while nobody listened. Ends when the process's
-/// hosts go away.
+/// The channels the relay listens on.
+const RELAY_CHANNELS: &[&str] = &[db::spawns::SPAWN_CHANNEL, db::notify::REFRESH_CHANNEL];
+
+/// Wakes this process's hosts when another process places a boot on them
+/// (`db::spawns::SPAWN_CHANNEL`, its payload the host: the host takes its requests) or when the
+/// Ironic listing holder changed nodes they own (`db::notify::REFRESH_CHANNEL`: the host
+/// reports them), on a thread of its own, reconnecting with backoff. Each time it starts
+/// listening it wakes every host once, for the requests written while nobody listened. Ends
+/// when the process's hosts go away.
 fn relay_spawns(pool: Pool, hosts: std::sync::Weak<Mutex<BTreeMap<String, Addr<ComputeHost>>>>) {
     std::thread::spawn(move || {
         let mut listener: Option<db::notify::Listener> = None;
@@ -326,22 +330,24 @@ fn relay_spawns(pool: Pool, hosts: std::sync::Weak<Mutex<BTreeMap<String, Addr<C
         loop {
             std::thread::sleep(backoff);
             let woken = match listener.as_mut() {
-                Some(open) => open.poll(),
-                None => {
-                    db::notify::Listener::open(&pool, db::spawns::SPAWN_CHANNEL).map(|opened| {
-                        listener = Some(opened);
-                        Vec::new()
-                    })
-                }
+                Some(open) => open.poll_channels(),
+                None => db::notify::Listener::open(&pool, RELAY_CHANNELS).map(|opened| {
+                    listener = Some(opened);
+                    Vec::new()
+                }),
             };
             let Some(hosts) = hosts.upgrade() else { break };
             let hosts = hosts.lock().unwrap_or_else(PoisonError::into_inner);
-            let named: Vec<&Addr<ComputeHost>> = match &woken {
-                Ok(named) if backoff == RELAY_POLL => {
-                    named.iter().filter_map(|name| hosts.get(name)).collect()
-                }
+            let events = match woken {
+                Ok(events) if backoff == RELAY_POLL => events,
                 // Just (re)connected: every host looks once.
-                Ok(_) => hosts.values().collect(),
+                Ok(_) => {
+                    for host in hosts.values().filter(|host| host.connected()) {
+                        host.do_send(compute_host::TakeSpawns);
+                    }
+                    backoff = RELAY_POLL;
+                    continue;
+                }
                 Err(error) => {
                     log::debug!("spawn relay has no connection: {error}");
                     listener = None;
@@ -351,9 +357,34 @@ fn relay_spawns(pool: Pool, hosts: std::sync::Weak<Mutex<BTreeMap<String, Addr<C
                 }
             };
             backoff = RELAY_POLL;
-            for host in named.into_iter().filter(|host| host.connected()) {
-                host.do_send(compute_host::TakeSpawns);
+            for (channel, payload) in events {
+                relay_one(&hosts, &channel, &payload);
             }
         }
     });
+}
+
+/// Hands one notification to the host it names, if that host runs here.
+fn relay_one(hosts: &BTreeMap<String, Addr<ComputeHost>>, channel: &str, payload: &str) {
+    #[derive(serde::Deserialize)]
+    struct Refresh {
+        host: String,
+        nodes: Vec<String>,
+    }
+    if channel == db::spawns::SPAWN_CHANNEL {
+        if let Some(host) = hosts.get(payload).filter(|host| host.connected()) {
+            host.do_send(compute_host::TakeSpawns);
+        }
+        return;
+    }
+    match serde_json::from_str::<Refresh>(payload) {
+        Ok(refresh) => {
+            if let Some(host) = hosts.get(&refresh.host).filter(|host| host.connected()) {
+                host.do_send(compute_host::RefreshNodes {
+                    nodes: refresh.nodes,
+                });
+            }
+        }
+        Err(error) => log::debug!("a refresh notification was not understood: {error}"),
+    }
 }

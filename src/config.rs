@@ -262,6 +262,8 @@ pub struct IronicSettings {
     pub deploy_timeout: Duration,
     /// How often a request refused with `409 NodeLocked` is sent again, with backoff.
     pub lock_retries: u32,
+    /// The most nodes one listing may take for gone at once (`--ironic-vanish-limit`).
+    pub vanish_limit: crate::domain::mirror::VanishLimit,
     /// How Ironic's certificate is checked, and the client certificate sent.
     pub tls: std::sync::Arc<crate::tls::client::ClientTls>,
     /// Ironic is found at start in Keystone's catalog (`baremetal`), on the first of these
@@ -282,6 +284,7 @@ impl IronicSettings {
             tls: crate::tls::client::ClientTls::system(),
             catalog: None,
             lock_retries: 8,
+            vanish_limit: crate::domain::mirror::VanishLimit::default(),
         }
     }
 }

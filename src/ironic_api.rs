@@ -10,6 +10,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use uuid::Uuid;
 
+mod listing;
+
 /// The oldest API ringmaster speaks: node `resource_class` (1.21), `traits` in a listing
 /// (1.37) and the `conductor_group` filter (1.46).
 pub const MIN_VERSION: ApiVersion = ApiVersion(1, 46);
@@ -21,7 +23,8 @@ const VERSION_HEADER: &str = "X-OpenStack-Ironic-API-Version";
 pub const PAGE_SIZE: usize = 1000;
 /// The fields of a node the listing reads.
 const NODE_FIELDS: &str = "uuid,name,resource_class,provision_state,power_state,maintenance,\
-                           last_error,instance_uuid,reservation,traits,properties";
+                           last_error,instance_uuid,reservation,traits,properties,\
+                           conductor_group";
 
 /// An Ironic API microversion, `major.minor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -166,6 +169,12 @@ pub struct IronicNodeRecord {
     /// The node's static network configuration (API 1.66), when read.
     #[serde(default)]
     pub network_data: Option<serde_json::Value>,
+    /// The node's conductor group (`""`: the default group).
+    #[serde(default)]
+    pub conductor_group: Option<String>,
+    /// The node's shard (API 1.82), when read.
+    #[serde(default)]
+    pub shard: Option<String>,
 }
 
 /// A node's power as Ironic shows it.
@@ -197,12 +206,6 @@ struct Root {
 struct VersionDoc {
     version: String,
     min_version: String,
-}
-
-#[derive(Deserialize)]
-struct NodePage {
-    nodes: Vec<IronicNodeRecord>,
-    next: Option<String>,
 }
 
 impl IronicApi {
@@ -299,66 +302,6 @@ impl IronicApi {
         renew: bool,
     ) -> Result<reqwest::RequestBuilder, IronicError> {
         with_token(&self.auth, &self.base, request, renew).await
-    }
-
-    /// The fields a listing reads: with `network_data` from API 1.66 (an older Ironic refuses
-    /// a field it does not know).
-    fn node_fields(&self) -> String {
-        if self.version >= ApiVersion(1, 66) {
-            format!("{NODE_FIELDS},network_data")
-        } else {
-            NODE_FIELDS.to_owned()
-        }
-    }
-
-    /// Lists the nodes `selection` chooses, `PAGE_SIZE` at a time by marker, only the fields
-    /// ringmaster uses; returns every page's nodes and how many requests it took.
-    pub async fn list_nodes(
-        &self,
-        selection: &NodeSelection,
-    ) -> Result<(Vec<IronicNodeRecord>, usize), IronicError> {
-        if selection.shard.is_some() && self.max_version < ApiVersion(1, 82) {
-            return Err(IronicError::NoShards {
-                url: self.base.clone(),
-                max: self.max_version,
-            });
-        }
-        let mut query = vec![
-            ("fields", self.node_fields()),
-            ("limit", PAGE_SIZE.to_string()),
-        ];
-        if let Some(group) = &selection.conductor_group {
-            query.push(("conductor_group", group.clone()));
-        }
-        if let Some(shard) = &selection.shard {
-            query.push(("shard", shard.clone()));
-        }
-        let mut nodes = Vec::new();
-        let mut requests = 0;
-        let mut marker: Option<Uuid> = None;
-        loop {
-            let mut page_query = query.clone();
-            if let Some(marker) = marker {
-                page_query.push(("marker", marker.to_string()));
-            }
-            let encoded = serde_urlencoded::to_string(&page_query).map_err(|error| {
-                IronicError::BadAnswer {
-                    what: "the node listing's query".to_owned(),
-                    reason: error.to_string(),
-                }
-            })?;
-            let page: NodePage = self
-                .read(&format!("/nodes?{encoded}"), "the node listing")
-                .await?;
-            requests += 1;
-            // A full page with a `next` link: the rest follows the last node of this one.
-            let full = page.nodes.len() >= PAGE_SIZE && page.next.is_some();
-            marker = page.nodes.last().map(|node| node.uuid);
-            nodes.extend(page.nodes);
-            if !full {
-                return Ok((nodes, requests));
-            }
-        }
     }
 
     /// Reads node `uuid` (the fields a listing reads).

@@ -6,15 +6,13 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
-};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry};
 
-use crate::db::figures::DeploymentFigures;
 use crate::domain::archive::ARCHIVE_ORDER;
-use crate::domain::host::{HostState, Liveness};
 use crate::domain::ring::MoveReason;
+
+mod gauges;
+pub use gauges::{Gauges, IronicView, Labelled, ProcessView};
 
 /// The process's counters and histograms.
 struct Families {
@@ -30,6 +28,60 @@ struct Families {
     leadership_changes: IntCounterVec,
     fences: IntCounterVec,
     candidates_truncated: IntCounterVec,
+    ironic: IronicFamilies,
+}
+
+/// The counters and histograms of the listing of a real Ironic.
+struct IronicFamilies {
+    listings: HistogramVec,
+    changed: IntCounterVec,
+    held: IntCounterVec,
+    lease: IntCounterVec,
+}
+
+impl IronicFamilies {
+    fn new(r: &Registry) -> prometheus::Result<IronicFamilies> {
+        Ok(IronicFamilies {
+            listings: histogram(
+                r,
+                "ringmaster_ironic_listing_duration_seconds",
+                "Time a listing of a real Ironic took in this process (pages, compare, write), \
+                 by result.",
+                &["result"],
+                LISTING_BUCKETS,
+            )?,
+            changed: counter(
+                r,
+                "ringmaster_ironic_listing_changed_nodes_total",
+                "Nodes this process's listings of Ironic found new, changed or gone (and wrote).",
+                &["source"],
+            )?,
+            held: counter(
+                r,
+                "ringmaster_ironic_removals_held_total",
+                "Nodes a listing lacked beyond --ironic-vanish-limit: not taken for gone until \
+                 the next listing agreed.",
+                &["source"],
+            )?,
+            lease: counter(
+                r,
+                "ringmaster_ironic_listing_lease_changes_total",
+                "The Ironic listing lease gained or lost by this process.",
+                &["change"],
+            )?,
+        })
+    }
+
+    fn start_at_zero(&self) {
+        for change in ["gained", "lost"] {
+            self.lease.with_label_values(&[change]).inc_by(0);
+        }
+        for result in ["ok", "failed"] {
+            self.listings.with_label_values(&[result]);
+        }
+        self.changed.with_label_values(&["ironic"]).inc_by(0);
+        self.held.with_label_values(&["ironic"]).inc_by(0);
+    }
 }
 
 static FAMILIES: LazyLock<Option<Families>> = LazyLock::new(|| match Families::new() {
@@ -75,6 +127,9 @@ const FAILOVER_BUCKETS: &[f64] = &[
 ];
 const BOOT_BUCKETS: &[f64] = &[
     0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 600.0,
+];
+const LISTING_BUCKETS: &[f64] = &[
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
 ];
 const POOL_BUCKETS: &[f64] = &[
     0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
@@ -148,8 +203,7 @@ impl Families {
             fences: counter(
                 r,
                 "ringmaster_host_fence_events_total",
-                "Hosts of this process fenced (lease lapsed) or unfenced (heartbeat recorded \
-                 again), by host.",
+                "Hosts of this process fenced (lease lapsed) or unfenced (heartbeat again).",
                 &["host", "event"],
             )?,
             candidates_truncated: counter(
@@ -158,6 +212,7 @@ impl Families {
                 "Allocation-candidate answers cut short at the candidate cap.",
                 &["reason"],
             )?,
+            ironic: IronicFamilies::new(r)?,
             registry,
         })
     }
@@ -214,6 +269,7 @@ impl Families {
         for outcome in ["ok", "failed"] {
             self.pool_wait.with_label_values(&[outcome]);
         }
+        self.ironic.start_at_zero();
         for reason in TRUNCATED_BY {
             self.candidates_truncated
                 .with_label_values(&[reason])
@@ -332,229 +388,39 @@ pub fn count_fence(host: &str, event: &str) {
     }
 }
 
-/// One gauge value with its label values.
-pub type Labelled = (Vec<String>, f64);
-
-/// The gauges of one scrape, from what the process holds.
-pub struct Gauges {
-    registry: Registry,
-    values: Vec<(GaugeVec, Vec<Labelled>)>,
-}
-
-impl Gauges {
-    pub fn new() -> Gauges {
-        Gauges {
-            registry: Registry::new(),
-            values: Vec::new(),
-        }
-    }
-
-    /// Adds gauge `name` with `labels`, and its values (label values, value).
-    pub fn add(&mut self, name: &str, help: &str, labels: &[&str], values: Vec<Labelled>) {
-        let Ok(gauge) = GaugeVec::new(Opts::new(name, help), labels) else {
-            log::error!("metrics: invalid gauge {name}");
-            return;
-        };
-        if self.registry.register(Box::new(gauge.clone())).is_ok() {
-            self.values.push((gauge, values));
-        }
-    }
-
-    /// Renders these gauges and the process's counters and histograms in the text exposition
-    /// format.
-    pub fn render(self) -> String {
-        for (gauge, values) in &self.values {
-            for (labels, value) in values {
-                let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
-                if let Ok(child) = gauge.get_metric_with_label_values(&labels) {
-                    child.set(*value);
-                }
-            }
-        }
-        let mut gathered = self.registry.gather();
-        if let Some(families) = families() {
-            gathered.extend(families.registry.gather());
-        }
-        let mut out = Vec::new();
-        if let Err(error) = TextEncoder::new().encode(&gathered, &mut out) {
-            log::error!("metrics could not be encoded: {error}");
-        }
-        String::from_utf8(out).unwrap_or_default()
+/// Counts a listing of Ironic by this process: how long it took, the nodes it changed.
+pub fn observe_ironic_listing(ok: bool, took: Duration, changed: usize) {
+    if let Some(families) = families() {
+        let result = if ok { "ok" } else { "failed" };
+        families
+            .ironic
+            .listings
+            .with_label_values(&[result])
+            .observe(took.as_secs_f64());
+        families
+            .ironic
+            .changed
+            .with_label_values(&["ironic"])
+            .inc_by(changed as u64);
     }
 }
 
-impl Default for Gauges {
-    fn default() -> Self {
-        Gauges::new()
+/// Counts nodes a listing lacked beyond the vanish limit (held back).
+pub fn count_ironic_removals_held(nodes: usize) {
+    if let Some(families) = families() {
+        families
+            .ironic
+            .held
+            .with_label_values(&["ironic"])
+            .inc_by(nodes as u64);
     }
 }
 
-/// What a scrape shows of the deployment and of this process.
-pub struct ProcessView<'a> {
-    pub figures: &'a DeploymentFigures,
-    pub now: DateTime<Utc>,
-    pub liveness: Liveness,
-    /// The hosts this process runs.
-    pub local: &'a [String],
-    pub leader: bool,
-    pub ring_version: i64,
-    pub ring_members: usize,
-    /// Each database pool, by name.
-    pub pools: Vec<(&'static str, crate::db::PoolFigures)>,
-}
-
-fn one(label: &str) -> Vec<String> {
-    vec![label.to_owned()]
-}
-
-impl Gauges {
-    /// Adds the gauges of `view`: per host, per deployment, per pool.
-    pub fn add_view(&mut self, view: &ProcessView<'_>) {
-        let flag = |on: bool| if on { 1.0 } else { 0.0 };
-        self.add(
-            "ringmaster_build_info",
-            "The ringmaster version this process runs.",
-            &["version"],
-            vec![(one(crate::db::processes::VERSION), 1.0)],
-        );
-        self.add(
-            "ringmaster_leader",
-            "1 while this process leads rebalancing.",
-            &[],
-            vec![(Vec::new(), flag(view.leader))],
-        );
-        self.add(
-            "ringmaster_ring_version",
-            "The ring version this process last computed.",
-            &[],
-            vec![(Vec::new(), view.ring_version as f64)],
-        );
-        self.add(
-            "ringmaster_ring_members",
-            "Hosts in the ring (as the leader sees it).",
-            &[],
-            vec![(Vec::new(), view.ring_members as f64)],
-        );
-        self.add_hosts(view, flag);
-        let by_state = |counts: &[(String, i64)]| {
-            counts
-                .iter()
-                .map(|(state, count)| (one(state), *count as f64))
-                .collect()
-        };
-        self.add(
-            "ringmaster_nodes",
-            "Ironic nodes by provision state.",
-            &["state"],
-            by_state(&view.figures.nodes_by_state),
-        );
-        self.add(
-            "ringmaster_instances",
-            "Live instances by vm state.",
-            &["state"],
-            by_state(&view.figures.instances_by_state),
-        );
-        let age = view
-            .figures
-            .read_at
-            .map(|at| seconds(view.now - at))
-            .unwrap_or(-1.0);
-        self.add(
-            "ringmaster_figures_age_seconds",
-            "Age of the deployment figures this scrape shows (-1: the first read failed).",
-            &[],
-            vec![(Vec::new(), age)],
-        );
-        let mut connections = Vec::new();
-        let mut sizes = Vec::new();
-        for (pool, figures) in &view.pools {
-            let idle = f64::from(figures.idle);
-            let open = f64::from(figures.open);
-            connections.push((vec![(*pool).to_owned(), "in_use".to_owned()], open - idle));
-            connections.push((vec![(*pool).to_owned(), "idle".to_owned()], idle));
-            sizes.push((one(pool), f64::from(figures.max)));
-        }
-        self.add(
-            "ringmaster_db_pool_connections",
-            "Database connections by pool and use.",
-            &["pool", "state"],
-            connections,
-        );
-        self.add(
-            "ringmaster_db_pool_max_connections",
-            "Largest size of each database pool.",
-            &["pool"],
-            sizes,
-        );
+/// Counts the Ironic listing lease `gained` or `lost` by this process.
+pub fn count_listing_lease(change: &str) {
+    if let Some(families) = families() {
+        families.ironic.lease.with_label_values(&[change]).inc();
     }
-
-    fn add_hosts(&mut self, view: &ProcessView<'_>, flag: impl Fn(bool) -> f64) {
-        let owned: std::collections::HashMap<&str, i64> = view
-            .figures
-            .nodes_by_host
-            .iter()
-            .map(|(host, count)| (host.as_str(), *count))
-            .collect();
-        let (mut states, mut ages, mut nodes, mut fenced, mut local) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for host in &view.figures.hosts {
-            let state = host.state(&view.liveness, view.now);
-            for candidate in [
-                HostState::Up,
-                HostState::Fenced,
-                HostState::Down,
-                HostState::Disabled,
-            ] {
-                states.push((
-                    vec![host.name.clone(), candidate.as_str().to_owned()],
-                    flag(state == candidate),
-                ));
-            }
-            if let Some(seen) = host.last_seen_up {
-                ages.push((one(&host.name), seconds(view.now - seen)));
-            }
-            nodes.push((
-                one(&host.name),
-                owned.get(host.name.as_str()).copied().unwrap_or(0) as f64,
-            ));
-            fenced.push((one(&host.name), flag(state == HostState::Fenced)));
-            local.push((one(&host.name), flag(view.local.contains(&host.name))));
-        }
-        self.add(
-            "ringmaster_host_state",
-            "1 for each host's current state (up, fenced, down, disabled).",
-            &["host", "state"],
-            states,
-        );
-        self.add(
-            "ringmaster_host_heartbeat_age_seconds",
-            "Time since each host's last heartbeat.",
-            &["host"],
-            ages,
-        );
-        self.add(
-            "ringmaster_host_nodes",
-            "Nodes each host owns.",
-            &["host"],
-            nodes,
-        );
-        self.add(
-            "ringmaster_host_fenced",
-            "1 while a host's lease has lapsed (it writes nothing).",
-            &["host"],
-            fenced,
-        );
-        self.add(
-            "ringmaster_host_local",
-            "1 for the hosts this process runs.",
-            &["host"],
-            local,
-        );
-    }
-}
-
-fn seconds(duration: chrono::Duration) -> f64 {
-    duration.num_milliseconds() as f64 / 1000.0
 }
 
 #[cfg(test)]

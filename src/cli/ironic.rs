@@ -69,6 +69,13 @@ pub struct IronicArgs {
         conflicts_with = "ironic_cafile"
     )]
     pub ironic_insecure: bool,
+    /// The most nodes one listing may take for gone at once: a share of the nodes known
+    /// (`10%`), a number (`50`) or both (`10%,50`: the smaller). Beyond it the removals wait
+    /// until the next listing lacks the same nodes (a project-scoped token or a restored
+    /// Ironic database lists fewer nodes with a 200); one warning, and
+    /// ringmaster_ironic_removals_held_total counts them.
+    #[arg(long, env = "RINGMASTER_IRONIC_VANISH_LIMIT", default_value = "10%,50")]
+    pub ironic_vanish_limit: crate::domain::mirror::VanishLimit,
     /// Under --auth-strategy keystone without --ironic-url: the catalog interfaces Ironic's
     /// endpoint is taken from, the first found (Nova's [ironic] valid_interfaces).
     #[arg(
@@ -159,6 +166,7 @@ impl IronicArgs {
             poll_interval: self.ironic_poll_interval,
             deploy_timeout: self.ironic_deploy_timeout,
             lock_retries: self.ironic_lock_retries,
+            vanish_limit: self.ironic_vanish_limit,
             tls: self.tls()?,
             catalog,
         }))

@@ -4,7 +4,7 @@
 //! this table wakes the tracker passes and the rebalancer).
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Jsonb, Nullable, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Jsonb, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
@@ -29,6 +29,8 @@ struct MirrorRow {
     memory_mb: i32,
     local_gb: i32,
     addresses: Option<String>,
+    conductor_group: String,
+    shard: Option<String>,
 }
 
 impl From<MirrorRow> for ListedNode {
@@ -48,6 +50,8 @@ impl From<MirrorRow> for ListedNode {
             memory_mb: row.memory_mb,
             local_gb: row.local_gb,
             addresses: row.addresses,
+            conductor_group: row.conductor_group,
+            shard: row.shard,
         }
     }
 }
@@ -57,6 +61,19 @@ impl From<MirrorRow> for ListedNode {
 pub fn mirrored_nodes(conn: &mut PgConnection) -> Result<Vec<ListedNode>, DbError> {
     let rows = ironic_nodes::table
         .order(ironic_nodes::uuid.asc())
+        .select(MirrorRow::as_select())
+        .load(conn)?;
+    Ok(rows.into_iter().map(ListedNode::from).collect())
+}
+
+/// Reads the rows written after `since` (by deploys, tear-downs and listings): what the
+/// listing holder must remember besides its own listings. Uses the `updated_at` index.
+pub fn written_since(
+    conn: &mut PgConnection,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<ListedNode>, DbError> {
+    let rows = ironic_nodes::table
+        .filter(ironic_nodes::updated_at.gt(since))
         .select(MirrorRow::as_select())
         .load(conn)?;
     Ok(rows.into_iter().map(ListedNode::from).collect())
@@ -82,6 +99,8 @@ fn as_document(nodes: &[ListedNode]) -> serde_json::Value {
                 "memory_mb": node.memory_mb,
                 "local_gb": node.local_gb,
                 "addresses": node.addresses,
+                "conductor_group": node.conductor_group,
+                "shard": node.shard,
             })
         })
         .collect()
@@ -103,15 +122,16 @@ pub fn apply(
             "INSERT INTO ironic_nodes (uuid, name, resource_class, provision_state, power_state,
                                        maintenance, last_error, instance_uuid, reservation,
                                        traits, cpus, memory_mb, local_gb, source, created_at,
-                                       updated_at, addresses)
+                                       updated_at, addresses, conductor_group, shard)
              SELECT r.uuid, r.name, r.resource_class, r.provision_state, r.power_state,
                     r.maintenance, r.last_error, r.instance_uuid, r.reservation,
                     COALESCE(r.traits, '{}'), r.cpus, r.memory_mb, r.local_gb, $2, $3, $3,
-                    r.addresses
+                    r.addresses, COALESCE(r.conductor_group, ''), r.shard
                FROM jsonb_to_recordset($1) AS r(uuid uuid, name text, resource_class text,
                     provision_state text, power_state text, maintenance boolean,
                     last_error text, instance_uuid uuid, reservation text, traits text[],
-                    cpus integer, memory_mb integer, local_gb integer, addresses text)
+                    cpus integer, memory_mb integer, local_gb integer, addresses text,
+                    conductor_group text, shard text)
              ON CONFLICT (uuid) DO UPDATE
                 SET name = EXCLUDED.name, resource_class = EXCLUDED.resource_class,
                     provision_state = EXCLUDED.provision_state,
@@ -121,12 +141,13 @@ pub fn apply(
                     cpus = EXCLUDED.cpus, memory_mb = EXCLUDED.memory_mb,
                     local_gb = EXCLUDED.local_gb, source = EXCLUDED.source,
                     addresses = EXCLUDED.addresses,
+                    conductor_group = EXCLUDED.conductor_group, shard = EXCLUDED.shard,
                     updated_at = EXCLUDED.updated_at
               WHERE $4::timestamptz IS NULL OR ironic_nodes.updated_at IS NULL
                  OR ironic_nodes.updated_at <= $4",
         )
         .bind::<Jsonb, _>(as_document(&changes.upserts))
-        .bind::<diesel::sql_types::Text, _>(MIRRORED)
+        .bind::<Text, _>(MIRRORED)
         .bind::<Timestamptz, _>(now)
         .bind::<Nullable<Timestamptz>, _>(listed_at)
         .execute(conn)?;
@@ -167,6 +188,80 @@ pub fn refresh_node(
     apply(conn, &changes, now, None)
 }
 
+/// What the listing holder's last listing did, as every process of the deployment reads it.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct ListingRecord {
+    #[diesel(sql_type = SqlUuid)]
+    pub holder: Uuid,
+    #[diesel(sql_type = Timestamptz)]
+    pub at: chrono::DateTime<chrono::Utc>,
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub last_success: Option<chrono::DateTime<chrono::Utc>>,
+    #[diesel(sql_type = BigInt)]
+    pub nodes: i64,
+    #[diesel(sql_type = BigInt)]
+    pub pages: i64,
+    #[diesel(sql_type = BigInt)]
+    pub changed: i64,
+    #[diesel(sql_type = BigInt)]
+    pub took_ms: i64,
+    #[diesel(sql_type = BigInt)]
+    pub held: i64,
+    #[diesel(sql_type = Nullable<Text>)]
+    pub error: Option<String>,
+    /// Listings recorded under this name so far (ignored when recording).
+    #[diesel(sql_type = BigInt)]
+    pub listings: i64,
+}
+
+/// Records the outcome of a listing of lease `name` (run it in the transaction that holds
+/// the lease): one row per lease, its listing count bumped.
+pub fn record_listing(
+    conn: &mut PgConnection,
+    name: &str,
+    record: &ListingRecord,
+) -> Result<(), DbError> {
+    super::cached::query(
+        "INSERT INTO ironic_listings (name, holder, at, last_success, nodes, pages, changed,
+                                      took_ms, held, error, listings)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 1)
+         ON CONFLICT (name) DO UPDATE
+            SET holder = EXCLUDED.holder, at = EXCLUDED.at,
+                last_success = COALESCE(EXCLUDED.last_success, ironic_listings.last_success),
+                nodes = CASE WHEN EXCLUDED.error IS NULL THEN EXCLUDED.nodes
+                             ELSE ironic_listings.nodes END,
+                pages = EXCLUDED.pages, changed = EXCLUDED.changed,
+                took_ms = EXCLUDED.took_ms, held = EXCLUDED.held, error = EXCLUDED.error,
+                listings = ironic_listings.listings + 1",
+    )
+    .bind::<Text, _>(name)
+    .bind::<SqlUuid, _>(record.holder)
+    .bind::<Timestamptz, _>(record.at)
+    .bind::<Nullable<Timestamptz>, _>(record.last_success)
+    .bind::<BigInt, _>(record.nodes)
+    .bind::<BigInt, _>(record.pages)
+    .bind::<BigInt, _>(record.changed)
+    .bind::<BigInt, _>(record.took_ms)
+    .bind::<BigInt, _>(record.held)
+    .bind::<Nullable<Text>, _>(&record.error)
+    .execute(conn)?;
+    Ok(())
+}
+
+/// The last listing of lease `name`, if one was recorded.
+pub fn listing_record(
+    conn: &mut PgConnection,
+    name: &str,
+) -> Result<Option<ListingRecord>, DbError> {
+    Ok(super::cached::query(
+        "SELECT holder, at, last_success, nodes, pages, changed, took_ms, held, error, listings
+           FROM ironic_listings WHERE name = $1",
+    )
+    .bind::<Text, _>(name)
+    .get_result(conn)
+    .optional()?)
+}
+
 /// Records that mirrored nodes `uuids` have an owner now: from then on the audit expects
 /// exactly one live compute node for each (before, a new node waits for its first claim).
 pub fn mark_owned(
@@ -183,7 +278,7 @@ pub fn mark_owned(
     )
     .bind::<Array<SqlUuid>, _>(uuids)
     .bind::<Timestamptz, _>(now)
-    .bind::<diesel::sql_types::Text, _>(MIRRORED)
+    .bind::<Text, _>(MIRRORED)
     .execute(conn)?;
     Ok(())
 }

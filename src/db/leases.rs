@@ -34,6 +34,20 @@ pub struct Lease {
     pub expires_at: DateTime<Utc>,
 }
 
+/// Creates lease `name`, expired and held by nobody, unless it exists (leases other than the
+/// rebalancer's are made on first use: one per Ironic listing filter).
+pub fn ensure(conn: &mut PgConnection, name: &str) -> Result<(), DbError> {
+    super::cached::query(
+        "INSERT INTO leader_leases (name, holder, epoch, expires_at, acquired_at)
+         VALUES ($1, '00000000-0000-0000-0000-000000000000', 0, '1970-01-01T00:00:00Z',
+                 '1970-01-01T00:00:00Z')
+         ON CONFLICT (name) DO NOTHING",
+    )
+    .bind::<Text, _>(name)
+    .execute(conn)?;
+    Ok(())
+}
+
 /// Renews lease `name` for `holder` when it holds it, or takes it over when it has expired;
 /// returns the epoch `holder` now leads under, or `None` when another process holds it (or is
 /// writing under it right now). Never waits for a lock. Run it in a transaction.

@@ -321,6 +321,25 @@ diesel::table! {
         source -> Varchar,
         first_owned_at -> Nullable<Timestamptz>,
         addresses -> Nullable<Text>,
+        #[max_length = 255]
+        shard -> Nullable<Varchar>,
+    }
+}
+
+diesel::table! {
+    ironic_listings (name) {
+        #[max_length = 64]
+        name -> Varchar,
+        holder -> Uuid,
+        at -> Timestamptz,
+        last_success -> Nullable<Timestamptz>,
+        nodes -> Int8,
+        pages -> Int8,
+        changed -> Int8,
+        took_ms -> Int8,
+        held -> Int8,
+        error -> Nullable<Text>,
+        listings -> Int8,
     }
 }
 
@@ -897,6 +916,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     instance_system_metadata,
     instances,
     inventories,
+    ironic_listings,
     ironic_nodes,
     key_pairs,
     leader_leases,

@@ -1,14 +1,18 @@
-//! A real Ironic's node listing as ringmaster keeps it (issue 16): the nodes as listed, what
-//! a listing changes of the mirror it is compared with (only nodes whose state changed are
-//! written, so an idle Ironic costs no write at all), and when a listing may not be applied
-//! (an empty answer never empties the mirror: Nova lost compute nodes that way).
+//! A real Ironic's node listing as ringmaster keeps it (issues 16 and 31): the nodes as listed,
+//! what the listing holder remembers of the last listing (`SeenNodes`: one fingerprint per
+//! node, so a listing's cost is its changes, not the mirror's size), what a listing changes
+//! (only nodes whose fields changed are written, so an idle Ironic costs no write at all), and
+//! when a listing may not be applied (an empty answer never empties the mirror, and a listing
+//! that suddenly lacks many nodes is believed only when the next agrees: Nova lost compute
+//! nodes both ways).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use uuid::Uuid;
 
 /// A node as a real Ironic lists it, in the mirror's terms.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ListedNode {
     pub uuid: Uuid,
     pub name: Option<String>,
@@ -26,6 +30,20 @@ pub struct ListedNode {
     pub local_gb: i32,
     /// Nova's addresses (JSON text) from the node's network_data, if it gives any.
     pub addresses: Option<String>,
+    /// The node's conductor group: `""` is Ironic's default group.
+    pub conductor_group: String,
+    /// The node's shard (API 1.82), if it has one.
+    pub shard: Option<String>,
+}
+
+impl ListedNode {
+    /// A digest of every field the mirror keeps: two listings of a node that changed in none
+    /// of them have the same fingerprint.
+    pub fn fingerprint(&self) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        self.hash(&mut hasher);
+        hasher.finish()
+    }
 }
 
 /// What applying a listing writes: the nodes new or changed, and the nodes gone.
@@ -52,6 +70,92 @@ pub enum ListingRefused {
     Empty { known: usize },
 }
 
+/// What the listing holder remembers of the mirror: each node's fingerprint. Built once from
+/// the mirror when a process starts listing, then kept up to date by the listings it applies
+/// and by the rows others write (deploys, tear-downs); about 40 bytes a node.
+#[derive(Debug, Default, Clone)]
+pub struct SeenNodes {
+    seen: HashMap<Uuid, u64>,
+}
+
+impl SeenNodes {
+    /// Remembers `nodes` as the mirror shows them.
+    pub fn note<'a>(&mut self, nodes: impl IntoIterator<Item = &'a ListedNode>) {
+        for node in nodes {
+            self.seen.insert(node.uuid, node.fingerprint());
+        }
+    }
+
+    /// Forgets `uuids` (removed from the mirror).
+    pub fn forget(&mut self, uuids: &[Uuid]) {
+        for uuid in uuids {
+            self.seen.remove(uuid);
+        }
+    }
+
+    /// Nodes remembered.
+    pub fn len(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Says whether no node is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.seen.is_empty()
+    }
+
+    /// Bytes this memory holds (its table's capacity), for the benchmark's figure.
+    pub fn held_bytes(&self) -> usize {
+        self.seen.capacity() * (std::mem::size_of::<(Uuid, u64)>() + 1)
+    }
+}
+
+/// One listing being compared with what was seen, page by page: only the changed nodes are
+/// kept, so a listing holds one page and its changes, never the whole listing.
+#[derive(Debug, Default)]
+pub struct ListingCompare {
+    listed: HashSet<Uuid>,
+    upserts: Vec<ListedNode>,
+}
+
+impl ListingCompare {
+    /// Compares one page with `seen`: keeps the nodes new or changed.
+    pub fn page(&mut self, seen: &SeenNodes, nodes: impl IntoIterator<Item = ListedNode>) {
+        for node in nodes {
+            // A node listed twice (pages shifted under a concurrent enrollment) counts once.
+            if !self.listed.insert(node.uuid) {
+                continue;
+            }
+            if seen.seen.get(&node.uuid) != Some(&node.fingerprint()) {
+                self.upserts.push(node);
+            }
+        }
+    }
+
+    /// Nodes listed so far.
+    pub fn listed(&self) -> usize {
+        self.listed.len()
+    }
+
+    /// The listing's changes: the nodes new or changed, and those `seen` has that it did not
+    /// list. An empty listing while nodes are known is refused.
+    pub fn finish(self, seen: &SeenNodes) -> Result<MirrorChanges, ListingRefused> {
+        if self.listed.is_empty() && !seen.is_empty() {
+            return Err(ListingRefused::Empty { known: seen.len() });
+        }
+        let mut removals: Vec<Uuid> = seen
+            .seen
+            .keys()
+            .filter(|uuid| !self.listed.contains(uuid))
+            .copied()
+            .collect();
+        removals.sort_unstable();
+        Ok(MirrorChanges {
+            upserts: self.upserts,
+            removals,
+        })
+    }
+}
+
 /// Compares `listed` with the mirror's `current` rows: the nodes to write (new, or any field
 /// changed) and those to remove (not listed any more). An empty listing while the mirror has
 /// nodes is refused.
@@ -59,42 +163,104 @@ pub fn compare(
     current: &[ListedNode],
     listed: Vec<ListedNode>,
 ) -> Result<MirrorChanges, ListingRefused> {
-    if listed.is_empty() && !current.is_empty() {
-        return Err(ListingRefused::Empty {
-            known: current.len(),
-        });
+    let mut seen = SeenNodes::default();
+    seen.note(current);
+    let mut listing = ListingCompare::default();
+    listing.page(&seen, listed);
+    listing.finish(&seen)
+}
+
+/// The most nodes one listing may take for gone at once (`--ironic-vanish-limit`): the
+/// smallest of a share of the nodes known (rounded up) and a number of nodes. Beyond, the
+/// listing may be partial (a project-scoped token sees only its project's nodes, with a 200; a
+/// restored database; a lost page) and the removals wait for the next listing to agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VanishLimit {
+    /// Percent of the nodes known, if limited so.
+    pub percent: Option<u32>,
+    /// Nodes, if limited so.
+    pub nodes: Option<usize>,
+}
+
+impl Default for VanishLimit {
+    /// 10 % of the nodes known, at most 50.
+    fn default() -> VanishLimit {
+        VanishLimit {
+            percent: Some(10),
+            nodes: Some(50),
+        }
     }
-    let known: HashMap<Uuid, &ListedNode> = current.iter().map(|node| (node.uuid, node)).collect();
-    let listed_uuids: std::collections::HashSet<Uuid> =
-        listed.iter().map(|node| node.uuid).collect();
-    let removals = current
-        .iter()
-        .map(|node| node.uuid)
-        .filter(|uuid| !listed_uuids.contains(uuid))
-        .collect();
-    let upserts = listed
-        .into_iter()
-        .filter(|node| known.get(&node.uuid).is_none_or(|was| *was != node))
-        .collect();
-    Ok(MirrorChanges { upserts, removals })
 }
 
-/// The most nodes one listing may take for gone at once: 10 % of those known (rounded up),
-/// at most 50, at least 1. Beyond, the listing may be partial (a project-scoped token sees only
-/// its project's nodes, with a 200; a restored database; a lost page).
-pub fn vanish_limit(known: usize) -> usize {
-    known.div_ceil(10).clamp(1, 50)
+impl std::fmt::Display for VanishLimit {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .percent
+            .map(|percent| format!("{percent}%"))
+            .into_iter()
+            .chain(self.nodes.map(|nodes| nodes.to_string()))
+            .collect();
+        formatter.write_str(&parts.join(","))
+    }
 }
 
-/// Holds back removals beyond `vanish_limit` until the next listing lacks the same nodes:
-/// takes them out of `changes` and returns them (sorted) to be compared with the next listing;
+impl std::str::FromStr for VanishLimit {
+    type Err = String;
+
+    /// `10%`, `50` or both, comma-separated (`10%,50`: whichever is smaller).
+    fn from_str(text: &str) -> Result<VanishLimit, String> {
+        let mut limit = VanishLimit {
+            percent: None,
+            nodes: None,
+        };
+        for part in text.split(',').map(str::trim) {
+            if let Some(percent) = part.strip_suffix('%') {
+                let percent: u32 = percent
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|p| *p <= 100)
+                    .ok_or_else(|| format!("{part:?} is not a percentage from 0% to 100%"))?;
+                if limit.percent.replace(percent).is_some() {
+                    return Err(format!("{text:?} gives a percentage twice"));
+                }
+            } else {
+                let nodes: usize = part.parse().map_err(|_| {
+                    format!("{part:?} is neither a number of nodes nor a percentage")
+                })?;
+                if limit.nodes.replace(nodes).is_some() {
+                    return Err(format!("{text:?} gives a number of nodes twice"));
+                }
+            }
+        }
+        Ok(limit)
+    }
+}
+
+impl VanishLimit {
+    /// The most nodes a listing may take for gone at once when `known` are known.
+    pub fn of(&self, known: usize) -> usize {
+        let share = self
+            .percent
+            .map(|percent| (known.saturating_mul(percent as usize)).div_ceil(100));
+        match (share, self.nodes) {
+            (Some(share), Some(nodes)) => share.min(nodes),
+            (Some(share), None) => share,
+            (None, Some(nodes)) => nodes,
+            (None, None) => usize::MAX,
+        }
+    }
+}
+
+/// Holds back removals beyond `limit` until the next listing lacks the same nodes: takes
+/// them out of `changes` and returns them (sorted) to be compared with the next listing;
 /// returns nothing when within the limit or when `held_before` (the previous listing's) agrees.
 pub fn hold_mass_removals(
-    known: usize,
+    limit: usize,
     changes: &mut MirrorChanges,
     held_before: &[Uuid],
 ) -> Vec<Uuid> {
-    if changes.removals.len() <= vanish_limit(known) {
+    if changes.removals.len() <= limit {
         return Vec::new();
     }
     let mut vanished = changes.removals.clone();
@@ -119,28 +285,29 @@ mod tests {
 
     #[test]
     fn a_listing_that_loses_many_nodes_is_believed_only_when_the_next_agrees() {
-        assert_eq!(vanish_limit(5), 1);
-        assert_eq!(vanish_limit(100), 10);
-        assert_eq!(vanish_limit(100_000), 50);
+        let limit = VanishLimit::default();
+        assert_eq!(limit.of(5), 1);
+        assert_eq!(limit.of(100), 10);
+        assert_eq!(limit.of(100_000), 50);
         let gone: Vec<Uuid> = (1..=20).map(Uuid::from_u128).collect();
         let mut changes = MirrorChanges {
             upserts: Vec::new(),
             removals: gone.clone(),
         };
-        let held = hold_mass_removals(100, &mut changes, &[]);
+        let held = hold_mass_removals(limit.of(100), &mut changes, &[]);
         assert_eq!(held, gone, "20 of 100 is beyond 10: held");
         assert!(changes.removals.is_empty(), "nothing removed yet");
         let mut again = MirrorChanges {
             upserts: Vec::new(),
             removals: gone.iter().rev().copied().collect(),
         };
-        assert!(hold_mass_removals(100, &mut again, &held).is_empty());
+        assert!(hold_mass_removals(limit.of(100), &mut again, &held).is_empty());
         assert_eq!(again.removals.len(), 20, "two listings agree: removed");
         let mut few = MirrorChanges {
             upserts: Vec::new(),
             removals: gone[..5].to_vec(),
         };
-        assert!(hold_mass_removals(100, &mut few, &[]).is_empty());
+        assert!(hold_mass_removals(limit.of(100), &mut few, &[]).is_empty());
         assert_eq!(few.removals.len(), 5, "within the limit: removed at once");
     }
 
@@ -160,6 +327,8 @@ mod tests {
             memory_mb: 16_384,
             local_gb: 100,
             addresses: None,
+            conductor_group: String::new(),
+            shard: None,
         }
     }
 
@@ -204,5 +373,45 @@ mod tests {
             ]),
             vec!["CUSTOM_A".to_owned(), "CUSTOM_B".to_owned()]
         );
+    }
+
+    #[test]
+    fn the_vanish_limit_reads_a_share_a_number_or_both() {
+        assert_eq!("10%,50".parse(), Ok(VanishLimit::default()));
+        assert_eq!(VanishLimit::default().to_string(), "10%,50");
+        let share: VanishLimit = "20%".parse().expect("a share");
+        assert_eq!((share.of(1_000), share.of(3)), (200, 1));
+        let nodes: VanishLimit = "0".parse().expect("a number");
+        assert_eq!(
+            nodes.of(1_000),
+            0,
+            "every removal waits for a second listing"
+        );
+        for bad in ["", "ten", "101%", "5%,6%", "1,2", "-1"] {
+            assert!(bad.parse::<VanishLimit>().is_err(), "{bad:?} is refused");
+        }
+    }
+
+    #[test]
+    fn a_listing_compared_page_by_page_keeps_only_its_changes() {
+        let mut seen = SeenNodes::default();
+        let current: Vec<ListedNode> = (1..=4).map(|n| node(n, "available")).collect();
+        seen.note(&current);
+        let mut listing = ListingCompare::default();
+        listing.page(&seen, vec![node(1, "available"), node(2, "active")]);
+        listing.page(
+            &seen,
+            vec![node(2, "active"), node(3, "available"), node(9, "enroll")],
+        );
+        assert_eq!(listing.listed(), 4, "a node on two pages counts once");
+        let changes = listing.finish(&seen).expect("applied");
+        assert_eq!(changes.upserts, vec![node(2, "active"), node(9, "enroll")]);
+        assert_eq!(changes.removals, vec![Uuid::from_u128(4)]);
+        seen.note(&changes.upserts);
+        seen.forget(&changes.removals);
+        assert_eq!(seen.len(), 4);
+        assert!(seen.held_bytes() >= 4 * 24);
+        let empty = ListingCompare::default();
+        assert_eq!(empty.finish(&seen), Err(ListingRefused::Empty { known: 4 }));
     }
 }

@@ -205,7 +205,7 @@ fn listen(
             std::thread::sleep(backoff);
             let open = match listener.as_mut() {
                 Some(open) => open,
-                None => match db::notify::Listener::open(&pool, db::notify::CHANNEL) {
+                None => match db::notify::Listener::open(&pool, &[db::notify::CHANNEL]) {
                     Ok(opened) => {
                         if std::mem::take(&mut lost)
                             && let Some(sender) = hub.upgrade()

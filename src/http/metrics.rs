@@ -31,6 +31,25 @@ pub async fn get_metrics(state: web::Data<AppState>) -> HttpResponse {
             ("api", crate::db::pool_figures(&state.pool)),
             ("background", crate::db::pool_figures(&state.actors.pool())),
         ],
+        ironic: state.actors.node_source.driver().map(|driver| {
+            let status = driver.status();
+            crate::metrics::IronicView {
+                lists_here: status.lists_here,
+                seconds: status.took_ms as f64 / 1000.0,
+                pages: status.requests,
+                changed: status.changed,
+                held: status.held,
+                interval_seconds: state
+                    .actors
+                    .settings
+                    .host
+                    .update_resources_interval
+                    .as_secs_f64(),
+                success_age_seconds: status
+                    .last_success
+                    .map_or(-1.0, |at| (now - at).num_milliseconds() as f64 / 1000.0),
+            }
+        }),
     };
     let mut gauges = Gauges::new();
     gauges.add_view(&view);

@@ -1,6 +1,6 @@
 //! Test fixtures, by concern: the PostgreSQL server and per-test databases (`database`), the
 //! in-process app (`app`), the `ringmaster` binary (`process`), a message-driven deployment
-//! (`deployment`), a real Ironic (`ironic`), a real Keystone (`keystone`), Placement requests (`placement`), Compute
+//! (`deployment`), a real Ironic (`ironic`) and a stand-in serving its listing from memory (`standin_ironic`), a real Keystone (`keystone`), Placement requests (`placement`), Compute
 //! requests (`compute`) and waiting
 //! (`wait`).
 
@@ -16,6 +16,7 @@ mod pki;
 mod placement;
 mod process;
 mod proxy;
+mod standin_ironic;
 mod wait;
 
 pub use app::*;
@@ -29,4 +30,5 @@ pub use pki::*;
 pub use placement::*;
 pub use process::*;
 pub use proxy::*;
+pub use standin_ironic::*;
 pub use wait::*;

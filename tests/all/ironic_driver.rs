@@ -176,6 +176,8 @@ async fn a_host_fenced_from_its_node_sends_ironic_nothing_for_it() {
 fn listed(uuid: Uuid, state: &str) -> ringmaster::domain::mirror::ListedNode {
     ringmaster::domain::mirror::ListedNode {
         addresses: None,
+        conductor_group: String::new(),
+        shard: None,
         uuid,
         name: None,
         resource_class: "baremetal".to_owned(),

@@ -46,6 +46,7 @@ mod ha_postgres;
 mod ironic_api;
 mod ironic_driver;
 mod ironic_keystone;
+mod ironic_listing;
 mod ironic_source;
 mod keystone;
 mod placement_api;

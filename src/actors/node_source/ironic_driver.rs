@@ -1,20 +1,19 @@
 //! A real Ironic as the node source, doing what Nova's ironic driver does: one paginated
-//! listing per tracker interval per process, mirrored into `ironic_nodes` (only the nodes that
-//! changed are written; a failed or empty listing changes nothing); deploys (`instance_uuid` and
+//! listing per tracker interval per deployment (`listing`: the lease holder lists, only the
+//! nodes that changed are written; a failed, empty or suddenly shrunken listing changes
+//! nothing); deploys (`instance_uuid` and
 //! `instance_info`, validate, `active`, poll) and tear-downs (`deleted`, poll until available)
 //! with `409 NodeLocked` retried with backoff; every write sent to Ironic checked against the
 //! host's fence first.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{DeployRequest, Fence, SourceError};
-use crate::actors::HostDirectory;
-use crate::actors::compute_host::RefreshNodes;
 pub use crate::config::IronicSettings;
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
@@ -22,8 +21,11 @@ use crate::domain::mirror::{self, ListedNode};
 use crate::ironic_api::{IronicApi, IronicError, IronicNodeRecord, PatchOp};
 
 /// Provision states from which Ironic tears an instance down (`deleted`).
+mod listing;
 mod patch;
 mod power;
+
+use listing::{ListingError, ListingState};
 
 const TEARABLE: &[&str] = &[
     "active",
@@ -61,6 +63,60 @@ pub struct ListingStatus {
     pub listings: u64,
     /// Requests sent to Ironic so far by this process: listings, deploys, tear-downs.
     pub requests_total: u64,
+    /// The listing lease: which nodes are listed (`ironic-listing`, with a group or shard).
+    pub lease: String,
+    /// The process that listed last (its token), if any has.
+    pub holder: Option<Uuid>,
+    /// Whether this process holds the lease and lists.
+    pub lists_here: bool,
+    /// Removals the last listing held back (beyond `--ironic-vanish-limit`).
+    pub held: usize,
+}
+
+impl ListingStatus {
+    fn as_record(&self) -> db::ironic_mirror::ListingRecord {
+        let count = |value: usize| i64::try_from(value).unwrap_or(i64::MAX);
+        db::ironic_mirror::ListingRecord {
+            holder: self.holder.unwrap_or_default(),
+            at: self.at.unwrap_or_default(),
+            last_success: self.last_success,
+            nodes: count(self.nodes),
+            pages: count(self.requests),
+            changed: count(self.changed),
+            took_ms: i64::try_from(self.took_ms).unwrap_or(i64::MAX),
+            held: count(self.held),
+            error: self.error.clone(),
+            listings: 0,
+        }
+    }
+
+    fn from_record(
+        record: Option<&db::ironic_mirror::ListingRecord>,
+        lease: &str,
+    ) -> ListingStatus {
+        let Some(record) = record else {
+            return ListingStatus {
+                lease: lease.to_owned(),
+                ..ListingStatus::default()
+            };
+        };
+        let count = |value: i64| usize::try_from(value).unwrap_or(0);
+        ListingStatus {
+            at: Some(record.at),
+            last_success: record.last_success,
+            nodes: count(record.nodes),
+            requests: count(record.pages),
+            changed: count(record.changed),
+            took_ms: u64::try_from(record.took_ms).unwrap_or(0),
+            error: record.error.clone(),
+            listings: u64::try_from(record.listings).unwrap_or(0),
+            requests_total: 0,
+            lease: lease.to_owned(),
+            holder: Some(record.holder),
+            lists_here: false,
+            held: count(record.held),
+        }
+    }
 }
 
 /// A real Ironic, as this process talks to it.
@@ -73,11 +129,9 @@ pub struct IronicDriver {
     status: Mutex<ListingStatus>,
     /// Whether a listing loop runs (then a pass reads its status instead of listing).
     looping: std::sync::atomic::AtomicBool,
-    /// Serializes listings run on demand (no loop: tests driven by messages).
-    on_demand: tokio::sync::Mutex<()>,
+    /// The listing's lease and memory; one listing at a time.
+    listing: tokio::sync::Mutex<ListingState>,
     requests: AtomicU64,
-    /// The nodes the last listing lacked beyond the vanish limit, held until the next agrees.
-    held_removals: Mutex<Vec<Uuid>>,
 }
 
 impl IronicDriver {
@@ -89,16 +143,19 @@ impl IronicDriver {
         pool: Pool,
         clock: SharedClock,
     ) -> IronicDriver {
+        let listing = ListingState::new(&settings.selection);
         IronicDriver {
+            status: Mutex::new(ListingStatus {
+                lease: listing.lease.clone(),
+                ..ListingStatus::default()
+            }),
+            listing: tokio::sync::Mutex::new(listing),
             settings,
             pool,
             clock,
             api: Mutex::new(api),
-            status: Mutex::new(ListingStatus::default()),
             looping: std::sync::atomic::AtomicBool::new(false),
-            on_demand: tokio::sync::Mutex::new(()),
             requests: AtomicU64::new(0),
-            held_removals: Mutex::new(Vec::new()),
         }
     }
 
@@ -127,34 +184,16 @@ impl IronicDriver {
         status
     }
 
-    /// Starts the listing loop: one listing every `interval`, for every host of this process;
-    /// after a listing that changed nodes, their owners here report them at once.
-    pub fn start_listing(self: &Arc<Self>, hosts: HostDirectory, interval: Duration) {
-        if interval.is_zero() {
-            return;
-        }
-        self.looping.store(true, Ordering::SeqCst);
-        let driver = Arc::downgrade(self);
-        actix::spawn(async move {
-            loop {
-                let Some(running) = driver.upgrade() else {
-                    break;
-                };
-                if let Ok(changed) = running.list_once().await {
-                    refresh_owners(&running.pool, &hosts, changed).await;
-                }
-                drop(running);
-                actix_rt::time::sleep(interval).await;
-            }
-        });
-    }
-
-    /// Says whether the node listing works: the loop's last listing, or one now when no loop
-    /// runs.
+    /// Says whether the node listing works: the last listing of the deployment's lister, or
+    /// one now when no loop runs.
     pub async fn check_listing(&self) -> Result<(), String> {
         if !self.looping.load(Ordering::SeqCst) {
-            let _one_at_a_time = self.on_demand.lock().await;
-            return self.list_once().await.map(|_| ());
+            let mut state = self.listing.lock().await;
+            match self.list_as_holder(&mut state).await {
+                Ok(_) => return Ok(()),
+                Err(ListingError::Failed(error)) => return Err(error),
+                Err(ListingError::NotHolder) => self.read_holders_status(&state).await,
+            }
         }
         let status = self.status();
         match (status.error, status.last_success) {
@@ -167,93 +206,19 @@ impl IronicDriver {
         }
     }
 
-    /// Lists the nodes and applies the listing to the mirror; returns the nodes it changed.
-    /// A failure (Ironic unreachable, an error, an empty listing) changes nothing and is
-    /// logged once.
+    /// Lists the nodes and applies the listing to the mirror, taking the listing lease if
+    /// it is free; returns the nodes it changed. A failure (Ironic unreachable, an error, an
+    /// empty listing, another process listing) changes nothing.
     pub async fn list_once(&self) -> Result<Vec<Uuid>, String> {
-        let started = Instant::now();
-        let listed_at = self.clock.now();
-        let outcome = self.list_and_mirror(listed_at).await;
-        let mut status = self.status.lock().unwrap_or_else(PoisonError::into_inner);
-        status.at = Some(self.clock.now());
-        status.listings += 1;
-        match outcome {
-            Ok((nodes, requests, changed)) => {
-                status.last_success = status.at;
-                status.nodes = nodes;
-                status.requests = requests;
-                status.changed = changed.len();
-                status.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-                status.error = None;
-                Ok(changed)
-            }
-            Err(error) => {
-                log::warn!(
-                    "ironic listing failed, nothing changed (hosts keep what they own): {error}"
-                );
-                status.error = Some(error.clone());
-                Err(error)
-            }
+        let mut state = self.listing.lock().await;
+        match self.list_as_holder(&mut state).await {
+            Ok(changed) => Ok(changed),
+            Err(ListingError::Failed(error)) => Err(error),
+            Err(ListingError::NotHolder) => Err(format!(
+                "another process lists Ironic ({}): it holds the lease",
+                state.lease
+            )),
         }
-    }
-
-    async fn list_and_mirror(
-        &self,
-        listed_at: DateTime<Utc>,
-    ) -> Result<(usize, usize, Vec<Uuid>), String> {
-        let api = self.connection().await.map_err(|error| error.to_string())?;
-        let (records, requests) = api
-            .list_nodes(&self.settings.selection)
-            .await
-            .map_err(|error| error.to_string())?;
-        self.count(requests);
-        let total = records.len();
-        let listed: Vec<ListedNode> = records.into_iter().filter_map(listed_node).collect();
-        if listed.len() < total {
-            log::warn!(
-                "ironic lists {} nodes without a resource class: ringmaster leaves them out",
-                total - listed.len()
-            );
-        }
-        let clock = self.clock.clone();
-        let held_before = self
-            .held_removals
-            .lock()
-            .map_or_else(|held| held.into_inner().clone(), |held| held.clone());
-        let (changed, held) = db::run(&self.pool, move |conn| {
-            let current = db::ironic_mirror::mirrored_nodes(conn)?;
-            let mut changes = match mirror::compare(&current, listed) {
-                Ok(changes) => changes,
-                Err(refused) => return Ok(Err(refused.to_string())),
-            };
-            let held = mirror::hold_mass_removals(current.len(), &mut changes, &held_before);
-            if !held.is_empty() {
-                log::warn!(
-                    "ironic's listing lacks {} of the {} nodes ringmaster knows (more than {} at \
-                     once): none is taken for gone unless the next listing lacks the same; a \
-                     project-scoped token sees only its project's nodes",
-                    held.len(),
-                    current.len(),
-                    mirror::vanish_limit(current.len())
-                );
-            }
-            if changes.is_empty() {
-                return Ok(Ok((Vec::new(), held)));
-            }
-            let mut changed: Vec<Uuid> = changes.upserts.iter().map(|node| node.uuid).collect();
-            changed.extend(&changes.removals);
-            db::in_transaction(conn, |conn| {
-                db::ironic_mirror::apply(conn, &changes, clock.now(), Some(listed_at))
-            })?;
-            Ok(Ok((changed, held)))
-        })
-        .await
-        .map_err(|error| error.to_string())??;
-        *self
-            .held_removals
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = held;
-        Ok((total, requests, changed))
     }
 
     /// The connection, negotiating the API version first when there is none yet.
@@ -533,7 +498,7 @@ fn failed(error: IronicError) -> SourceError {
 
 /// A listed node in the mirror's terms; `None` for a node without a resource class (nothing
 /// can be scheduled to it, as in Nova).
-fn listed_node(record: IronicNodeRecord) -> Option<ListedNode> {
+pub(super) fn listed_node(record: IronicNodeRecord) -> Option<ListedNode> {
     let property = |name: &str| -> i32 {
         match record.properties.get(name) {
             Some(serde_json::Value::Number(number)) => number
@@ -567,33 +532,7 @@ fn listed_node(record: IronicNodeRecord) -> Option<ListedNode> {
             .network_data
             .as_ref()
             .and_then(crate::domain::compute::addresses::from_network_data),
+        conductor_group: record.conductor_group.unwrap_or_default(),
+        shard: record.shard,
     })
-}
-
-/// Has the owners of `changed` nodes that run in this process report them now, so that a
-/// change in Ironic (maintenance, a new or deleted node) shows within the listing's pass.
-async fn refresh_owners(pool: &Pool, hosts: &HostDirectory, changed: Vec<Uuid>) {
-    if changed.is_empty() {
-        return;
-    }
-    let owners = db::run(pool, move |conn| {
-        db::compute_nodes::owners_of(conn, &changed)
-    })
-    .await;
-    let owners = match owners {
-        Ok(owners) => owners,
-        Err(error) => {
-            log::debug!("owners of changed ironic nodes not read: {error}");
-            return;
-        }
-    };
-    let mut by_host: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for (host, node) in owners {
-        by_host.entry(host).or_default().push(node);
-    }
-    for (host, nodes) in by_host {
-        if let Some(address) = hosts.get(&host) {
-            address.do_send(RefreshNodes { nodes });
-        }
-    }
 }

@@ -1,0 +1,23 @@
+-- One listing of a real Ironic per deployment (issue 31). The process holding the lease
+-- `ironic-listing …` (one per conductor group / shard filter, seeded on first use) lists Ironic
+-- each interval and writes the mirror; the others read what it did here, one row per lease.
+CREATE TABLE ironic_listings (
+    name         VARCHAR(64) PRIMARY KEY,
+    holder       UUID NOT NULL,
+    at           TIMESTAMPTZ NOT NULL,
+    last_success TIMESTAMPTZ,
+    nodes        BIGINT NOT NULL DEFAULT 0,
+    pages        BIGINT NOT NULL DEFAULT 0,
+    changed      BIGINT NOT NULL DEFAULT 0,
+    took_ms      BIGINT NOT NULL DEFAULT 0,
+    held         BIGINT NOT NULL DEFAULT 0,
+    error        TEXT,
+    listings     BIGINT NOT NULL DEFAULT 0
+);
+
+-- A node's shard in Ironic (API 1.82), beside its conductor group.
+ALTER TABLE ironic_nodes ADD COLUMN shard VARCHAR(255);
+
+-- The listing holder reads only the rows written since its last listing (a deploy or a
+-- tear-down of another process writes the node as Ironic showed it then), not the whole mirror.
+CREATE INDEX ironic_nodes_updated_at_idx ON ironic_nodes (updated_at);

@@ -12,6 +12,8 @@ use uuid::Uuid;
 
 mod listing;
 
+pub use listing::ListedPage;
+
 /// The oldest API ringmaster speaks: node `resource_class` (1.21), `traits` in a listing
 /// (1.37) and the `conductor_group` filter (1.46).
 pub const MIN_VERSION: ApiVersion = ApiVersion(1, 46);

@@ -1,4 +1,5 @@
-DROP INDEX ironic_nodes_updated_at_idx;
+DROP INDEX ironic_nodes_written_idx;
+ALTER TABLE ironic_nodes DROP COLUMN listed;
 ALTER TABLE ironic_nodes DROP COLUMN shard;
 DELETE FROM leader_leases WHERE name LIKE 'ironic-listing%';
 DROP TABLE ironic_listings;

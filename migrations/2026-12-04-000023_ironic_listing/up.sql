@@ -18,6 +18,8 @@ CREATE TABLE ironic_listings (
 -- A node's shard in Ironic (API 1.82), beside its conductor group.
 ALTER TABLE ironic_nodes ADD COLUMN shard VARCHAR(255);
 
--- The listing holder reads only the rows written since its last listing (a deploy or a
--- tear-down of another process writes the node as Ironic showed it then), not the whole mirror.
-CREATE INDEX ironic_nodes_updated_at_idx ON ironic_nodes (updated_at);
+-- Whether a listing wrote the row last (else a deploy or a tear-down did, writing the node as
+-- Ironic showed it then, or the simulator). The listing holder reads only the rows others wrote
+-- since its last listing, through this small index, not the whole mirror.
+ALTER TABLE ironic_nodes ADD COLUMN listed BOOLEAN NOT NULL DEFAULT FALSE;
+CREATE INDEX ironic_nodes_written_idx ON ironic_nodes (updated_at) WHERE NOT listed;

@@ -66,13 +66,14 @@ pub fn mirrored_nodes(conn: &mut PgConnection) -> Result<Vec<ListedNode>, DbErro
     Ok(rows.into_iter().map(ListedNode::from).collect())
 }
 
-/// Reads the rows written after `since` (by deploys, tear-downs and listings): what the
-/// listing holder must remember besides its own listings. Uses the `updated_at` index.
+/// Reads the rows others wrote after `since` (deploys and tear-downs, not listings): what
+/// the listing holder must remember besides its own listings. A small partial index.
 pub fn written_since(
     conn: &mut PgConnection,
     since: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<ListedNode>, DbError> {
     let rows = ironic_nodes::table
+        .filter(ironic_nodes::listed.eq(false))
         .filter(ironic_nodes::updated_at.gt(since))
         .select(MirrorRow::as_select())
         .load(conn)?;
@@ -107,7 +108,8 @@ fn as_document(nodes: &[ListedNode]) -> serde_json::Value {
 }
 
 /// Writes `changes` (call inside a transaction): one upsert of the new and changed nodes and
-/// one delete of the gone ones; nothing when there is nothing to write. A rename or an
+/// one delete of the gone ones; nothing when there is nothing to write. Rows are marked as
+/// written by a listing when `listed_at` is given (else by a deploy or a tear-down). A rename or an
 /// instance that moved between two nodes in one listing is checked at commit. With
 /// `listed_at`, rows written after it (a deploy or a tear-down read the node since the listing
 /// started) are left as they are: a listing never undoes a newer read.
@@ -122,11 +124,12 @@ pub fn apply(
             "INSERT INTO ironic_nodes (uuid, name, resource_class, provision_state, power_state,
                                        maintenance, last_error, instance_uuid, reservation,
                                        traits, cpus, memory_mb, local_gb, source, created_at,
-                                       updated_at, addresses, conductor_group, shard)
+                                       updated_at, addresses, conductor_group, shard, listed)
              SELECT r.uuid, r.name, r.resource_class, r.provision_state, r.power_state,
                     r.maintenance, r.last_error, r.instance_uuid, r.reservation,
                     COALESCE(r.traits, '{}'), r.cpus, r.memory_mb, r.local_gb, $2, $3, $3,
-                    r.addresses, COALESCE(r.conductor_group, ''), r.shard
+                    r.addresses, COALESCE(r.conductor_group, ''), r.shard,
+                    $4::timestamptz IS NOT NULL
                FROM jsonb_to_recordset($1) AS r(uuid uuid, name text, resource_class text,
                     provision_state text, power_state text, maintenance boolean,
                     last_error text, instance_uuid uuid, reservation text, traits text[],
@@ -142,7 +145,7 @@ pub fn apply(
                     local_gb = EXCLUDED.local_gb, source = EXCLUDED.source,
                     addresses = EXCLUDED.addresses,
                     conductor_group = EXCLUDED.conductor_group, shard = EXCLUDED.shard,
-                    updated_at = EXCLUDED.updated_at
+                    listed = EXCLUDED.listed, updated_at = EXCLUDED.updated_at
               WHERE $4::timestamptz IS NULL OR ironic_nodes.updated_at IS NULL
                  OR ironic_nodes.updated_at <= $4",
         )

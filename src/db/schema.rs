@@ -323,6 +323,7 @@ diesel::table! {
         addresses -> Nullable<Text>,
         #[max_length = 255]
         shard -> Nullable<Varchar>,
+        listed -> Bool,
     }
 }
 

@@ -14,6 +14,16 @@ struct NodePage {
     next: Option<String>,
 }
 
+/// One page of a listing.
+#[derive(Debug)]
+pub struct ListedPage {
+    pub nodes: Vec<IronicNodeRecord>,
+    /// The marker of the next page, when there is one.
+    pub next: Option<Uuid>,
+    /// How long Ironic took to send it (the request and the body, not its parsing).
+    pub waited: std::time::Duration,
+}
+
 impl IronicApi {
     /// The fields a listing reads: with `network_data` from API 1.66 and `shard` from 1.82
     /// (an older Ironic refuses a field it does not know).
@@ -35,7 +45,7 @@ impl IronicApi {
         &self,
         selection: &NodeSelection,
         marker: Option<Uuid>,
-    ) -> Result<(Vec<IronicNodeRecord>, Option<Uuid>), IronicError> {
+    ) -> Result<ListedPage, IronicError> {
         if selection.shard.is_some() && self.max_version < ApiVersion(1, 82) {
             return Err(IronicError::NoShards {
                 url: self.base.clone(),
@@ -60,12 +70,30 @@ impl IronicApi {
                 what: "the node listing's query".to_owned(),
                 reason: error.to_string(),
             })?;
-        let page: NodePage = self
-            .read(&format!("/nodes?{encoded}"), "the node listing")
-            .await?;
+        let what = "the node listing";
+        let started = std::time::Instant::now();
+        let body = self
+            .answer(self.get(&format!("/nodes?{encoded}")), what)
+            .await?
+            .bytes()
+            .await
+            .map_err(|error| IronicError::BadAnswer {
+                what: what.to_owned(),
+                reason: error.to_string(),
+            })?;
+        let waited = started.elapsed();
+        let page: NodePage =
+            serde_json::from_slice(&body).map_err(|error| IronicError::BadAnswer {
+                what: what.to_owned(),
+                reason: error.to_string(),
+            })?;
         let full = page.nodes.len() >= PAGE_SIZE && page.next.is_some();
         let next = page.nodes.last().map(|node| node.uuid).filter(|_| full);
-        Ok((page.nodes, next))
+        Ok(ListedPage {
+            nodes: page.nodes,
+            next,
+            waited,
+        })
     }
 
     /// Lists the nodes `selection` chooses, `PAGE_SIZE` at a time by marker, only the fields
@@ -78,10 +106,10 @@ impl IronicApi {
         let mut requests = 0;
         let mut marker: Option<Uuid> = None;
         loop {
-            let (page, next) = self.list_page(selection, marker).await?;
+            let page = self.list_page(selection, marker).await?;
             requests += 1;
-            nodes.extend(page);
-            match next {
+            nodes.extend(page.nodes);
+            match page.next {
                 Some(next) => marker = Some(next),
                 None => return Ok((nodes, requests)),
             }

@@ -238,12 +238,14 @@ async fn a_listing_writes_its_changes_only_and_catches_up_with_rows_others_wrote
     // Another process's deploy wrote a node as Ironic showed it then; Ironic has since gone
     // back: the listing holder notices though its own last listing saw the same.
     let node = changed[0];
-    diesel::sql_query(
-        "UPDATE ironic_nodes SET provision_state = 'active', updated_at = now() WHERE uuid = $1",
-    )
-    .bind::<diesel::sql_types::Uuid, _>(node)
-    .execute(&mut db.conn())
-    .expect("a deploy's write");
+    let mut deployed = ringmaster::db::ironic_mirror::mirrored_nodes(&mut db.conn())
+        .expect("the mirror")
+        .into_iter()
+        .find(|row| row.uuid == node)
+        .expect("mirrored");
+    deployed.provision_state = "active".to_owned();
+    ringmaster::db::ironic_mirror::refresh_node(&mut db.conn(), &deployed, chrono::Utc::now())
+        .expect("a deploy's write");
     assert_eq!(driver.list_once().await.expect("listed"), vec![node]);
     let row = ringmaster::db::ironic_mirror::mirrored_nodes(&mut db.conn())
         .expect("the mirror")

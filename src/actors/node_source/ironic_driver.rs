@@ -57,6 +57,8 @@ pub struct ListingStatus {
     pub changed: usize,
     /// How long it took, in milliseconds, writing included.
     pub took_ms: u64,
+    /// Of which waiting for Ironic's pages (the rest is ringmaster's: parse, compare, write).
+    pub ironic_ms: u64,
     /// Why the last listing failed; `None` when it worked.
     pub error: Option<String>,
     /// Listings done so far by this process.
@@ -108,6 +110,7 @@ impl ListingStatus {
             requests: count(record.pages),
             changed: count(record.changed),
             took_ms: u64::try_from(record.took_ms).unwrap_or(0),
+            ironic_ms: 0,
             error: record.error.clone(),
             listings: u64::try_from(record.listings).unwrap_or(0),
             requests_total: 0,

@@ -42,6 +42,8 @@ pub(super) struct ListingState {
     watermark: Option<DateTime<Utc>>,
     /// The nodes the last listing lacked beyond the vanish limit, held until the next agrees.
     held: Vec<Uuid>,
+    /// How long the last listing waited for Ironic's pages.
+    waited: Duration,
 }
 
 impl ListingState {
@@ -55,6 +57,7 @@ impl ListingState {
             seen: None,
             watermark: None,
             held: Vec::new(),
+            waited: Duration::ZERO,
         }
     }
 
@@ -110,6 +113,17 @@ impl From<DbError> for ListingError {
 }
 
 impl IronicDriver {
+    /// Bytes the listing holder keeps between listings (what it remembers of the mirror);
+    /// 0 when this process does not list.
+    pub async fn listing_memory(&self) -> usize {
+        self.listing
+            .lock()
+            .await
+            .seen
+            .as_ref()
+            .map_or(0, SeenNodes::held_bytes)
+    }
+
     /// Takes or renews the listing lease; `false` when another process holds it.
     async fn hold_lease(&self, state: &mut ListingState) -> Result<bool, DbError> {
         let (name, holder, duration) = (state.lease.clone(), state.holder, state.duration);
@@ -187,6 +201,7 @@ impl IronicDriver {
                 status.requests = pages;
                 status.changed = changed.len();
                 status.took_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+                status.ironic_ms = u64::try_from(state.waited.as_millis()).unwrap_or(u64::MAX);
                 status.held = state.held.len();
                 status.error = None;
                 crate::metrics::observe_ironic_listing(true, took, changed.len());
@@ -257,13 +272,16 @@ impl IronicDriver {
         let mut compare = ListingCompare::default();
         let (mut pages, mut without_class) = (0, 0);
         let mut marker = None;
+        state.waited = Duration::ZERO;
         loop {
-            let (records, next) = api
+            let page = api
                 .list_page(&self.settings.selection, marker)
                 .await
                 .map_err(|error| ListingError::Failed(error.to_string()))?;
             pages += 1;
             self.count(1);
+            state.waited += page.waited;
+            let (records, next) = (page.nodes, page.next);
             let total = records.len();
             let nodes: Vec<_> = records.into_iter().filter_map(listed_node).collect();
             without_class += total - nodes.len();

@@ -156,10 +156,9 @@ pub fn spawn_all(
     let scheduler = Scheduler::new(
         pool,
         clock.clone(),
-        settings.host.liveness,
         ring.clone(),
         hosts.clone(),
-        settings.host.instance_build_timeout,
+        settings.host,
     )
     .start();
     Actors {

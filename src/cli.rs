@@ -8,6 +8,7 @@ use std::time::Duration;
 
 mod access;
 mod archive;
+mod builds;
 mod database;
 mod glance;
 mod ironic;
@@ -167,9 +168,8 @@ pub struct ServeArgs {
     /// intervals].
     #[arg(long, env = "RINGMASTER_LEADER_LEASE", value_parser = parse_duration)]
     pub leader_lease: Option<Duration>,
-    /// A build with no progress for this long ends in error and releases its claim.
-    #[arg(long, env = "RINGMASTER_INSTANCE_BUILD_TIMEOUT", default_value = "10m", value_parser = parse_duration)]
-    pub instance_build_timeout: Duration,
+    #[command(flatten)]
+    pub builds: builds::BuildArgs,
     /// How long the process rides out a database it cannot reach (a restart, a crash recovery,
     /// a failover) before it exits with an error.
     #[arg(long, env = "RINGMASTER_DATABASE_GRACE", default_value = "60s", value_parser = parse_duration)]
@@ -413,11 +413,7 @@ fn config(
     let liveness = Liveness::with_down_time(down_time);
     let report_interval = report_interval(&args, liveness)?;
     let lease = leader_lease(&args)?;
-    if args.instance_build_timeout.is_zero() {
-        return Err(ConfigError::Invalid(
-            "--instance-build-timeout must be above zero".to_owned(),
-        ));
-    }
+    args.builds.check()?;
     let hosts = args.hosts.clone().unwrap_or_default();
     check_host_names(&hosts)?;
     let admin_token = admin_token(&args)?;
@@ -454,7 +450,9 @@ fn config(
                     update_resources_interval: args.update_resources_interval,
                     liveness,
                     pci_devices_per_node: args.pci_devices,
-                    instance_build_timeout: args.instance_build_timeout,
+                    instance_build_timeout: args.builds.instance_build_timeout,
+                    max_build_attempts: args.builds.max_build_attempts,
+                    build_failure_cooldown: args.builds.build_failure_cooldown,
                 },
                 rebalancer: RebalancerSettings {
                     interval: args.rebalance_interval,

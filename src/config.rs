@@ -320,6 +320,8 @@ impl ActorSettings {
                 liveness,
                 pci_devices_per_node: 2,
                 instance_build_timeout: std::time::Duration::from_secs(600),
+                max_build_attempts: 3,
+                build_failure_cooldown: std::time::Duration::from_secs(300),
             },
             rebalancer: RebalancerSettings {
                 interval: std::time::Duration::ZERO,
@@ -329,6 +331,20 @@ impl ActorSettings {
                 lease: service_down_time / 2,
             },
         }
+    }
+}
+
+impl HostSettings {
+    /// Nodes whose build failed after this are cooling down at `now`.
+    pub fn cooling_after(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> chrono::DateTime<chrono::Utc> {
+        // At most a century: PostgreSQL's timestamps end long before chrono's.
+        let century = chrono::Duration::days(36_525);
+        let cooldown = chrono::Duration::from_std(self.build_failure_cooldown)
+            .map_or(century, |cooldown| cooldown.min(century));
+        now.checked_sub_signed(cooldown).unwrap_or(now)
     }
 }
 
@@ -342,6 +358,10 @@ pub struct HostSettings {
     pub pci_devices_per_node: u32,
     /// A build with no progress for this long ends in error, its claim released.
     pub instance_build_timeout: Duration,
+    /// Attempts a build may make, on its first node and alternates (`--max-build-attempts`).
+    pub max_build_attempts: u32,
+    /// How long a node whose build failed is not offered (`--build-failure-cooldown`).
+    pub build_failure_cooldown: Duration,
 }
 
 /// How the rebalancer works.

@@ -5,6 +5,7 @@
 
 pub mod archive;
 pub mod audit;
+pub mod builds;
 pub mod cached;
 pub mod cluster;
 pub mod compute_nodes;
@@ -12,6 +13,7 @@ pub mod database;
 pub mod error;
 pub mod figures;
 pub mod flavors;
+pub mod free_nodes;
 pub mod hosts;
 pub mod instances;
 pub mod ironic;

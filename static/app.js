@@ -104,12 +104,15 @@ function renderHosts(hosts) {
   });
 }
 
-// Ironic's provision state with what else keeps the node from taking an instance.
+// Ironic's provision state with what else keeps the node from taking an instance (locked,
+// maintenance, power, failed builds and their cooldown).
 function nodeState(node) {
   const notes = [];
   if (node.locked) notes.push("locked");
   if (node.maintenance) notes.push("maintenance");
   if (node.power_state) notes.push(node.power_state);
+  if (node.failed_builds) notes.push(`${node.failed_builds} failed build${node.failed_builds === 1 ? "" : "s"}`);
+  if (node.build_cooldown_until) notes.push(`not offered until ${new Date(node.build_cooldown_until).toLocaleTimeString()}`);
   const text = node.provision_state + (notes.length ? ` (${notes.join(", ")})` : "");
   return node.last_error ? `${text}: ${node.last_error}` : text;
 }

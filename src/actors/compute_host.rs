@@ -135,6 +135,7 @@ impl ComputeHost {
             clock: self.clock.clone(),
             node_source: self.node_source.clone(),
             host: self.name.clone(),
+            settings: self.settings,
         }
     }
 

@@ -17,18 +17,16 @@ use uuid::Uuid;
 use super::HostDirectory;
 use super::compute_host::{HostError, Spawn};
 use super::rebalancer::RingCell;
+use crate::config::HostSettings;
 use crate::db::instances::{FreeNode, NewInstance, NodeRequest};
 use crate::db::placement::allocations::{AllocationError, ConsumerAllocations};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
-use crate::domain::host::{Host, HostState, Liveness};
+use crate::domain::host::{Host, HostState};
 use crate::domain::instance::Instance;
 use crate::domain::node::custom_resource_class;
 use crate::domain::rebalance::HostJudge;
-
-/// Placement's consumer type of the allocations of instances (1.38), as Nova writes it.
-const INSTANCE_CONSUMER_TYPE: &str = "INSTANCE";
 
 /// The most claims one boot attempts before it gives up (each lost race costs one).
 const MAX_CLAIM_ATTEMPTS: usize = 64;
@@ -81,33 +79,31 @@ impl BootError {
 pub struct Scheduler {
     pool: Pool,
     clock: SharedClock,
-    liveness: Liveness,
     /// Where the rebalancer publishes the database outage it noted.
     ring: RingCell,
     hosts: HostDirectory,
-    /// How long a boot handed to another process is waited for.
-    build_wait: std::time::Duration,
+    /// Liveness, the build timeout (how long a boot handed to another process is waited for),
+    /// the attempts a build may make and the cooldown of a node whose build failed.
+    settings: HostSettings,
 }
 
 impl Scheduler {
     /// Returns a scheduler placing onto any up host of the deployment; the hosts of `hosts`
     /// (this process's) spawn directly, others through the database. A boot handed over is
-    /// waited for at most `build_timeout` (then its instance is answered as it is).
+    /// waited for at most the build timeout (then its instance is answered as it is).
     pub fn new(
         pool: Pool,
         clock: SharedClock,
-        liveness: Liveness,
         ring: RingCell,
         hosts: HostDirectory,
-        build_timeout: std::time::Duration,
+        settings: HostSettings,
     ) -> Scheduler {
         Scheduler {
             pool,
             clock,
-            liveness,
             ring,
             hosts,
-            build_wait: build_timeout,
+            settings,
         }
     }
 }
@@ -160,18 +156,18 @@ impl Handler<Boot> for Scheduler {
 
     fn handle(&mut self, message: Boot, _: &mut Self::Context) -> Self::Result {
         let judge = HostJudge {
-            liveness: self.liveness,
+            liveness: self.settings.liveness,
             outage: self.ring.outage(),
         };
-        let (pool, clock, hosts, build_wait) = (
+        let (pool, clock, hosts, settings) = (
             self.pool.clone(),
             self.clock.clone(),
             self.hosts.clone(),
-            self.build_wait,
+            self.settings,
         );
         Box::pin(async move {
             let started = std::time::Instant::now();
-            let booted = boot(pool, clock, judge, hosts, build_wait, message).await;
+            let booted = boot(pool, clock, judge, hosts, settings, message).await;
             let result = match &booted {
                 Ok(instance) => instance.vm_state.as_str(),
                 Err(_) => "refused",
@@ -189,9 +185,10 @@ async fn boot(
     clock: SharedClock,
     judge: HostJudge,
     hosts: HostDirectory,
-    build_wait: std::time::Duration,
+    settings: HostSettings,
     message: Boot,
 ) -> Result<Instance, BootError> {
+    let build_wait = settings.instance_build_timeout;
     let instance = message.uuid.unwrap_or_else(Uuid::new_v4);
     let local_hosts = hosts.names();
     let request = message.clone();
@@ -203,7 +200,7 @@ async fn boot(
             &request,
             instance,
             &claim_hosts,
-            judge,
+            (judge, &settings),
             &claim_clock,
         ))
     })
@@ -286,6 +283,10 @@ async fn build(
             Ok(crate::domain::instance::VmState::Building)
         }
     };
+    if matches!(spawned, Ok(crate::domain::instance::VmState::Building)) && local {
+        // Tried again on an alternate node: its host builds it now.
+        wait_for_build(pool, instance, build_wait).await;
+    }
     if let Err(failure) = spawned {
         // The build failed after its claim: it ends in error and gives the node back
         // (unless Ironic finished it after all).
@@ -325,10 +326,11 @@ fn claim_node(
     boot: &Boot,
     instance: Uuid,
     local_hosts: &[String],
-    judge: HostJudge,
+    (judge, settings): (HostJudge, &HostSettings),
     clock: &SharedClock,
 ) -> Result<Option<FreeNode>, ClaimError> {
-    let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, clock.now());
+    let now = clock.now();
+    let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
     if up.is_empty() {
         return Ok(None);
     }
@@ -353,6 +355,7 @@ fn claim_node(
         pci_devices: i32::try_from(boot.pci_devices).unwrap_or(i32::MAX),
         required_traits: required,
         forbidden_traits: forbidden,
+        cooling_after: settings.cooling_after(now),
     };
     let mut tried: Vec<Uuid> = Vec::new();
     for _ in 0..MAX_CLAIM_ATTEMPTS {
@@ -366,6 +369,7 @@ fn claim_node(
                 tried: &tried,
                 local_hosts,
                 clock,
+                max_attempts: settings.max_build_attempts,
             };
             attempt.run(conn)
         });
@@ -393,6 +397,8 @@ struct ClaimAttempt<'a> {
     tried: &'a [Uuid],
     local_hosts: &'a [String],
     clock: &'a SharedClock,
+    /// Attempts a build may make: the first node and `max_attempts - 1` alternates.
+    max_attempts: u32,
 }
 
 impl ClaimAttempt<'_> {
@@ -412,7 +418,7 @@ impl ClaimAttempt<'_> {
             project: self.boot.project.clone(),
             user: self.boot.user.clone(),
             expected_generation: crate::domain::placement::GenerationCheck::MustBeNew,
-            consumer_type: Some(INSTANCE_CONSUMER_TYPE.to_owned()),
+            consumer_type: Some(db::placement::allocations::INSTANCE_CONSUMER_TYPE.to_owned()),
             allocations: BTreeMap::from([(
                 candidate.provider,
                 BTreeMap::from([(self.placement_class.to_owned(), 1)]),
@@ -450,6 +456,7 @@ impl ClaimAttempt<'_> {
             }
             other => other?,
         }
+        self.record_alternates(conn, &candidate)?;
         if !self.local_hosts.contains(&candidate.host) {
             // Another process runs the host: it takes the boot from the database.
             log::debug!("boot {} handed to {}", self.instance, candidate.host);
@@ -464,6 +471,37 @@ impl ClaimAttempt<'_> {
             )?;
         }
         Ok(candidate)
+    }
+}
+
+impl ClaimAttempt<'_> {
+    /// Picks the build's alternates, as Nova's scheduler does with the first node: up to
+    /// `max_attempts - 1` other free nodes, best first (not claimed: each is claimed only if
+    /// the build fails and it is still free then).
+    fn record_alternates(
+        &self,
+        conn: &mut db::Connection,
+        candidate: &FreeNode,
+    ) -> Result<(), ClaimFailure> {
+        if self.max_attempts <= 1 {
+            return Ok(());
+        }
+        let wanted = i32::try_from(self.max_attempts).unwrap_or(i32::MAX);
+        let alternates = db::instances::free_nodes(conn, self.request, wanted)?
+            .into_iter()
+            .filter(|free| free.node != candidate.node)
+            .filter_map(|free| free.node.parse::<Uuid>().ok())
+            .take(self.max_attempts as usize - 1)
+            .collect();
+        let plan = db::builds::BuildPlan {
+            instance: self.instance,
+            alternates,
+            max_attempts: wanted,
+            placement_class: self.placement_class.to_owned(),
+            pci_devices: self.request.pci_devices,
+        };
+        db::builds::record_build(conn, &plan, self.clock.now())?;
+        Ok(())
     }
 }
 

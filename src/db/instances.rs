@@ -3,12 +3,14 @@
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
 use super::schema::instances;
 use crate::domain::instance::{Instance, VmState};
+
+pub use super::free_nodes::{FreeNode, NodeRequest, free_nodes, pick_free_node};
 
 #[derive(Debug, Clone, Queryable, Selectable)]
 #[diesel(table_name = instances, check_for_backend(diesel::pg::Pg))]
@@ -129,14 +131,27 @@ pub fn add_fault(
     host: &str,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
+    add_fault_detailed(conn, uuid, (message, None), host, now)
+}
+
+/// `add_fault` with the fault's `details` (the whole story, where `message` keeps at most 255
+/// characters), as Nova keeps a fault.
+pub fn add_fault_detailed(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    (message, details): (&str, Option<&str>),
+    host: &str,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
     diesel::sql_query(
-        "INSERT INTO instance_faults (instance_uuid, code, message, host, created_at)
-         VALUES ($1, 500, left($2, 255), $3, $4)",
+        "INSERT INTO instance_faults (instance_uuid, code, message, details, host, created_at)
+         VALUES ($1, 500, left($2, 255), $5, $3, $4)",
     )
     .bind::<SqlUuid, _>(uuid)
     .bind::<Text, _>(message)
     .bind::<Text, _>(host)
     .bind::<Timestamptz, _>(now)
+    .bind::<Nullable<Text>, _>(details)
     .execute(conn)?;
     Ok(())
 }
@@ -150,6 +165,7 @@ pub fn soft_delete_instance(
 ) -> Result<(), DbError> {
     // A boot still waiting to be taken by another process has nothing left to build.
     super::spawns::forget_spawn(conn, uuid)?;
+    super::builds::forget_build(conn, uuid)?;
     for table in [
         "instance_extra",
         "instance_system_metadata",
@@ -286,112 +302,6 @@ pub fn hold_boot(conn: &mut PgConnection, uuid: Uuid) -> Result<bool, DbError> {
     Ok(found > 0)
 }
 
-/// A node that can take an instance now.
-#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
-pub struct FreeNode {
-    #[diesel(sql_type = Text)]
-    pub node: String,
-    #[diesel(sql_type = SqlUuid)]
-    pub provider: Uuid,
-    #[diesel(sql_type = Text)]
-    pub host: String,
-    /// The node's Ironic resource class.
-    #[diesel(sql_type = Text)]
-    pub resource_class: String,
-}
-
-/// What a boot asks of a node.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NodeRequest<'a> {
-    /// The Ironic resource class (`baremetal`); empty for any whose Placement class is
-    /// `placement_class`.
-    pub resource_class: &'a str,
-    /// Placement's class for it (`CUSTOM_BAREMETAL`).
-    pub placement_class: &'a str,
-    /// The hosts that may take it: up, not fenced, not disabled.
-    pub hosts: &'a [String],
-    /// PCI devices that must be free on the node.
-    pub pci_devices: i32,
-    /// Traits the node's provider must have, and must not.
-    pub required_traits: &'a [String],
-    pub forbidden_traits: &'a [String],
-}
-
-/// The nodes that can take an instance: of the class, available, unlocked, not in maintenance,
-/// owned by one of the hosts, with the unit free on their provider and enough free PCI devices.
-const FREE_NODES: &str = "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host,
-                n.resource_class::text AS resource_class
-           FROM ironic_nodes n
-           JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
-           JOIN resource_providers rp ON rp.uuid = c.uuid
-           JOIN inventories inv ON inv.resource_provider_id = rp.id
-           JOIN resource_classes rc ON rc.id = inv.resource_class_id AND rc.name = $2
-          WHERE ($1 = '' OR n.resource_class = $1) AND n.provision_state = 'available' AND n.instance_uuid IS NULL
-            AND n.reservation IS NULL AND NOT n.maintenance AND c.host = ANY($3)
-            AND (inv.total - inv.reserved) * inv.allocation_ratio
-                >= 1 + (SELECT COALESCE(sum(a.used), 0) FROM allocations a
-                         WHERE a.resource_provider_id = rp.id AND a.resource_class_id = rc.id)
-            AND ($4 = 0 OR $4 <= (SELECT count(*) FROM pci_devices p
-                                   WHERE p.compute_node_id = c.id AND p.status = 'available'
-                                     AND p.deleted = 0))
-            AND (cardinality($6::text[]) = 0 OR cardinality($6::text[]) =
-                 (SELECT count(*) FROM resource_provider_traits pt JOIN traits t ON t.id = pt.trait_id
-                   WHERE pt.resource_provider_id = rp.id AND t.name = ANY($6)))
-            AND (cardinality($7::text[]) = 0 OR NOT EXISTS
-                 (SELECT 1 FROM resource_provider_traits pt JOIN traits t ON t.id = pt.trait_id
-                   WHERE pt.resource_provider_id = rp.id AND t.name = ANY($7)))";
-
-/// Lists up to `limit` nodes that can take an instance now, by node uuid.
-pub fn free_nodes(
-    conn: &mut PgConnection,
-    request: &NodeRequest<'_>,
-    limit: i32,
-) -> Result<Vec<FreeNode>, DbError> {
-    Ok(
-        diesel::sql_query(format!("{FREE_NODES} ORDER BY n.uuid LIMIT $5"))
-            .bind::<Text, _>(request.resource_class)
-            .bind::<Text, _>(request.placement_class)
-            .bind::<Array<Text>, _>(request.hosts)
-            .bind::<Integer, _>(request.pci_devices)
-            .bind::<Integer, _>(limit)
-            .bind::<Array<Text>, _>(request.required_traits)
-            .bind::<Array<Text>, _>(request.forbidden_traits)
-            .load(conn)?,
-    )
-}
-
-/// Picks the first node that can take an instance and that no other claim is working on,
-/// skipping `tried` providers, and locks its provider for the rest of the transaction (a
-/// concurrent boot skips it and picks the next) and its compute node against moves (a node
-/// being moved is skipped; a move waits for the claim, so the instance moves with its node).
-/// The caller still claims through the one allocation writer, which re-checks capacity under
-/// the lock.
-pub fn pick_free_node(
-    conn: &mut PgConnection,
-    request: &NodeRequest<'_>,
-    tried: &[Uuid],
-) -> Result<Option<FreeNode>, DbError> {
-    // Planned for these parameters every time: the generic plan PostgreSQL falls back to for
-    // a statement prepared and run five times sorts every free node (9.4 s with 5,000 of
-    // 10,300 free, against 0.4 ms planned for the values), and boots at that pace starved
-    // the heartbeats. Inside the caller's transaction only.
-    diesel::sql_query("SET LOCAL plan_cache_mode = force_custom_plan").execute(conn)?;
-    Ok(diesel::sql_query(format!(
-        "{FREE_NODES} AND rp.uuid <> ALL($5) ORDER BY n.uuid LIMIT 1
-            FOR UPDATE OF rp SKIP LOCKED FOR SHARE OF c SKIP LOCKED"
-    ))
-    .bind::<Text, _>(request.resource_class)
-    .bind::<Text, _>(request.placement_class)
-    .bind::<Array<Text>, _>(request.hosts)
-    .bind::<Integer, _>(request.pci_devices)
-    .bind::<Array<SqlUuid>, _>(tried)
-    .bind::<Array<Text>, _>(request.required_traits)
-    .bind::<Array<Text>, _>(request.forbidden_traits)
-    .load::<FreeNode>(conn)?
-    .into_iter()
-    .next())
-}
-
 /// Marks build `uuid` active, if it is still building; `false` when it was settled meanwhile
 /// (failed, timed out or deleted), and the caller must undo its deploy.
 pub fn activate_build(
@@ -409,6 +319,11 @@ pub fn activate_build(
     .bind::<Text, _>(VmState::Active.as_str())
     .bind::<Text, _>(VmState::Building.as_str())
     .execute(conn)?;
+    if updated == 1 {
+        // A success clears the node's failed builds (Nova resets failed_builds).
+        super::builds::clear_failures_of(conn, uuid)?;
+        super::builds::forget_build(conn, uuid)?;
+    }
     Ok(updated == 1)
 }
 
@@ -449,6 +364,17 @@ pub fn settle_build(
     host: &str,
     now: DateTime<Utc>,
 ) -> Result<BuildOutcome, DbError> {
+    settle_build_detailed(conn, uuid, (reason, None), host, now)
+}
+
+/// `settle_build` with the fault's details (every attempt of a build tried on several nodes).
+pub fn settle_build_detailed(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    (reason, details): (&str, Option<&str>),
+    host: &str,
+    now: DateTime<Utc>,
+) -> Result<BuildOutcome, DbError> {
     #[derive(QueryableByName)]
     struct Found {
         #[diesel(sql_type = Text)]
@@ -463,8 +389,9 @@ pub fn settle_build(
     .bind::<SqlUuid, _>(uuid)
     .get_result(conn)
     .optional()?;
-    // A settled build needs no hand-off any more (a no-op when none waits).
+    // A settled build needs no hand-off any more, nor another attempt.
     super::spawns::forget_spawn(conn, uuid)?;
+    super::builds::forget_build(conn, uuid)?;
     let Some(found) = found else {
         return Ok(BuildOutcome::Gone);
     };
@@ -483,7 +410,7 @@ pub fn settle_build(
         activate_build(conn, uuid, now)?;
         return Ok(BuildOutcome::Activated);
     }
-    add_fault(conn, uuid, reason, host, now)?;
+    add_fault_detailed(conn, uuid, (reason, details), host, now)?;
     super::placement::allocations::delete_consumer(conn, uuid)?;
     super::pci::free_instance_devices(conn, uuid, now)?;
     set_state(conn, uuid, VmState::Error, None, now)?;

@@ -40,6 +40,12 @@ pub struct NodeView {
     /// `simulated` or `ironic` (a real Ironic's listing).
     #[diesel(sql_type = Text)]
     pub source: String,
+    /// Builds that failed on the node since its last success (Nova's `failed_builds`).
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    pub failed_builds: i32,
+    /// When the last of them failed.
+    #[diesel(sql_type = Nullable<Timestamptz>)]
+    pub build_failed_at: Option<DateTime<Utc>>,
 }
 
 /// Which nodes a listing shows (`state`: Ironic's provision state).
@@ -58,6 +64,7 @@ const NODE_VIEW_SELECTION: &str = "
            FROM ironic_nodes n
            LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
            LEFT JOIN resource_providers rp ON rp.uuid = c.uuid
+           LEFT JOIN node_build_failures f ON f.node = n.uuid
           WHERE ($1::uuid IS NULL OR n.uuid > $1)
             AND ($2::text IS NULL OR c.host = $2)
             AND ($3::text IS NULL OR n.provision_state = $3)
@@ -93,7 +100,8 @@ pub fn find_node_views(
                 n.provision_state::text AS provision_state, n.reservation::text AS reservation,
                 n.maintenance, n.instance_uuid, c.host::text AS host, c.uuid AS compute_node_uuid,
                 rp.uuid AS resource_provider_uuid, c.owner_epoch,
-                n.power_state::text AS power_state, n.last_error, n.source::text AS source
+                n.power_state::text AS power_state, n.last_error, n.source::text AS source,
+                COALESCE(f.failed_builds, 0) AS failed_builds, f.last_failed_at AS build_failed_at
            {NODE_VIEW_SELECTION}
           ORDER BY n.uuid
           OFFSET $7 LIMIT $8"

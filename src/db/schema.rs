@@ -328,6 +328,21 @@ diesel::table! {
 }
 
 diesel::table! {
+    instance_builds (instance_uuid) {
+        instance_uuid -> Uuid,
+        alternates -> Array<Nullable<Uuid>>,
+        attempts -> Int4,
+        max_attempts -> Int4,
+        failures -> Array<Nullable<Text>>,
+        tried -> Array<Nullable<Text>>,
+        #[max_length = 255]
+        placement_class -> Varchar,
+        pci_devices -> Int4,
+        created_at -> Timestamptz,
+    }
+}
+
+diesel::table! {
     ironic_listings (name) {
         #[max_length = 64]
         name -> Varchar,
@@ -449,6 +464,15 @@ diesel::table! {
         uuid -> Uuid,
         created_at -> Timestamptz,
         updated_at -> Nullable<Timestamptz>,
+    }
+}
+
+diesel::table! {
+    node_build_failures (node) {
+        node -> Uuid,
+        failed_builds -> Int4,
+        last_failed_at -> Timestamptz,
+        last_error -> Nullable<Text>,
     }
 }
 
@@ -917,11 +941,13 @@ diesel::allow_tables_to_appear_in_same_query!(
     instance_system_metadata,
     instances,
     inventories,
+    instance_builds,
     ironic_listings,
     ironic_nodes,
     key_pairs,
     leader_leases,
     move_batches,
+    node_build_failures,
     node_moves,
     ownership_epochs,
     pci_devices,

@@ -56,6 +56,10 @@ pub struct NodeResponse {
     pub last_error: Option<String>,
     /// Where the node comes from: `simulated` or `ironic`.
     pub source: String,
+    /// Builds that failed on the node since its last success (Nova's `failed_builds`).
+    pub failed_builds: i32,
+    /// Until when the node is not offered to a new build, after a failed one.
+    pub build_cooldown_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Body of `POST /api/v1/nodes`: a count of new nodes, or the nodes themselves.

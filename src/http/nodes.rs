@@ -33,9 +33,17 @@ pub async fn list_nodes(
         db::node_views::count_node_views,
     )
     .await?;
+    let now = state.actors.clock.now();
+    let cooldown = chrono::Duration::from_std(state.actors.settings.host.build_failure_cooldown)
+        .unwrap_or(chrono::Duration::zero());
     let body: Vec<NodeResponse> = nodes
         .into_iter()
         .map(|node| NodeResponse {
+            failed_builds: node.failed_builds,
+            build_cooldown_until: node
+                .build_failed_at
+                .and_then(|at| at.checked_add_signed(cooldown))
+                .filter(|until| *until > now),
             uuid: node.uuid,
             name: node.name,
             resource_class: node.resource_class,

@@ -44,6 +44,7 @@ mod ha_identity;
 mod ha_incidents;
 mod ha_postgres;
 mod ironic_api;
+mod ironic_builds;
 mod ironic_driver;
 mod ironic_keystone;
 mod ironic_listing;

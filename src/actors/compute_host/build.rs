@@ -175,6 +175,7 @@ pub(super) struct Build {
     pub(super) clock: SharedClock,
     pub(super) node_source: NodeSource,
     pub(super) host: String,
+    pub(super) settings: crate::config::HostSettings,
 }
 
 impl Build {
@@ -186,6 +187,7 @@ impl Build {
             clock,
             node_source,
             host,
+            ..
         } = self.clone();
         let owned = require_owned(&pool, &host, &spawn.node).await?;
         let instance = spawn.instance;
@@ -247,15 +249,39 @@ impl Build {
                     "host {host}: deploy of instance {instance} on node {} failed: {failure}",
                     owned.node
                 );
-                let text = failure.to_string();
-                let now = clock.now();
-                owned
-                    .write(&pool, move |conn| {
-                        db::instances::settle_build(conn, instance, &text, &host, now)
-                    })
-                    .await?;
-                Ok(VmState::Error)
+                self.retry(&owned, instance, &failure).await
             }
+        }
+    }
+
+    /// After a deploy of `instance` failed on `owned`'s node: tried again on an alternate when
+    /// one is left and free (the build goes on: `Building`), else settled (error).
+    async fn retry(
+        &self,
+        owned: &Owned,
+        instance: Uuid,
+        failure: &HostError,
+    ) -> Result<VmState, HostError> {
+        let (text, host, now) = (failure.to_string(), self.host.clone(), self.clock.now());
+        let cooling_after = self.settings.cooling_after(now);
+        let retry = owned
+            .write(&self.pool, move |conn| {
+                db::builds::retry_or_settle(conn, instance, &text, &host, now, cooling_after)
+            })
+            .await?;
+        match retry {
+            db::builds::Retry::Rescheduled(next) => {
+                log::info!(
+                    "instance {instance}: build tried again on node {} (host {})",
+                    next.node,
+                    next.host
+                );
+                Ok(VmState::Building)
+            }
+            db::builds::Retry::Settled(db::instances::BuildOutcome::Activated) => {
+                Ok(VmState::Active)
+            }
+            db::builds::Retry::Settled(_) => Ok(VmState::Error),
         }
     }
 

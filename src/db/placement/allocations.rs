@@ -13,6 +13,9 @@ use uuid::Uuid;
 use crate::db::DbError;
 pub use crate::domain::placement::GenerationCheck;
 
+/// The consumer type of an instance's allocations (Placement 1.38), as Nova writes it.
+pub const INSTANCE_CONSUMER_TYPE: &str = "INSTANCE";
+
 /// What one consumer asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerAllocations {

@@ -129,6 +129,7 @@ async fn free_nodes(
 ) -> Result<i64, ComputeError> {
     let judge = state.actors.judge();
     let now = state.actors.clock.now();
+    let cooling_after = state.actors.settings.host.cooling_after(now);
     let asked = asked.clone();
     let limit = i32::try_from(wanted).unwrap_or(i32::MAX);
     let free = db::run(&state.pool, move |conn| {
@@ -141,6 +142,7 @@ async fn free_nodes(
             pci_devices: 0,
             required_traits: &asked.required_traits,
             forbidden_traits: &asked.forbidden_traits,
+            cooling_after,
         };
         db::instances::free_nodes(conn, &request, limit)
     })

@@ -212,6 +212,7 @@ impl Run {
     async fn expect_free_nodes(&self, expected: usize) -> StepResult<()> {
         let now = self.clock.now();
         let judge = self.actors.judge();
+        let cooling_after = self.actors.settings.host.cooling_after(now);
         let free = db::run(&self.pool, move |conn| {
             let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
             let request = NodeRequest {
@@ -221,6 +222,7 @@ impl Run {
                 pci_devices: 0,
                 required_traits: &[],
                 forbidden_traits: &[],
+                cooling_after,
             };
             db::instances::free_nodes(conn, &request, i32::MAX)
         })

@@ -1,0 +1,2 @@
+DROP TABLE node_build_failures;
+DROP TABLE instance_builds;

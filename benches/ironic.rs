@@ -2,7 +2,8 @@
 //! hosts in one process, as `serve --ironic-url` runs them (the listing loop, passes reading
 //! its outcome). Measures the listing (all nodes new, then idle) with its requests; each host's
 //! tracker pass (first report, then idle) and the Ironic requests passes send (none); then ten
-//! boots through the scheduler against deploys sent straight to Ironic by this program.
+//! boots through the scheduler against deploys sent straight to Ironic by this program, one at
+//! a time and then ten clients at once (boots per second against Ironic's own deploy rate).
 //! Real PostgreSQL (a throwaway cluster), real actors, the system clock.
 //!
 //! Run: `scripts/ironic start && scripts/ironic enroll 1000`, then
@@ -148,6 +149,108 @@ async fn run(actors: &Actors, url: &str) -> Result<(), Error> {
         millis(median(&mut direct.clone())),
         millis(*direct.iter().max().ok_or("deploys")?),
     );
+    concurrent(actors, url).await
+}
+
+/// Clients booting at once, and boots per client.
+const CLIENTS: usize = 10;
+const PER_CLIENT: usize = 3;
+
+/// `CLIENTS` clients at once, `PER_CLIENT` boots each, through the scheduler; against the same
+/// number of deploys sent straight to Ironic by `CLIENTS` tasks at once (polled every 20 ms).
+async fn concurrent(actors: &Actors, url: &str) -> Result<(), Error> {
+    let started = Instant::now();
+    let mut clients = Vec::new();
+    for client in 0..CLIENTS {
+        let scheduler = actors.scheduler.clone();
+        clients.push(actix_rt::spawn(async move {
+            let mut active = 0;
+            for index in 0..PER_CLIENT {
+                let booted = scheduler
+                    .send(Boot {
+                        uuid: None,
+                        name: format!("client-{client}-{index}"),
+                        resource_class: "baremetal".to_owned(),
+                        project: "bench".to_owned(),
+                        user: "bench".to_owned(),
+                        pci_devices: 0,
+                        server: None,
+                        answer_when_claimed: false,
+                    })
+                    .await;
+                if matches!(&booted, Ok(Ok(instance)) if instance.vm_state.as_str() == "active") {
+                    active += 1;
+                }
+            }
+            active
+        }));
+    }
+    let mut active = 0;
+    for client in clients {
+        active += client.await.unwrap_or(0);
+    }
+    let through = started.elapsed();
+    let api = IronicApi::connect(
+        url,
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await?;
+    let (nodes, _) = api.list_nodes(&NodeSelection::default()).await?;
+    let free: Vec<uuid::Uuid> = nodes
+        .iter()
+        .filter(|node| node.provision_state == "available" && node.instance_uuid.is_none())
+        .rev()
+        .take(CLIENTS * PER_CLIENT)
+        .map(|node| node.uuid)
+        .collect();
+    let started = Instant::now();
+    let mut deployers = Vec::new();
+    for chunk in free.chunks(PER_CLIENT) {
+        let (api, chunk) = (api.clone(), chunk.to_vec());
+        deployers.push(actix_rt::spawn(async move {
+            let mut deployed = 0;
+            for node in chunk {
+                if deploy_straight(&api, node).await.is_ok() {
+                    deployed += 1;
+                }
+            }
+            deployed
+        }));
+    }
+    let mut deployed = 0;
+    for deployer in deployers {
+        deployed += deployer.await.unwrap_or(0);
+    }
+    let straight = started.elapsed();
+    let rate = |count: usize, took: Duration| count as f64 / took.as_secs_f64();
+    println!(
+        "\n| {CLIENTS} clients at once, {PER_CLIENT} each | done | time | per second |\n|---|---:|---:|---:|\n| boots through ringmaster | {active} | {} | {:.2} |\n| deploys sent straight to Ironic | {deployed} | {} | {:.2} |",
+        millis(through),
+        rate(active, through),
+        millis(straight),
+        rate(deployed, straight),
+    );
+    Ok(())
+}
+
+/// One deploy through Ironic's API alone: patch, `active`, poll every 20 ms until active.
+async fn deploy_straight(api: &IronicApi, node: uuid::Uuid) -> Result<(), Error> {
+    api.patch_node(
+        node,
+        &[
+            PatchOp::add("/instance_uuid", serde_json::json!(uuid::Uuid::new_v4())),
+            PatchOp::add(
+                "/instance_info/image_source",
+                serde_json::json!("http://127.0.0.1/i"),
+            ),
+        ],
+    )
+    .await?;
+    api.set_provision_state(node, "active").await?;
+    while api.get_node(node).await?.provision_state != "active" {
+        actix_rt::time::sleep(Duration::from_millis(20)).await;
+    }
     Ok(())
 }
 

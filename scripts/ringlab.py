@@ -99,11 +99,11 @@ class Postgres:
                                   capture_output=True, text=True).stdout.split()
         return [postmaster, *map(int, children)]
 
-    def psql(self, sql, database="ringmaster"):
+    def psql(self, sql, database="ringmaster", timeout=120):
         psql = shutil.which("psql") or os.path.join(self.bin, "psql")
         done = subprocess.run(
             [psql, "-h", self.dir, "-U", "postgres", "-d", database, "-AtX", "-q", "-c", sql],
-            capture_output=True, text=True, timeout=120)
+            capture_output=True, text=True, timeout=timeout)
         if done.returncode != 0:
             raise RuntimeError(done.stderr.strip())
         return [line.split("|") for line in done.stdout.splitlines() if line]

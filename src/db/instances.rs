@@ -452,7 +452,8 @@ pub fn stale_builds(
     .load(conn)?)
 }
 
-/// Returns the latest fault message of instance `uuid`, if any.
+/// Returns the latest fault message of instance `uuid`, if any, with its details on the lines
+/// after it when it has some (a build tried on several nodes: each attempt's reason).
 pub fn latest_fault(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<String>, DbError> {
     #[derive(QueryableByName)]
     struct Fault {
@@ -460,7 +461,7 @@ pub fn latest_fault(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<String
         message: Option<String>,
     }
     Ok(diesel::sql_query(
-        "SELECT message::text AS message FROM instance_faults
+        "SELECT NULLIF(concat_ws(E'\\n', message, details), '') AS message FROM instance_faults
           WHERE instance_uuid = $1 ORDER BY id DESC LIMIT 1",
     )
     .bind::<SqlUuid, _>(uuid)

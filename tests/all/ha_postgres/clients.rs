@@ -144,9 +144,11 @@ pub(super) fn client(
             seen.lock().unwrap().booted.insert(uuid.clone(), name);
             if let Some(old) = previous.replace(uuid) {
                 let path = format!("/api/v1/instances/{old}");
+                // A delete is idempotent: a 404 after a 503 says the first try went through
+                // (its commit came before the connection was lost).
                 if let Some((status, _)) =
                     until_answered(&seen, &addresses, "DELETE", &path, &Value::Null)
-                    && (200..300).contains(&status)
+                    && ((200..300).contains(&status) || status == 404)
                 {
                     seen.lock().unwrap().deleted.insert(old);
                 }

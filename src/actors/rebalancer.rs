@@ -147,6 +147,7 @@ impl Handler<RebalanceNow> for Rebalancer {
         let now = self.clock.now();
         self.note_late_tick(now);
         let pool = self.pool.clone();
+        let clock = self.clock.clone();
         let (settings, process, outage) = (self.settings, self.process, self.outage);
         let memory = self.memory.clone();
         let registry = self.registry.clone();
@@ -155,7 +156,7 @@ impl Handler<RebalanceNow> for Rebalancer {
             async move {
                 let previous_members = memory.members.clone();
                 let decision = actix_rt::task::spawn_blocking(move || {
-                    decide(&pool, process, now, settings, outage, memory)
+                    decide(&pool, (process, &clock), now, settings, outage, memory)
                 })
                 .await
                 .map_err(|_| DbError::Canceled)??;
@@ -391,7 +392,7 @@ impl Rebalancer {
 /// (blocking).
 fn decide(
     pool: &Pool,
-    process: Uuid,
+    (process, clock): (Uuid, &SharedClock),
     now: DateTime<Utc>,
     settings: RebalancerSettings,
     outage: Outage,
@@ -446,6 +447,27 @@ fn decide(
             rebalance::plan_tick(quiet, &owners, &memory, tick_settings)
         }
     };
+    // A plan over a million nodes can outlast the lease: extended from now, unless another
+    // process took it meanwhile (then nothing planned is written).
+    if let Some(token) = lease
+        && (!tick.claims.is_empty() || !tick.moves.is_empty())
+    {
+        let mut conn = pool.get()?;
+        if !leases::extend(
+            &mut conn,
+            leases::REBALANCER,
+            token,
+            settings.lease,
+            clock.now(),
+        )? {
+            return Ok(Decision {
+                lease: None,
+                tick: TickPlan::default(),
+                stalled: false,
+                hosts: Vec::new(),
+            });
+        }
+    }
     Ok(Decision {
         lease,
         tick,

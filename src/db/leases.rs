@@ -122,6 +122,30 @@ pub fn hold(
     }
 }
 
+/// Extends lease `name` from `now` if `token` still holds it — even past its expiry, as long as
+/// nobody took it over since (a takeover bumps the epoch): a leader whose planning outlasted
+/// the lease (a million nodes) may still write what it planned, since no other leader can have
+/// written in between. `false` when another holds it (or took it and gave it up). A takeover
+/// under way holds the row: this waits for it, then finds the epoch changed.
+pub fn extend(
+    conn: &mut PgConnection,
+    name: &str,
+    token: LeaseToken,
+    duration: Duration,
+    now: DateTime<Utc>,
+) -> Result<bool, DbError> {
+    let extended = diesel::sql_query(
+        "UPDATE leader_leases SET expires_at = GREATEST(expires_at, $4)
+          WHERE name = $1 AND holder = $2 AND epoch = $3",
+    )
+    .bind::<Text, _>(name)
+    .bind::<SqlUuid, _>(token.holder)
+    .bind::<BigInt, _>(token.epoch)
+    .bind::<Timestamptz, _>(now + duration)
+    .execute(conn)?;
+    Ok(extended == 1)
+}
+
 /// Gives lease `name` up (it expires now) if `holder` holds it, so another process can lead
 /// at once.
 pub fn release(

@@ -7,7 +7,7 @@
 //! owners.
 
 pub use crate::config::RebalancerSettings;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use actix::prelude::*;
@@ -25,6 +25,10 @@ use crate::domain::host::Host;
 use crate::domain::node::ComputeNode;
 use crate::domain::rebalance::{self, Judged, Outage, RingMemory, TickPlan, TickSettings};
 use crate::domain::ring::Assignment;
+
+mod ring_cell;
+use ring_cell::Published;
+pub use ring_cell::RingCell;
 
 /// The ring as the leader last computed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -404,12 +408,7 @@ fn decide(
         leases::acquire_or_renew(conn, leases::REBALANCER, process, settings.lease, now)
     })?;
     let Some(epoch) = epoch else {
-        return Ok(Decision {
-            lease: None,
-            tick: TickPlan::default(),
-            stalled: false,
-            hosts: Vec::new(),
-        });
+        return Ok(Decision::not_leading());
     };
     let lease = Some(LeaseToken {
         holder: process,
@@ -449,24 +448,9 @@ fn decide(
     };
     // A plan over a million nodes can outlast the lease: extended from now, unless another
     // process took it meanwhile (then nothing planned is written).
-    if let Some(token) = lease
-        && (!tick.claims.is_empty() || !tick.moves.is_empty())
-    {
-        let mut conn = pool.get()?;
-        if !leases::extend(
-            &mut conn,
-            leases::REBALANCER,
-            token,
-            settings.lease,
-            clock.now(),
-        )? {
-            return Ok(Decision {
-                lease: None,
-                tick: TickPlan::default(),
-                stalled: false,
-                hosts: Vec::new(),
-            });
-        }
+    let writes = !tick.claims.is_empty() || !tick.moves.is_empty();
+    if writes && !extended(pool, lease, settings, clock)? {
+        return Ok(Decision::not_leading());
     }
     Ok(Decision {
         lease,
@@ -474,6 +458,39 @@ fn decide(
         stalled: false,
         hosts,
     })
+}
+
+impl Decision {
+    /// The decision of a process that does not lead: nothing.
+    fn not_leading() -> Decision {
+        Decision {
+            lease: None,
+            tick: TickPlan::default(),
+            stalled: false,
+            hosts: Vec::new(),
+        }
+    }
+}
+
+/// Extends the lease `token` from now before a tick writes its claims and moves; `false` when
+/// another process took it meanwhile.
+fn extended(
+    pool: &Pool,
+    token: Option<LeaseToken>,
+    settings: RebalancerSettings,
+    clock: &SharedClock,
+) -> Result<bool, DbError> {
+    let Some(token) = token else {
+        return Ok(false);
+    };
+    let mut conn = pool.get()?;
+    leases::extend(
+        &mut conn,
+        leases::REBALANCER,
+        token,
+        settings.lease,
+        clock.now(),
+    )
 }
 
 /// How long reaching the database may take before a tick counts as stalled: twice the tick
@@ -492,48 +509,6 @@ impl Handler<GetRing> for Rebalancer {
 
     fn handle(&mut self, _: GetRing, _: &mut Self::Context) -> Self::Result {
         MessageResult(self.published.view(self.clock.now()))
-    }
-}
-
-/// The ring as this process's rebalancer last left it, readable without a message to the
-/// actor: a scrape or a page never waits for a tick in progress (`Actors::ring`).
-#[derive(Debug, Clone, Default)]
-pub struct RingCell(Arc<Mutex<Published>>);
-
-#[derive(Debug, Clone, Default)]
-struct Published {
-    version: i64,
-    algorithm: &'static str,
-    members: Vec<String>,
-    lease: Option<(LeaseToken, DateTime<Utc>)>,
-    outage: Outage,
-}
-
-impl RingCell {
-    /// The database outage the rebalancer last noted: what everyone showing or using a host's
-    /// state credits, as the rebalancer does.
-    pub fn outage(&self) -> Outage {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).outage
-    }
-
-    /// The ring at `now`: members and leadership only while the lease holds.
-    pub fn view(&self, now: DateTime<Utc>) -> RingView {
-        let published = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let lease = published
-            .lease
-            .filter(|(_, expires_at)| *expires_at > now)
-            .map(|(lease, _)| lease);
-        RingView {
-            version: published.version,
-            algorithm: published.algorithm,
-            members: if lease.is_some() {
-                published.members.clone()
-            } else {
-                Vec::new()
-            },
-            leader: lease.is_some(),
-            lease_epoch: lease.map(|lease| lease.epoch),
-        }
     }
 }
 

@@ -190,20 +190,7 @@ async fn concurrent(actors: &Actors, url: &str) -> Result<(), Error> {
         active += client.await.unwrap_or(0);
     }
     let through = started.elapsed();
-    let api = IronicApi::connect(
-        url,
-        IronicAuth::None,
-        &ringmaster::tls::client::ClientTls::system(),
-    )
-    .await?;
-    let (nodes, _) = api.list_nodes(&NodeSelection::default()).await?;
-    let free: Vec<uuid::Uuid> = nodes
-        .iter()
-        .filter(|node| node.provision_state == "available" && node.instance_uuid.is_none())
-        .rev()
-        .take(CLIENTS * PER_CLIENT)
-        .map(|node| node.uuid)
-        .collect();
+    let (api, free) = free_nodes(url, CLIENTS * PER_CLIENT).await?;
     let started = Instant::now();
     let mut deployers = Vec::new();
     for chunk in free.chunks(PER_CLIENT) {
@@ -234,6 +221,26 @@ async fn concurrent(actors: &Actors, url: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// A connection to the Ironic at `url` and up to `count` of its nodes nobody uses (the last
+/// listed first).
+async fn free_nodes(url: &str, count: usize) -> Result<(IronicApi, Vec<uuid::Uuid>), Error> {
+    let api = IronicApi::connect(
+        url,
+        IronicAuth::None,
+        &ringmaster::tls::client::ClientTls::system(),
+    )
+    .await?;
+    let (nodes, _) = api.list_nodes(&NodeSelection::default()).await?;
+    let free = nodes
+        .iter()
+        .filter(|node| node.provision_state == "available" && node.instance_uuid.is_none())
+        .rev()
+        .take(count)
+        .map(|node| node.uuid)
+        .collect();
+    Ok((api, free))
+}
+
 /// One deploy through Ironic's API alone: patch, `active`, poll every 20 ms until active.
 async fn deploy_straight(api: &IronicApi, node: uuid::Uuid) -> Result<(), Error> {
     api.patch_node(
@@ -257,38 +264,11 @@ async fn deploy_straight(api: &IronicApi, node: uuid::Uuid) -> Result<(), Error>
 /// Deploys on nodes nobody uses through Ironic's API alone: patch, `active`, poll; then tears
 /// each down again. Returns each deploy's time.
 async fn direct_deploys(url: &str) -> Result<Vec<Duration>, Error> {
-    let api = IronicApi::connect(
-        url,
-        IronicAuth::None,
-        &ringmaster::tls::client::ClientTls::system(),
-    )
-    .await?;
-    let (nodes, _) = api.list_nodes(&NodeSelection::default()).await?;
-    let free: Vec<_> = nodes
-        .iter()
-        .filter(|node| node.provision_state == "available" && node.instance_uuid.is_none())
-        .rev()
-        .take(BOOTS)
-        .map(|node| node.uuid)
-        .collect();
+    let (api, free) = free_nodes(url, BOOTS).await?;
     let mut times = Vec::new();
     for node in free {
         let started = Instant::now();
-        api.patch_node(
-            node,
-            &[
-                PatchOp::add("/instance_uuid", serde_json::json!(uuid::Uuid::new_v4())),
-                PatchOp::add(
-                    "/instance_info/image_source",
-                    serde_json::json!("http://127.0.0.1/i"),
-                ),
-            ],
-        )
-        .await?;
-        api.set_provision_state(node, "active").await?;
-        while api.get_node(node).await?.provision_state != "active" {
-            actix_rt::time::sleep(Duration::from_millis(20)).await;
-        }
+        deploy_straight(&api, node).await?;
         times.push(started.elapsed());
         api.set_provision_state(node, "deleted").await?;
     }

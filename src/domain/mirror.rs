@@ -58,6 +58,12 @@ impl MirrorChanges {
     pub fn is_empty(&self) -> bool {
         self.upserts.is_empty() && self.removals.is_empty()
     }
+
+    /// The nodes it writes or removes.
+    pub fn nodes(&self) -> Vec<Uuid> {
+        let upserted = self.upserts.iter().map(|node| node.uuid);
+        upserted.chain(self.removals.iter().copied()).collect()
+    }
 }
 
 /// Why a listing is not applied.

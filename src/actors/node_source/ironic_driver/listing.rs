@@ -44,6 +44,8 @@ pub(super) struct ListingState {
     held: Vec<Uuid>,
     /// How long the last listing waited for Ironic's pages.
     waited: Duration,
+    /// Whether the lease's row is known to exist.
+    ensured: bool,
 }
 
 impl ListingState {
@@ -58,6 +60,7 @@ impl ListingState {
             watermark: None,
             held: Vec::new(),
             waited: Duration::ZERO,
+            ensured: false,
         }
     }
 
@@ -127,14 +130,17 @@ impl IronicDriver {
     /// Takes or renews the listing lease; `false` when another process holds it.
     async fn hold_lease(&self, state: &mut ListingState) -> Result<bool, DbError> {
         let (name, holder, duration) = (state.lease.clone(), state.holder, state.duration);
-        let now = self.clock.now();
+        let (now, ensured) = (self.clock.now(), state.ensured);
         let epoch = db::run(&self.pool, move |conn| {
             db::in_transaction(conn, |conn| {
-                leases::ensure(conn, &name)?;
+                if !ensured {
+                    leases::ensure(conn, &name)?;
+                }
                 leases::acquire_or_renew(conn, &name, holder, duration, now)
             })
         })
         .await?;
+        state.ensured = true;
         match epoch {
             Some(epoch) => {
                 if state.token.is_none_or(|token| token.epoch != epoch) {
@@ -328,14 +334,14 @@ impl IronicDriver {
             );
         }
         state.held = held;
-        let changed = self.apply(state, &changes, listed_at).await;
+        let applied = self.apply(state, changes, listed_at).await;
         let mut seen = seen;
-        if changed.is_ok() {
+        if let Ok(changes) = &applied {
             seen.note(&changes.upserts);
             seen.forget(&changes.removals);
         }
         state.seen = Some(seen);
-        Ok((listed, pages, changed?))
+        Ok((listed, pages, applied?.nodes()))
     }
 
     /// Brings what the holder remembers up to the mirror: all of it when it has just taken the
@@ -359,34 +365,28 @@ impl IronicDriver {
         Ok(())
     }
 
-    /// Writes `changes` under the lease (a holder that lost it writes nothing); returns the
-    /// nodes changed.
+    /// Writes `changes` under the lease (a holder that lost it writes nothing); gives them
+    /// back once written.
     async fn apply(
         &self,
         state: &ListingState,
-        changes: &mirror::MirrorChanges,
+        changes: mirror::MirrorChanges,
         listed_at: DateTime<Utc>,
-    ) -> Result<Vec<Uuid>, ListingError> {
+    ) -> Result<mirror::MirrorChanges, ListingError> {
         if changes.is_empty() {
-            return Ok(Vec::new());
+            return Ok(changes);
         }
         let token = state.token.ok_or(ListingError::NotHolder)?;
         let name = state.lease.clone();
-        let mut changed: Vec<Uuid> = changes.upserts.iter().map(|node| node.uuid).collect();
-        changed.extend(&changes.removals);
-        let changes = mirror::MirrorChanges {
-            upserts: changes.upserts.clone(),
-            removals: changes.removals.clone(),
-        };
         let clock = self.clock.clone();
-        db::run(&self.pool, move |conn| {
+        Ok(db::run(&self.pool, move |conn| {
             db::in_transaction(conn, |conn| {
                 leases::hold(conn, &name, token, clock.now())?;
                 db::ironic_mirror::apply(conn, &changes, clock.now(), Some(listed_at))
-            })
+            })?;
+            Ok(changes)
         })
-        .await?;
-        Ok(changed)
+        .await?)
     }
 
     /// Starts the listing loop: every tracker interval, the lease holder lists; the others

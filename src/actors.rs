@@ -210,8 +210,9 @@ impl HostDirectory {
             factory.presence.ensure(&factory.pool)?;
             let down_time = factory.settings.liveness.service_down_time;
             let holder = factory.presence.holder();
+            let serves = factory.node_source.serves();
             db::in_transaction(conn, |conn| {
-                db::hosts::register_host(conn, &host, holder, down_time, now)
+                db::hosts::register_host(conn, &host, (holder, &serves), down_time, now)
             })
         })
         .await?;

@@ -21,6 +21,7 @@ pub mod ironic_mirror;
 pub mod keypairs;
 pub mod leases;
 pub mod models;
+pub mod node_groups;
 pub mod node_reports;
 pub mod node_views;
 pub mod notify;

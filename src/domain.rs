@@ -16,5 +16,6 @@ pub mod placement;
 pub mod placement_filter;
 pub mod rebalance;
 pub mod ring;
+pub mod selection;
 pub mod text;
 pub mod timeline;

@@ -70,11 +70,7 @@ impl std::fmt::Debug for IronicAuth {
 }
 
 /// Which nodes a listing reads, as Nova's `[ironic] conductor_group` and `shard` choose them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NodeSelection {
-    pub conductor_group: Option<String>,
-    pub shard: Option<String>,
-}
+pub use crate::domain::selection::NodeSelection;
 
 /// Why talking to Ironic failed.
 #[derive(Debug, thiserror::Error)]

@@ -232,11 +232,12 @@ pub fn method_label(method: &str) -> &'static str {
 }
 
 /// Why a node moves, as `ringmaster_node_moves_total` and the failover histogram count it.
-const MOVE_REASONS: [MoveReason; 4] = [
+const MOVE_REASONS: [MoveReason; 5] = [
     MoveReason::HostDown,
     MoveReason::Drain,
     MoveReason::Join,
     MoveReason::Manual,
+    MoveReason::Regroup,
 ];
 
 /// How a boot ended, as `ringmaster_boots_total` counts it.

@@ -84,6 +84,14 @@ function applyHostEvent(data) {
   return true;
 }
 
+// What a host serves when it is not every node: " (group rack-2)", " (shard s1)".
+function serves(host) {
+  const parts = [];
+  if (host.conductor_group != null) parts.push(`group ${host.conductor_group === "" ? "(default)" : host.conductor_group}`);
+  if (host.shard != null) parts.push(`shard ${host.shard}`);
+  return parts.length ? ` (${parts.join(", ")})` : "";
+}
+
 function renderHosts(hosts) {
   lastHosts = hosts;
   hostNames = hosts.map((host) => host.host);
@@ -100,7 +108,7 @@ function renderHosts(hosts) {
     actions[0].dataset.action = "crash";
     actions[1].dataset.action = "start";
     actions[2].dataset.action = "drain";
-    return [[swatch(host.host), host.host], badge, host.age, numbers.format(host.nodes), host.version ?? "", actions];
+    return [[swatch(host.host), host.host + serves(host)], badge, host.age, numbers.format(host.nodes), host.version ?? "", actions];
   });
 }
 
@@ -192,6 +200,22 @@ function renderRing(ring) {
   $("#ring-meta").textContent = `v${ring.version}, ${algorithm}, ${numbers.format(ring.nodes)} nodes`;
   ownership.render(hostNames, ring.counts, ring.nodes);
   $("#node-source").textContent = describeSource(ring.node_source);
+  renderUnserved(ring.unserved_groups || []);
+}
+
+// The conductor groups (and shards) whose nodes no live host serves: they stay where they are.
+function renderUnserved(groups) {
+  const banner = $("#unserved");
+  banner.hidden = groups.length === 0;
+  if (!groups.length) return banner.replaceChildren();
+  const list = document.createElement("ul");
+  for (const group of groups) {
+    const item = document.createElement("li");
+    const name = group.conductor_group === "" ? "the default conductor group" : `conductor group ${group.conductor_group}`;
+    item.textContent = `${name}${group.shard == null ? "" : `, shard ${group.shard}`}: ${numbers.format(group.nodes)} nodes, since ${new Date(group.since).toLocaleTimeString()}`;
+    list.append(item);
+  }
+  banner.replaceChildren("No live host serves:", list);
 }
 
 function renderArchiveRuns(runs) {

@@ -68,6 +68,15 @@ pub enum Current {
 }
 
 impl NodeSource {
+    /// The nodes this process's hosts serve: a real Ironic's conductor group and shard (the
+    /// simulated Ironic: all of them).
+    pub fn serves(&self) -> crate::domain::selection::NodeSelection {
+        match self {
+            NodeSource::Simulated(_) => Default::default(),
+            NodeSource::Ironic(driver) => driver.selection().clone(),
+        }
+    }
+
     /// The node as its source shows it now.
     pub async fn current(&self, node: Uuid) -> Result<Current, SourceError> {
         match self {

@@ -18,6 +18,7 @@ use super::HostDirectory;
 use super::compute_host::NodesAssigned;
 use super::registry::{ClaimNodes, MoveNodes, Registry};
 use crate::db::leases::{self, LeaseToken};
+use crate::db::node_groups::UnservedRow;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::failover;
@@ -25,6 +26,7 @@ use crate::domain::host::Host;
 use crate::domain::node::ComputeNode;
 use crate::domain::rebalance::{self, Judged, Outage, RingMemory, TickPlan, TickSettings};
 use crate::domain::ring::Assignment;
+use crate::domain::selection::UnservedGroup;
 
 mod ring_cell;
 use ring_cell::Published;
@@ -142,6 +144,8 @@ struct Decision {
     stalled: bool,
     /// The hosts as read for this tick (for the failover log).
     hosts: Vec<Host>,
+    /// The groups no live host served before this tick, when the tick changed them.
+    unserved_before: Option<Vec<UnservedRow>>,
 }
 
 impl Handler<RebalanceNow> for Rebalancer {
@@ -287,6 +291,7 @@ impl Rebalancer {
         }
         self.lease = Some((lease, now + self.settings.lease));
         self.report_departures(&decision, &moved, version);
+        report_unserved(&decision);
         self.version = version;
         self.memory = decision.tick.memory;
         self.notify_owners(&claimed, &moved);
@@ -432,10 +437,13 @@ fn decide(
             },
             stalled: true,
             hosts,
+            unserved_before: None,
         });
     }
-    let tick = match rebalance::judge(&hosts, ownership, outage, &settings.liveness, now, &memory) {
-        Judged::Unchanged(quiet) => rebalance::quiet_tick(quiet),
+    let judged = rebalance::judge(&hosts, ownership, outage, &settings.liveness, now, &memory);
+    let planned = matches!(judged, Judged::Changed(_));
+    let tick = match judged {
+        Judged::Unchanged(quiet) => rebalance::quiet_tick(quiet, &memory),
         Judged::Changed(quiet) => {
             let owners = db::compute_nodes::node_owners(&mut conn)?;
             drop(conn);
@@ -452,12 +460,33 @@ fn decide(
     if writes && !extended(pool, lease, settings, clock)? {
         return Ok(Decision::not_leading());
     }
+    let unserved_before = match lease.filter(|_| planned) {
+        Some(token) => note_unserved(pool, token, &tick.memory.unserved, clock)?,
+        None => None,
+    };
     Ok(Decision {
         lease,
         tick,
         stalled: false,
         hosts,
+        unserved_before,
     })
+}
+
+/// Records the groups no live host serves as the plan found them; returns those recorded
+/// before when they changed. A lease that lapsed while planning records nothing (the next
+/// leader does).
+fn note_unserved(
+    pool: &Pool,
+    token: LeaseToken,
+    unserved: &[UnservedGroup],
+    clock: &SharedClock,
+) -> Result<Option<Vec<UnservedRow>>, DbError> {
+    let mut conn = pool.get()?;
+    match db::node_groups::replace_unserved(&mut conn, token, unserved, clock.now()) {
+        Err(DbError::LeadershipLost { .. }) => Ok(None),
+        other => other,
+    }
 }
 
 impl Decision {
@@ -468,6 +497,7 @@ impl Decision {
             tick: TickPlan::default(),
             stalled: false,
             hosts: Vec::new(),
+            unserved_before: None,
         }
     }
 }
@@ -491,6 +521,27 @@ fn extended(
         settings.lease,
         clock.now(),
     )
+}
+
+/// Logs a change of the groups no live host serves: one WARN naming every such group, or one
+/// INFO when none is left.
+fn report_unserved(decision: &Decision) {
+    let Some(before) = &decision.unserved_before else {
+        return;
+    };
+    let now = &decision.tick.memory.unserved;
+    if now.is_empty() {
+        if !before.is_empty() {
+            log::info!("every conductor group and shard with nodes has a live host again");
+        }
+        return;
+    }
+    let groups: Vec<String> = now.iter().map(UnservedGroup::to_string).collect();
+    log::warn!(
+        "no live host serves {}: these nodes stay with their owners (nothing deploys on them) \
+         until a host of their group is up; they are not given to hosts of other groups",
+        groups.join(", ")
+    );
 }
 
 /// How long reaching the database may take before a tick counts as stalled: twice the tick

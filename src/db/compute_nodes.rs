@@ -538,9 +538,14 @@ pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnership>, DbErro
         host: Option<String>,
         #[diesel(sql_type = Nullable<BigInt>)]
         owner_epoch: Option<i64>,
+        #[diesel(sql_type = Text)]
+        conductor_group: String,
+        #[diesel(sql_type = Nullable<Text>)]
+        shard: Option<String>,
     }
     let rows: Vec<Row> = diesel::sql_query(
-        "SELECT n.uuid AS node, c.host::text AS host, c.owner_epoch
+        "SELECT n.uuid AS node, c.host::text AS host, c.owner_epoch,
+                n.conductor_group::text AS conductor_group, n.shard::text AS shard
            FROM ironic_nodes n
            LEFT JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
           ORDER BY n.uuid",
@@ -552,6 +557,8 @@ pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnership>, DbErro
             node: row.node,
             owner: row.host,
             epoch: row.owner_epoch,
+            conductor_group: row.conductor_group,
+            shard: row.shard,
         })
         .collect())
 }

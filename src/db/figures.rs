@@ -20,6 +20,8 @@ pub struct DeploymentFigures {
     pub nodes_by_state: Vec<(String, i64)>,
     /// Live instances per vm state.
     pub instances_by_state: Vec<(String, i64)>,
+    /// The conductor groups and shards no live host serves.
+    pub unserved: Vec<super::node_groups::UnservedRow>,
 }
 
 #[derive(QueryableByName)]
@@ -60,6 +62,7 @@ pub fn read(
                     "SELECT vm_state AS key, count(*) AS count FROM instances WHERE deleted = 0
                   GROUP BY vm_state ORDER BY 1",
                 )?,
+                unserved: super::node_groups::unserved(conn)?,
             })
         })
 }

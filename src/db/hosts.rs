@@ -3,13 +3,14 @@
 
 use chrono::{DateTime, Duration, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
 use super::models::ServiceRow;
 use super::schema::{compute_nodes, services};
 use crate::domain::host::{COMPUTE_BINARY, DRAINING_REASON, Host};
+use crate::domain::selection::NodeSelection;
 
 /// Lists the live compute hosts, in natural order of their names (cmp-2 before cmp-10).
 pub fn list_hosts(conn: &mut PgConnection) -> Result<Vec<Host>, DbError> {
@@ -68,7 +69,8 @@ impl NodeCountCache {
     }
 }
 
-/// Registers compute host `host` as run by process `holder`, unless another live process runs
+/// Registers compute host `host` as run by process `holder`, serving the nodes `serves`
+/// selects (its process's conductor group and shard), unless another live process runs
 /// it: a host is held while its holder's presence connection is open (`db::presence`) and its
 /// last heartbeat is within `down_time` of `now`, and for one `down_time` after the deployment
 /// first reached this server (a failover's new primary, a restarted server: heartbeats were
@@ -79,7 +81,7 @@ impl NodeCountCache {
 pub fn register_host(
     conn: &mut PgConnection,
     host: &str,
-    holder: Uuid,
+    (holder, serves): (Uuid, &NodeSelection),
     down_time: Duration,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
@@ -94,7 +96,8 @@ pub fn register_host(
     .bind::<SqlUuid, _>(holder)
     .execute(conn)?;
     let taken = diesel::sql_query(format!(
-        "UPDATE services SET holder = $3, forced_down = FALSE, updated_at = $4
+        "UPDATE services SET holder = $3, forced_down = FALSE, updated_at = $4,
+                serves_group = $8, serves_shard = $9
           WHERE host = $1 AND \"binary\" = $2 AND deleted = 0
             AND (holder IS NULL OR holder = $3
                  OR (NOT {} AND (COALESCE(last_seen_up, updated_at) < $5 OR NOT {})))",
@@ -108,6 +111,8 @@ pub fn register_host(
     .bind::<Timestamptz, _>(now - down_time)
     .bind::<Text, _>(super::presence::APPLICATION_PREFIX)
     .bind::<diesel::sql_types::Double, _>(down_time.to_std().unwrap_or_default().as_secs_f64())
+    .bind::<Nullable<Text>, _>(serves.conductor_group.as_deref())
+    .bind::<Nullable<Text>, _>(serves.shard.as_deref())
     .execute(conn)?;
     if taken == 1 {
         return Ok(());

@@ -11,6 +11,7 @@ use super::DbError;
 use super::ironic::MIRRORED;
 use super::schema::ironic_nodes;
 use crate::domain::mirror::{ListedNode, MirrorChanges};
+use crate::domain::selection::NodeSelection;
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = ironic_nodes, check_for_backend(diesel::pg::Pg))]
@@ -66,18 +67,45 @@ pub fn mirrored_nodes(conn: &mut PgConnection) -> Result<Vec<ListedNode>, DbErro
     Ok(rows.into_iter().map(ListedNode::from).collect())
 }
 
-/// Reads the rows others wrote after `since` (deploys and tear-downs, not listings): what
-/// the listing holder must remember besides its own listings. A small partial index.
+/// Reads the rows of the nodes `selection` selects (a listing of one conductor group or shard
+/// leaves the others' rows alone).
+pub fn selected_nodes(
+    conn: &mut PgConnection,
+    selection: &NodeSelection,
+) -> Result<Vec<ListedNode>, DbError> {
+    let rows = selected(selection)
+        .order(ironic_nodes::uuid.asc())
+        .select(MirrorRow::as_select())
+        .load(conn)?;
+    Ok(rows.into_iter().map(ListedNode::from).collect())
+}
+
+/// Reads the rows of `selection`'s nodes others wrote after `since` (deploys and tear-downs,
+/// not listings): what the listing holder must remember besides its own listings. A small
+/// partial index.
 pub fn written_since(
     conn: &mut PgConnection,
     since: chrono::DateTime<chrono::Utc>,
+    selection: &NodeSelection,
 ) -> Result<Vec<ListedNode>, DbError> {
-    let rows = ironic_nodes::table
+    let rows = selected(selection)
         .filter(ironic_nodes::listed.eq(false))
         .filter(ironic_nodes::updated_at.gt(since))
         .select(MirrorRow::as_select())
         .load(conn)?;
     Ok(rows.into_iter().map(ListedNode::from).collect())
+}
+
+/// The mirror's rows of the nodes `selection` selects.
+fn selected(selection: &NodeSelection) -> ironic_nodes::BoxedQuery<'static, diesel::pg::Pg> {
+    let mut query = ironic_nodes::table.into_boxed();
+    if let Some(group) = &selection.conductor_group {
+        query = query.filter(ironic_nodes::conductor_group.eq(group.clone()));
+    }
+    if let Some(shard) = &selection.shard {
+        query = query.filter(ironic_nodes::shard.eq(shard.clone()));
+    }
+    query
 }
 
 /// The JSON document one upsert reads its rows from.
@@ -112,10 +140,13 @@ fn as_document(nodes: &[ListedNode]) -> serde_json::Value {
 /// written by a listing when `listed_at` is given (else by a deploy or a tear-down). A rename or an
 /// instance that moved between two nodes in one listing is checked at commit. With
 /// `listed_at`, rows written after it (a deploy or a tear-down read the node since the listing
-/// started) are left as they are: a listing never undoes a newer read.
+/// started) are left as they are: a listing never undoes a newer read. Only rows of nodes
+/// `selection` selects are removed (a node that moved to another group meanwhile is that
+/// group's listing's).
 pub fn apply(
     conn: &mut PgConnection,
     changes: &MirrorChanges,
+    selection: &NodeSelection,
     now: chrono::DateTime<chrono::Utc>,
     listed_at: Option<chrono::DateTime<chrono::Utc>>,
 ) -> Result<(), DbError> {
@@ -159,10 +190,14 @@ pub fn apply(
         super::cached::query(
             "DELETE FROM ironic_nodes
               WHERE uuid = ANY($1)
-                AND ($2::timestamptz IS NULL OR updated_at IS NULL OR updated_at <= $2)",
+                AND ($2::timestamptz IS NULL OR updated_at IS NULL OR updated_at <= $2)
+                AND ($3::text IS NULL OR conductor_group = $3)
+                AND ($4::text IS NULL OR shard = $4)",
         )
         .bind::<Array<SqlUuid>, _>(&changes.removals)
         .bind::<Nullable<Timestamptz>, _>(listed_at)
+        .bind::<Nullable<Text>, _>(selection.conductor_group.as_deref())
+        .bind::<Nullable<Text>, _>(selection.shard.as_deref())
         .execute(conn)?;
     }
     Ok(())
@@ -188,7 +223,7 @@ pub fn refresh_node(
         upserts: vec![node.clone()],
         removals: Vec::new(),
     };
-    apply(conn, &changes, now, None)
+    apply(conn, &changes, &NodeSelection::default(), now, None)
 }
 
 /// What the listing holder's last listing did, as every process of the deployment reads it.

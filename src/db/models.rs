@@ -20,6 +20,8 @@ pub struct ServiceRow {
     pub forced_down: bool,
     pub last_seen_up: Option<DateTime<Utc>>,
     pub report_count: i64,
+    pub serves_group: Option<String>,
+    pub serves_shard: Option<String>,
 }
 
 impl From<ServiceRow> for Host {
@@ -31,6 +33,10 @@ impl From<ServiceRow> for Host {
             forced_down: row.forced_down,
             last_seen_up: row.last_seen_up,
             report_count: row.report_count,
+            serves: crate::domain::selection::NodeSelection {
+                conductor_group: row.serves_group,
+                shard: row.serves_shard,
+            },
         }
     }
 }

@@ -576,6 +576,10 @@ diesel::table! {
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
         holder -> Nullable<Uuid>,
+        #[max_length = 255]
+        serves_group -> Nullable<Varchar>,
+        #[max_length = 255]
+        serves_shard -> Nullable<Varchar>,
     }
 }
 
@@ -821,6 +825,10 @@ diesel::table! {
         deleted_at -> Nullable<Timestamptz>,
         deleted -> Int8,
         holder -> Nullable<Uuid>,
+        #[max_length = 255]
+        serves_group -> Nullable<Varchar>,
+        #[max_length = 255]
+        serves_shard -> Nullable<Varchar>,
     }
 }
 

@@ -70,6 +70,8 @@ fn record(row: ServiceTuple) -> ServiceRecord {
             forced_down,
             last_seen_up,
             report_count,
+            // (The os-services API does not show what a host serves.)
+            serves: Default::default(),
         },
         updated_at,
     }

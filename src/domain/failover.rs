@@ -32,6 +32,9 @@ impl Cause {
             Cause::ForcedDown => "forced down",
             Cause::Drained => "drained",
             Cause::Rebalanced(MoveReason::Manual) => "moved by an operator",
+            Cause::Rebalanced(MoveReason::Regroup) => {
+                "no longer serves their conductor group or shard"
+            }
             Cause::Rebalanced(_) => "rebalanced to a joining host",
         }
     }
@@ -177,6 +180,7 @@ mod tests {
             forced_down: false,
             last_seen_up: Some(at(last_seen)),
             report_count: 1,
+            serves: Default::default(),
         }
     }
 

@@ -17,6 +17,8 @@ pub struct Host {
     pub forced_down: bool,
     pub last_seen_up: Option<DateTime<Utc>>,
     pub report_count: i64,
+    /// The nodes it serves: its process's conductor group and shard.
+    pub serves: crate::domain::selection::NodeSelection,
 }
 
 /// How long heartbeats stay good.
@@ -158,6 +160,7 @@ mod tests {
             forced_down: false,
             last_seen_up: seconds_ago.map(|ago| now - Duration::seconds(ago)),
             report_count: 1,
+            serves: Default::default(),
         }
     }
 

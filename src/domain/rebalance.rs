@@ -15,7 +15,10 @@ use uuid::Uuid;
 
 use super::host::{Host, HostState, Liveness};
 use super::identity::{HostName, NodeUuid, OwnerEpoch};
-use super::ring::{Assignment, MoveReason, NodeOwner, PlanInput, RingAlgorithm, plan};
+use super::ring::{Assignment, MoveReason, PlanInput, RingAlgorithm, plan};
+use super::selection::{NodeSelection, UnservedGroup};
+
+mod pools;
 
 /// A node to give its first owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,12 +37,15 @@ pub struct NodeMove {
     pub reason: MoveReason,
 }
 
-/// One ironic node with its owner and the epoch it is owned at, if it has a live compute node.
+/// One ironic node with its owner and the epoch it is owned at, if it has a live compute node,
+/// and its conductor group (`""`: Ironic's default) and shard.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeOwnership {
     pub node: Uuid,
     pub owner: Option<String>,
     pub epoch: Option<i64>,
+    pub conductor_group: String,
+    pub shard: Option<String>,
 }
 
 /// A database outage as a rebalancer saw it: hosts could not heartbeat while it lasted, so
@@ -171,6 +177,9 @@ pub struct Quiet {
     pub draining: Vec<String>,
     /// Up, disabled, not draining hosts: they keep their nodes and receive none, sorted.
     pub holding: Vec<String>,
+    /// The up hosts that serve only some nodes (a conductor group or shard), sorted; the
+    /// others serve every node.
+    pub groups: Vec<(String, NodeSelection)>,
 }
 
 /// What the last tick leaves to the next.
@@ -182,6 +191,8 @@ pub struct RingMemory {
     pub joining: BTreeSet<String>,
     /// Set when the last plan was empty: what it was computed from.
     pub quiet: Option<Quiet>,
+    /// The groups no up host serves, as the last plan found them.
+    pub unserved: Vec<UnservedGroup>,
 }
 
 /// How a tick plans.
@@ -231,10 +242,14 @@ pub fn judge(
             &mut quiet.holding
         };
         set.push(host.name.clone());
+        if !host.serves.is_all() {
+            quiet.groups.push((host.name.clone(), host.serves.clone()));
+        }
     }
     for set in [&mut quiet.eligible, &mut quiet.draining, &mut quiet.holding] {
         set.sort();
     }
+    quiet.groups.sort();
     if memory.joining.is_empty() && memory.quiet.as_ref() == Some(&quiet) {
         Judged::Unchanged(quiet)
     } else {
@@ -255,49 +270,65 @@ pub struct TickPlan {
     pub moves: Vec<NodeMove>,
 }
 
-/// The tick of an unchanged deployment: the same members, nothing to do.
-pub fn quiet_tick(quiet: Quiet) -> TickPlan {
+/// The tick of an unchanged deployment: the same members, nothing to do, the same groups
+/// unserved.
+pub fn quiet_tick(quiet: Quiet, memory: &RingMemory) -> TickPlan {
     TickPlan {
         memory: RingMemory {
             members: quiet.eligible.clone(),
             joining: BTreeSet::new(),
             quiet: Some(quiet),
+            unserved: memory.unserved.clone(),
         },
         ..TickPlan::default()
     }
 }
 
 /// Plans a tick: which eligible hosts are joining (new since the last tick, or owning nothing
-/// while others own nodes), the ring's plan for `owners`, and whether the joining hosts have
-/// converged (the plan moved fewer nodes to them than the per-tick cap).
+/// while others own nodes), the ring's plan for `owners` — each pool of nodes (`pools`: those
+/// the same hosts serve) over its own hosts, a node whose owner no longer serves it moved
+/// (`Regroup`), nodes no up host serves left where they are — and whether the joining hosts
+/// have converged (no pool moved as many nodes to them as the per-tick cap).
 pub fn plan_tick(
     quiet: Quiet,
     owners: &[NodeOwnership],
     memory: &RingMemory,
     settings: TickSettings,
 ) -> TickPlan {
-    let nodes: Vec<NodeOwner> = owners
-        .iter()
-        .map(|row| NodeOwner {
-            node: row.node.to_string(),
-            owner: row.owner.clone(),
-        })
-        .collect();
     let joining = joining_hosts(&quiet.eligible, owners, memory);
     let joining_list: Vec<String> = joining.iter().cloned().collect();
-    let planned = plan(PlanInput {
-        algorithm: settings.algorithm,
-        nodes: &nodes,
-        eligible: &quiet.eligible,
-        draining: &quiet.draining,
-        holding: &quiet.holding,
-        joining: &joining_list,
-        max_join_moves: settings.max_join_moves,
-    });
-    let join_moves = planned
-        .iter()
-        .filter(|assignment| assignment.from.is_some() && assignment.reason == MoveReason::Join)
-        .count();
+    let pools::Pools { served, unserved } = pools::pools(&quiet, owners);
+    let mut planned = Vec::new();
+    let mut join_moves = 0;
+    for pool in &served {
+        let part = plan(PlanInput {
+            algorithm: settings.algorithm,
+            nodes: &pool.nodes,
+            eligible: &pool.keep(&quiet.eligible),
+            draining: &pool.keep(&quiet.draining),
+            holding: &pool.keep(&quiet.holding),
+            joining: &pool.keep(&joining_list),
+            max_join_moves: settings.max_join_moves,
+        });
+        let joined = part
+            .iter()
+            .filter(|assignment| assignment.from.is_some() && assignment.reason == MoveReason::Join)
+            .count();
+        join_moves = join_moves.max(joined);
+        planned.extend(part);
+    }
+    drop(served);
+    for assignment in &mut planned {
+        // An owner that is up yet not among the pool's hosts does not serve the node's group.
+        if assignment.reason == MoveReason::HostDown
+            && assignment
+                .from
+                .as_ref()
+                .is_some_and(|from| quiet.is_up(from))
+        {
+            assignment.reason = MoveReason::Regroup;
+        }
+    }
     let (claims, moves) = carry_out(&planned, owners);
     TickPlan {
         memory: RingMemory {
@@ -309,10 +340,20 @@ pub fn plan_tick(
                 joining
             },
             quiet: planned.is_empty().then_some(quiet),
+            unserved,
         },
         plan: planned,
         claims,
         moves,
+    }
+}
+
+impl Quiet {
+    /// Whether `host` is up (eligible, draining or holding).
+    fn is_up(&self, host: &str) -> bool {
+        [&self.eligible, &self.draining, &self.holding]
+            .into_iter()
+            .any(|set| set.iter().any(|name| name == host))
     }
 }
 
@@ -373,5 +414,7 @@ fn carry_out(planned: &[Assignment], owners: &[NodeOwnership]) -> (Vec<NodeClaim
     (claims, moves)
 }
 
+#[cfg(test)]
+mod group_tests;
 #[cfg(test)]
 mod tests;

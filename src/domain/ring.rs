@@ -140,6 +140,8 @@ pub enum MoveReason {
     Join,
     /// An operator moved it.
     Manual,
+    /// Its conductor group or shard is no longer one its owner serves.
+    Regroup,
 }
 
 impl MoveReason {
@@ -150,6 +152,7 @@ impl MoveReason {
             MoveReason::Drain => "drain",
             MoveReason::Join => "join",
             MoveReason::Manual => "manual",
+            MoveReason::Regroup => "regroup",
         }
     }
 }

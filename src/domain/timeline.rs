@@ -115,6 +115,7 @@ pub fn summary(reason: &str, host: &str, nodes: i64, hosts: &[HostCount]) -> Str
         "drain" => ("drained", "→"),
         "join" => ("joined", "←"),
         "manual" => ("moved by hand", "→"),
+        "regroup" => ("regrouped", "→"),
         other => (other, "→"),
     };
     let mut named: Vec<String> = hosts

@@ -19,10 +19,10 @@ use crate::db;
 pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let ring = state.actors.ring.view(state.actors.clock.now());
     let cache = state.node_counts.clone();
-    let (counts, nodes) = db::run(&state.pool, move |conn| {
+    let (counts, nodes, unserved_groups) = db::run(&state.pool, move |conn| {
         let counts = cache.get(conn)?;
         let nodes = db::node_views::count_node_views(conn, &db::node_views::NodeFilter::default())?;
-        Ok((counts, nodes))
+        Ok((counts, nodes, db::node_groups::unserved(conn)?))
     })
     .await?;
     Ok(HttpResponse::Ok().json(RingResponse {
@@ -34,6 +34,7 @@ pub async fn get_ring(state: web::Data<AppState>) -> Result<HttpResponse, ApiErr
         leader: ring.leader,
         lease_epoch: ring.lease_epoch,
         node_source: super::nodes::node_source_view(&state.actors.node_source),
+        unserved_groups,
     }))
 }
 

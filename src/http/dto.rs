@@ -27,6 +27,10 @@ pub struct HostResponse {
     pub local: bool,
     /// The ringmaster version of the process that runs the host (null before one recorded it).
     pub version: Option<String>,
+    /// The Ironic conductor group it serves (`""`: the default group; null: every group).
+    pub conductor_group: Option<String>,
+    /// The Ironic shard it serves (null: every shard).
+    pub shard: Option<String>,
 }
 
 /// Body of `POST /api/v1/hosts`.
@@ -102,6 +106,9 @@ pub struct RingResponse {
     pub lease_epoch: Option<i64>,
     /// Where the nodes come from (`GET /api/v1/node-source`).
     pub node_source: NodeSourceResponse,
+    /// The conductor groups and shards whose nodes no live host serves, and since when (as the
+    /// leader last found them).
+    pub unserved_groups: Vec<crate::db::node_groups::UnservedRow>,
 }
 
 /// `GET /api/v1/node-source`: where this process's nodes come from.

@@ -37,6 +37,8 @@ pub async fn list_hosts(state: web::Data<AppState>) -> Result<HttpResponse, ApiE
             disabled_reason: host.disabled_reason,
             report_count: host.report_count,
             version: versions.remove(&host.name),
+            conductor_group: host.serves.conductor_group,
+            shard: host.serves.shard,
             host: host.name,
         })
         .collect();

@@ -128,6 +128,7 @@ impl Gauges {
             vec![(Vec::new(), view.ring_members as f64)],
         );
         self.add_hosts(view, flag);
+        self.add_unserved(&view.figures.unserved);
         let by_state = |counts: &[(String, i64)]| {
             counts
                 .iter()
@@ -295,4 +296,29 @@ impl Gauges {
 
 fn seconds(duration: chrono::Duration) -> f64 {
     duration.num_milliseconds() as f64 / 1000.0
+}
+
+impl Gauges {
+    /// Adds the gauges of the conductor groups and shards no live host serves.
+    fn add_unserved(&mut self, unserved: &[crate::db::node_groups::UnservedRow]) {
+        self.add(
+            "ringmaster_unserved_node_groups",
+            "Conductor groups and shards whose nodes no live host serves (their nodes stay \
+             where they are: nothing deploys on them and nothing moves them).",
+            &[],
+            vec![(Vec::new(), unserved.len() as f64)],
+        );
+        self.add(
+            "ringmaster_unserved_nodes",
+            "Nodes of a conductor group and shard no live host serves.",
+            &["conductor_group", "shard"],
+            unserved
+                .iter()
+                .map(|row| {
+                    let shard = row.shard.clone().unwrap_or_default();
+                    (vec![row.conductor_group.clone(), shard], row.nodes as f64)
+                })
+                .collect(),
+        );
+    }
 }

@@ -96,7 +96,14 @@ fn connections_carry_the_client_defaults_unless_the_url_sets_its_own() {
 
 fn register(conn: &mut diesel::PgConnection, holder: uuid::Uuid) -> Result<(), DbError> {
     let now = chrono::Utc::now();
-    db::hosts::register_host(conn, "rejoin-1", holder, chrono::Duration::seconds(6), now)
+    let all = Default::default();
+    db::hosts::register_host(
+        conn,
+        "rejoin-1",
+        (holder, &all),
+        chrono::Duration::seconds(6),
+        now,
+    )
 }
 
 #[test]
@@ -109,7 +116,7 @@ fn a_new_server_gives_a_process_missing_from_it_one_down_time_before_its_host_is
     db::hosts::register_host(
         &mut conn,
         "rejoin-1",
-        gone,
+        (gone, &Default::default()),
         chrono::Duration::seconds(6),
         long_ago,
     )

@@ -208,7 +208,8 @@ fn a_listing_never_undoes_a_newer_read_and_the_simulator_leaves_mirrored_nodes_a
         upserts: vec![listed(node, state)],
         removals: Vec::new(),
     };
-    apply(&mut conn, &listing("available"), t(0), Some(t(0))).unwrap();
+    let all = ringmaster::domain::selection::NodeSelection::default();
+    apply(&mut conn, &listing("available"), &all, t(0), Some(t(0))).unwrap();
     assert_eq!(
         mirrored_nodes(&mut conn).unwrap(),
         [listed(node, "available")]
@@ -217,12 +218,19 @@ fn a_listing_never_undoes_a_newer_read_and_the_simulator_leaves_mirrored_nodes_a
     // A deploy reads the node active at t(10); a listing started at t(5) still saw it
     // available: the newer read stays. A listing started after it applies.
     refresh_node(&mut conn, &listed(node, "active"), t(10)).unwrap();
-    apply(&mut conn, &listing("available"), t(12), Some(t(5))).unwrap();
+    apply(&mut conn, &listing("available"), &all, t(12), Some(t(5))).unwrap();
     assert_eq!(
         mirrored_nodes(&mut conn).unwrap()[0].provision_state,
         "active"
     );
-    apply(&mut conn, &listing("deploy failed"), t(20), Some(t(15))).unwrap();
+    apply(
+        &mut conn,
+        &listing("deploy failed"),
+        &all,
+        t(20),
+        Some(t(15)),
+    )
+    .unwrap();
     assert_eq!(
         mirrored_nodes(&mut conn).unwrap()[0].provision_state,
         "deploy failed"

@@ -162,6 +162,11 @@ impl IronicDriver {
         }
     }
 
+    /// The conductor group and shard it lists.
+    pub fn selection(&self) -> &crate::ironic_api::NodeSelection {
+        &self.settings.selection
+    }
+
     /// The Ironic's URL.
     pub fn url(&self) -> &str {
         &self.settings.url

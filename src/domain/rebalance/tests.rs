@@ -3,17 +3,17 @@ use chrono::{Duration, TimeZone};
 use super::*;
 use crate::domain::identity::OwnerEpoch;
 
-fn now() -> DateTime<Utc> {
+pub(super) fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0)
         .single()
         .expect("a valid time")
 }
 
-fn liveness() -> Liveness {
+pub(super) fn liveness() -> Liveness {
     Liveness::with_down_time(Duration::seconds(10))
 }
 
-fn host(name: &str, seen_secs_ago: i64) -> Host {
+pub(super) fn host(name: &str, seen_secs_ago: i64) -> Host {
     Host {
         name: name.to_owned(),
         disabled: false,
@@ -21,6 +21,7 @@ fn host(name: &str, seen_secs_ago: i64) -> Host {
         forced_down: false,
         last_seen_up: Some(now() - Duration::seconds(seen_secs_ago)),
         report_count: 1,
+        serves: Default::default(),
     }
 }
 
@@ -39,6 +40,8 @@ fn owned(n: u128, owner: Option<&str>, epoch: i64) -> NodeOwnership {
         node: node(n),
         owner: owner.map(str::to_owned),
         epoch: owner.map(|_| epoch),
+        conductor_group: String::new(),
+        shard: None,
     }
 }
 
@@ -130,6 +133,7 @@ fn an_unchanged_deployment_after_an_empty_plan_is_quiet_unless_a_host_is_joining
         members: quiet.eligible.clone(),
         joining: BTreeSet::new(),
         quiet: Some(quiet.clone()),
+        unserved: Vec::new(),
     };
     assert_eq!(
         judge(&hosts, 3, Outage::default(), &liveness(), now(), &memory),
@@ -150,7 +154,7 @@ fn an_unchanged_deployment_after_an_empty_plan_is_quiet_unless_a_host_is_joining
         ),
         "a joining host keeps planning"
     );
-    let tick = quiet_tick(quiet.clone());
+    let tick = quiet_tick(quiet.clone(), &RingMemory::default());
     assert!(tick.plan.is_empty() && tick.claims.is_empty() && tick.moves.is_empty());
     assert_eq!(tick.memory.members, ["cmp-1", "cmp-2"]);
     assert_eq!(tick.memory.quiet, Some(quiet));

@@ -352,9 +352,10 @@ impl IronicDriver {
         listed_at: DateTime<Utc>,
     ) -> Result<(), ListingError> {
         let since = state.watermark.filter(|_| state.seen.is_some());
+        let selection = self.settings.selection.clone();
         let rows = db::run(&self.pool, move |conn| match since {
-            Some(since) => db::ironic_mirror::written_since(conn, since),
-            None => db::ironic_mirror::mirrored_nodes(conn),
+            Some(since) => db::ironic_mirror::written_since(conn, since, &selection),
+            None => db::ironic_mirror::selected_nodes(conn, &selection),
         })
         .await?;
         state
@@ -379,10 +380,12 @@ impl IronicDriver {
         let token = state.token.ok_or(ListingError::NotHolder)?;
         let name = state.lease.clone();
         let clock = self.clock.clone();
+        let selection = self.settings.selection.clone();
         Ok(db::run(&self.pool, move |conn| {
             db::in_transaction(conn, |conn| {
                 leases::hold(conn, &name, token, clock.now())?;
-                db::ironic_mirror::apply(conn, &changes, clock.now(), Some(listed_at))
+                let now = clock.now();
+                db::ironic_mirror::apply(conn, &changes, &selection, now, Some(listed_at))
             })?;
             Ok(changes)
         })

@@ -26,11 +26,12 @@ use crate::domain::host::Host;
 use crate::domain::node::ComputeNode;
 use crate::domain::rebalance::{self, Judged, Outage, RingMemory, TickPlan, TickSettings};
 use crate::domain::ring::Assignment;
-use crate::domain::selection::UnservedGroup;
 
 mod ring_cell;
+mod unserved;
 use ring_cell::Published;
 pub use ring_cell::RingCell;
+use unserved::{note_unserved, report_unserved};
 
 /// The ring as the leader last computed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -473,22 +474,6 @@ fn decide(
     })
 }
 
-/// Records the groups no live host serves as the plan found them; returns those recorded
-/// before when they changed. A lease that lapsed while planning records nothing (the next
-/// leader does).
-fn note_unserved(
-    pool: &Pool,
-    token: LeaseToken,
-    unserved: &[UnservedGroup],
-    clock: &SharedClock,
-) -> Result<Option<Vec<UnservedRow>>, DbError> {
-    let mut conn = pool.get()?;
-    match db::node_groups::replace_unserved(&mut conn, token, unserved, clock.now()) {
-        Err(DbError::LeadershipLost { .. }) => Ok(None),
-        other => other,
-    }
-}
-
 impl Decision {
     /// The decision of a process that does not lead: nothing.
     fn not_leading() -> Decision {
@@ -521,27 +506,6 @@ fn extended(
         settings.lease,
         clock.now(),
     )
-}
-
-/// Logs a change of the groups no live host serves: one WARN naming every such group, or one
-/// INFO when none is left.
-fn report_unserved(decision: &Decision) {
-    let Some(before) = &decision.unserved_before else {
-        return;
-    };
-    let now = &decision.tick.memory.unserved;
-    if now.is_empty() {
-        if !before.is_empty() {
-            log::info!("every conductor group and shard with nodes has a live host again");
-        }
-        return;
-    }
-    let groups: Vec<String> = now.iter().map(UnservedGroup::to_string).collect();
-    log::warn!(
-        "no live host serves {}: these nodes stay with their owners (nothing deploys on them) \
-         until a host of their group is up; they are not given to hosts of other groups",
-        groups.join(", ")
-    );
 }
 
 /// How long reaching the database may take before a tick counts as stalled: twice the tick

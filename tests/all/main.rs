@@ -46,6 +46,7 @@ mod ha_postgres;
 mod ironic_api;
 mod ironic_builds;
 mod ironic_driver;
+mod ironic_groups;
 mod ironic_keystone;
 mod ironic_listing;
 mod ironic_source;

@@ -19,7 +19,7 @@ use crate::actors::compute_host::RefreshNodes;
 use crate::db::leases::{self, LeaseToken};
 use crate::db::{self, DbError, Pool};
 use crate::domain::mirror::{self, ListingCompare, SeenNodes};
-use crate::ironic_api::NodeSelection;
+use crate::ironic_api::{IronicApi, IronicError, NodeSelection};
 
 /// Rows written this long before a listing began are read again at the next: a deploy's
 /// transaction may commit a row stamped a little before its commit.
@@ -334,14 +334,59 @@ impl IronicDriver {
             );
         }
         state.held = held;
+        let regrouped = self.regrouped(&api, &mut changes).await;
         let applied = self.apply(state, changes, listed_at).await;
         let mut seen = seen;
         if let Ok(changes) = &applied {
             seen.note(&changes.upserts);
             seen.forget(&changes.removals);
+            seen.forget(&regrouped);
         }
         state.seen = Some(seen);
         Ok((listed, pages, applied?.nodes()))
+    }
+
+    /// A listing of one conductor group or shard lacks `changes.removals`: each is asked of
+    /// Ironic. A node now of another group or shard moved there — its row is rewritten, not
+    /// removed, so its compute node, provider and allocations stay and the rebalancer gives it
+    /// to a host of its new group; one Ironic no longer has (404) is gone; one that cannot be
+    /// read now is kept until a later listing. Returns the nodes that moved away.
+    async fn regrouped(&self, api: &IronicApi, changes: &mut mirror::MirrorChanges) -> Vec<Uuid> {
+        let selection = &self.settings.selection;
+        if selection.is_all() || changes.removals.is_empty() {
+            return Vec::new();
+        }
+        let mut moved = Vec::new();
+        let mut gone = Vec::new();
+        for uuid in std::mem::take(&mut changes.removals) {
+            self.count(1);
+            match api.get_node(uuid).await {
+                Err(IronicError::Refused { status: 404, .. }) => gone.push(uuid),
+                Ok(record) => match listed_node(record) {
+                    Some(node)
+                        if !selection.matches(&node.conductor_group, node.shard.as_deref()) =>
+                    {
+                        moved.push(uuid);
+                        changes.upserts.push(node);
+                    }
+                    // Still selected (a listing that raced a change), or no class: not gone.
+                    _ => {}
+                },
+                Err(error) => {
+                    log::warn!(
+                        "ironic's listing lacks node {uuid}, which cannot be read now: {error}"
+                    )
+                }
+            }
+        }
+        if !moved.is_empty() {
+            log::info!(
+                "{} nodes left {selection} for another conductor group or shard in ironic",
+                moved.len()
+            );
+        }
+        changes.removals = gone;
+        moved
     }
 
     /// Brings what the holder remembers up to the mirror: all of it when it has just taken the

@@ -137,6 +137,7 @@ pub fn spawn_all(
             presence,
             arbiter: Arbiter::new().handle(),
             relay: std::sync::Once::new(),
+            passes: pass_permits(&pool),
         }),
     };
     if let Some(driver) = node_source.driver() {
@@ -176,6 +177,12 @@ pub fn spawn_all(
     }
 }
 
+/// The tracker passes one process runs at once: its background pool less three connections.
+fn pass_permits(pool: &Pool) -> Arc<tokio::sync::Semaphore> {
+    let permits = usize::try_from(pool.max_size().saturating_sub(3).max(1)).unwrap_or(1);
+    Arc::new(tokio::sync::Semaphore::new(permits))
+}
+
 struct HostFactory {
     pool: Pool,
     clock: SharedClock,
@@ -186,6 +193,10 @@ struct HostFactory {
     arbiter: ArbiterHandle,
     /// Starts the spawn relay with this process's first host.
     relay: std::sync::Once,
+    /// How many tracker passes of this process's hosts run at once: the background pool's
+    /// connections less three, so that heartbeats, the rebalancer and the registry always find
+    /// one (a hundred hosts' first passes over 10,000 nodes each would take them all).
+    passes: Arc<tokio::sync::Semaphore>,
 }
 
 /// This process's compute hosts, by name.
@@ -231,7 +242,7 @@ impl HostDirectory {
                 factory.settings,
                 factory.registry.clone(),
                 factory.node_source.clone(),
-                factory.presence.clone(),
+                (factory.presence.clone(), factory.passes.clone()),
             )
         });
         hosts.insert(name.to_owned(), address.clone());

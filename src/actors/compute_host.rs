@@ -9,6 +9,8 @@
 
 mod build;
 mod destroy;
+mod heartbeat;
+mod periodic;
 mod power;
 mod tracker;
 
@@ -17,6 +19,7 @@ use build::Build;
 use build::SettleBuilds;
 pub use build::{Spawn, TakeSpawns};
 pub use destroy::DestroyInstance;
+use heartbeat::{Beat, HeartbeatRecorded, HostLease, LeaseLost};
 pub use power::PowerServer;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +35,7 @@ use uuid::Uuid;
 use super::node_source::NodeSource;
 use super::registry::Registry;
 use crate::db::presence::Presence;
-use crate::db::{self, DbError, Pool};
+use crate::db::{DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
 use crate::domain::node::ComputeNode;
@@ -82,9 +85,10 @@ pub struct ComputeHost {
     /// When this actor started: builds on its nodes older than this have nobody working on
     /// them (their spawn died with the process or actor that ran it).
     started_at: DateTime<Utc>,
-    last_heartbeat_ok: Option<DateTime<Utc>>,
-    /// Whether the host's fence was logged (and its unfencing not yet).
-    fenced: bool,
+    /// Its heartbeats' lease, shared with its heartbeat task and its passes.
+    lease: Arc<HostLease>,
+    /// How many tracker passes of this process's hosts may run at once.
+    passes: Arc<tokio::sync::Semaphore>,
     /// The tracker change counter at this host's last complete pass: while it stays there,
     /// a pass has nothing to compare.
     seen_changes: Option<i64>,
@@ -103,10 +107,12 @@ impl ComputeHost {
         settings: HostSettings,
         registry: Addr<Registry>,
         node_source: NodeSource,
-        presence: Arc<Presence>,
+        (presence, passes): (Arc<Presence>, Arc<tokio::sync::Semaphore>),
     ) -> ComputeHost {
         let started_at = clock.now();
         ComputeHost {
+            lease: Arc::new(HostLease::new(&name, settings.liveness)),
+            passes,
             name,
             pool,
             clock,
@@ -115,17 +121,13 @@ impl ComputeHost {
             node_source,
             presence,
             started_at,
-            last_heartbeat_ok: None,
-            fenced: false,
             seen_changes: None,
             unsettled: std::collections::BTreeMap::new(),
         }
     }
 
     fn lease_holds(&self) -> bool {
-        self.settings
-            .liveness
-            .lease_holds(self.last_heartbeat_ok, self.clock.now())
+        self.lease.holds(self.clock.now())
     }
 
     /// What a build on this host needs.
@@ -137,43 +139,6 @@ impl ComputeHost {
             host: self.name.clone(),
             settings: self.settings,
         }
-    }
-
-    /// Logs (once) that the host is fenced: its last recorded heartbeat is older than the
-    /// fence time, so it writes nothing until one is recorded again.
-    fn note_fence(&mut self, now: DateTime<Utc>) {
-        let Some(last) = self.last_heartbeat_ok else {
-            return;
-        };
-        if self.fenced || self.settings.liveness.lease_holds(Some(last), now) {
-            return;
-        }
-        self.fenced = true;
-        crate::metrics::count_fence(&self.name, "fenced");
-        log::warn!(
-            "host {} fenced: no heartbeat recorded for {:.1}s (fence time {:.1}s); it writes \
-             nothing until one is",
-            self.name,
-            (now - last).num_milliseconds() as f64 / 1000.0,
-            self.settings.liveness.fence_time.num_milliseconds() as f64 / 1000.0
-        );
-    }
-
-    /// Logs that a fenced host is unfenced by the heartbeat sent at `sent_at` (`note_fence`
-    /// ran for that same moment first).
-    fn note_unfenced(&mut self, sent_at: DateTime<Utc>) {
-        if !self.fenced {
-            return;
-        }
-        self.fenced = false;
-        crate::metrics::count_fence(&self.name, "unfenced");
-        log::info!(
-            "host {} unfenced: heartbeat recorded again after {:.1}s without one",
-            self.name,
-            self.last_heartbeat_ok
-                .map(|last| (sent_at - last).num_milliseconds() as f64 / 1000.0)
-                .unwrap_or(0.0)
-        );
     }
 
     fn require_lease(&self) -> Result<(), HostError> {
@@ -192,9 +157,10 @@ impl Actor for ComputeHost {
         crate::metrics::start_host(&self.name);
         ctx.notify(Heartbeat);
         if !self.settings.report_interval.is_zero() {
-            ctx.run_interval(self.settings.report_interval, |_, ctx| {
-                ctx.notify(Heartbeat)
-            });
+            actix_rt::spawn(
+                self.beat()
+                    .run(self.settings.report_interval, ctx.address()),
+            );
         }
         let interval = self.settings.update_resources_interval;
         if !interval.is_zero() {
@@ -205,14 +171,15 @@ impl Actor for ComputeHost {
                 .max(1);
             let offset = Duration::from_millis(stable_hash(self.name.as_bytes()) % spread);
             ctx.run_later(offset, move |_, ctx| {
-                ctx.notify(UpdateAvailableResource);
-                ctx.run_interval(interval, |_, ctx| ctx.notify(UpdateAvailableResource));
+                ctx.notify(periodic::PeriodicPass);
+                ctx.run_interval(interval, |_, ctx| ctx.notify(periodic::PeriodicPass));
             });
         }
         log::info!("compute host {} started", self.name);
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
+        self.lease.stop();
         log::info!("compute host {} stopped", self.name);
     }
 }
@@ -226,39 +193,32 @@ impl Handler<Heartbeat> for ComputeHost {
     type Result = AtomicResponse<Self, Result<bool, HostError>>;
 
     fn handle(&mut self, _: Heartbeat, _: &mut Self::Context) -> Self::Result {
-        let sent_at = self.clock.now();
-        self.note_fence(sent_at);
-        let pool = self.pool.clone();
-        let host = self.name.clone();
-        let presence = self.presence.clone();
+        let beat = self.beat();
         AtomicResponse::new(Box::pin(
-            async move {
-                db::run(&pool.clone(), move |conn| {
-                    presence.ensure(&pool)?;
-                    db::hosts::heartbeat(conn, &host, presence.holder(), sent_at)
-                })
-                .await
-            }
-            .into_actor(self)
-            .map(move |result, actor, ctx| {
-                let recorded = result?;
-                if recorded {
-                    actor.note_unfenced(sent_at);
-                    actor.last_heartbeat_ok = Some(sent_at);
-                    if !actor.unsettled.is_empty() {
-                        ctx.notify(SettleBuilds);
+            async move { beat.beat().await }
+                .into_actor(self)
+                .map(move |result, actor, ctx| {
+                    let recorded = result?;
+                    if recorded {
+                        <Self as Handler<HeartbeatRecorded>>::handle(actor, HeartbeatRecorded, ctx);
+                    } else {
+                        <Self as Handler<LeaseLost>>::handle(actor, LeaseLost, ctx);
                     }
-                } else {
-                    log::error!(
-                        "host {} lost its lease: another process runs it now (or it is no \
-                         longer registered); this process stops running it",
-                        actor.name
-                    );
-                    ctx.stop();
-                }
-                Ok(recorded)
-            }),
+                    Ok(recorded)
+                }),
         ))
+    }
+}
+
+impl ComputeHost {
+    /// What a heartbeat of this host needs.
+    fn beat(&self) -> Beat {
+        Beat {
+            pool: self.pool.clone(),
+            presence: self.presence.clone(),
+            clock: self.clock.clone(),
+            lease: self.lease.clone(),
+        }
     }
 }
 

@@ -77,10 +77,11 @@ async fn hosts_lists_live_compute_services_only() {
         response.json::<Value>().await.unwrap(),
         json!([
             {"host": "compute-a", "state": "down", "disabled_reason": null, "last_seen_up": null,
-             "report_count": 0, "nodes": 0, "local": false, "version": null},
+             "report_count": 0, "nodes": 0, "local": false, "version": null,
+             "conductor_group": null, "shard": null},
             {"host": "compute-b", "state": "down", "disabled_reason": null,
              "last_seen_up": "2026-01-02T03:04:05Z", "report_count": 7, "nodes": 0, "local": false,
-             "version": null},
+             "version": null, "conductor_group": null, "shard": null},
         ])
     );
 }

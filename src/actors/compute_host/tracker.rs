@@ -47,6 +47,9 @@ pub struct TrackerReport {
     pub skipped: bool,
     /// The tracker change counter the pass started from.
     pub changes_seen: i64,
+    /// Whether this periodic pass did not run: as many passes as the process allows were
+    /// running (the next interval's pass tries again).
+    pub deferred: bool,
     /// Boots other processes placed on this host that wait to be taken.
     pub pending_spawns: i64,
 }
@@ -130,6 +133,16 @@ impl ComputeHost {
         only: Option<Vec<String>>,
         read: Option<Vec<OwnedNode>>,
     ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
+        self.pass_with(only, read, None)
+    }
+
+    /// `pass`, holding `permit` (one of the process's passes) when given, else waiting for one.
+    pub(super) fn pass_with(
+        &mut self,
+        only: Option<Vec<String>>,
+        read: Option<Vec<OwnedNode>>,
+        permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
         if let Err(fenced) = self.require_lease() {
             return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
         }
@@ -140,7 +153,8 @@ impl ComputeHost {
             registry: self.registry.clone(),
             node_source: self.node_source.clone(),
             settings: self.settings,
-            last_ok: self.last_heartbeat_ok,
+            lease: self.lease.clone(),
+            passes: (self.passes.clone(), permit),
             started_at: self.started_at,
             seen_changes: self.seen_changes,
             only,
@@ -149,7 +163,9 @@ impl ComputeHost {
         let full = pass.only.is_none() && pass.read.is_none();
         AtomicResponse::new(Box::pin(pass.run().into_actor(self).map(
             move |report, actor, ctx| {
-                if let Ok(report) = &report {
+                if let Ok(report) = &report
+                    && !report.deferred
+                {
                     // Boots another process placed here whose notification was missed.
                     if report.pending_spawns > 0 {
                         ctx.notify(TakeSpawns);
@@ -178,7 +194,12 @@ struct TrackerPass {
     registry: Addr<Registry>,
     node_source: NodeSource,
     settings: HostSettings,
-    last_ok: Option<DateTime<Utc>>,
+    lease: std::sync::Arc<super::heartbeat::HostLease>,
+    /// The process's passes, and the one this pass holds if it took it already.
+    passes: (
+        std::sync::Arc<tokio::sync::Semaphore>,
+        Option<tokio::sync::OwnedSemaphorePermit>,
+    ),
     started_at: DateTime<Utc>,
     seen_changes: Option<i64>,
     only: Option<Vec<String>>,
@@ -190,7 +211,17 @@ impl TrackerPass {
     /// Runs the pass: reads what the host owns (unless nothing changed since the last full
     /// pass), settles orphans and missing providers, writes what changed in one fenced
     /// transaction, then frees the PCI devices deleted instances left allocated.
-    async fn run(self) -> Result<TrackerReport, HostError> {
+    async fn run(mut self) -> Result<TrackerReport, HostError> {
+        let _permit = match self.passes.1.take() {
+            Some(permit) => permit,
+            None => self
+                .passes
+                .0
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| HostError::Db(DbError::Canceled))?,
+        };
         // Ironic's listing first: a pass that cannot list its nodes writes nothing, and takes
         // no node for gone.
         self.node_source
@@ -322,7 +353,7 @@ impl TrackerPass {
     /// when nothing changed.
     async fn write(&self, changes: PassChanges) -> Result<PassWrites, HostError> {
         let (clock, host, settings) = (self.clock.clone(), self.host.clone(), self.settings);
-        let (started_at, last_ok) = (self.started_at, self.last_ok);
+        let (started_at, lease) = (self.started_at, self.lease.clone());
         let build_timeout = chrono::Duration::from_std(settings.instance_build_timeout)
             .unwrap_or(chrono::Duration::MAX);
         Ok(db::run(&self.pool, move |conn| {
@@ -335,7 +366,7 @@ impl TrackerPass {
             db::in_transaction(conn, |conn| {
                 let written =
                     changes.write(conn, &host, &stale, settings.pci_devices_per_node, now)?;
-                if !settings.liveness.lease_holds(last_ok, clock.now()) {
+                if !lease.holds(clock.now()) {
                     return Err(DbError::LeaseLapsed);
                 }
                 Ok(written)

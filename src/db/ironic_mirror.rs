@@ -60,11 +60,7 @@ impl From<MirrorRow> for ListedNode {
 /// Reads every row of the mirror as a listing shows nodes (simulated rows included: a
 /// process with a real Ironic replaces them).
 pub fn mirrored_nodes(conn: &mut PgConnection) -> Result<Vec<ListedNode>, DbError> {
-    let rows = ironic_nodes::table
-        .order(ironic_nodes::uuid.asc())
-        .select(MirrorRow::as_select())
-        .load(conn)?;
-    Ok(rows.into_iter().map(ListedNode::from).collect())
+    selected_nodes(conn, &NodeSelection::default())
 }
 
 /// Reads the rows of the nodes `selection` selects (a listing of one conductor group or shard

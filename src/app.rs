@@ -307,6 +307,8 @@ pub struct Application {
 pub struct Reloads {
     pub server: Option<std::sync::Arc<crate::tls::server::ServerTls>>,
     pub clients: Vec<std::sync::Arc<crate::tls::client::ClientTls>>,
+    /// The rest of what SIGHUP does (the log levels from the configuration file).
+    pub hooks: crate::config::HangupHooks,
 }
 
 impl Reloads {
@@ -320,6 +322,7 @@ impl Reloads {
         Ok(Reloads {
             server,
             clients: clients.collect(),
+            hooks: config.hangup.clone(),
         })
     }
 
@@ -340,6 +343,9 @@ impl Reloads {
         }
         if !failed {
             log::info!("SIGHUP: certificates and CA files read again");
+        }
+        for hook in &self.hooks.0 {
+            hook();
         }
     }
 }

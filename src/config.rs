@@ -123,6 +123,18 @@ pub struct ServerConfig {
     pub images: ImageSettings,
     /// TLS, trusted proxies, and who may read what.
     pub access: AccessSettings,
+    /// What else SIGHUP does (besides reading the certificates again): the log levels.
+    pub hangup: HangupHooks,
+}
+
+/// Work SIGHUP runs, each hook on a blocking thread.
+#[derive(Clone, Default)]
+pub struct HangupHooks(pub Vec<std::sync::Arc<dyn Fn() + Send + Sync>>);
+
+impl fmt::Debug for HangupHooks {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "HangupHooks({})", self.0.len())
+    }
 }
 
 /// How the listener is reached and who may read what (issue 27).
@@ -394,6 +406,7 @@ mod tests {
             keystone: None,
             images: ImageSettings::default(),
             access: AccessSettings::default(),
+            hangup: HangupHooks::default(),
         }
     }
 

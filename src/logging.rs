@@ -1,11 +1,19 @@
-//! Logging: env_logger, levels from `RUST_LOG` (default `info`), lines as text (env_logger's
-//! own format) or JSON (`--log-format json`: one object per line with the same fields —
-//! timestamp, level, target, message — plus a record's key-values, such as an access log's
-//! `request_id`, `method`, `path`, `status` and `duration_ms`).
+//! Logging: env_logger, levels from `--log-level`, else `RUST_LOG`, else `info`; lines as text
+//! (env_logger's own format) or JSON (`--log-format json`: one object per line with the same
+//! fields — timestamp, level, target, message — plus a record's key-values, such as an access
+//! log's `request_id`, `method`, `path`, `status` and `duration_ms`). Lines go to stderr (journald
+//! under systemd) or to `--log-file`, rotated by size. The levels can change while the process
+//! runs (SIGHUP reads them again from the configuration file).
+
+mod rotating;
 
 use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{OnceLock, PoisonError, RwLock};
 
 use log::kv::{Key, Value, VisitSource};
+
+pub use self::rotating::{ByteSize, RotatingFile};
 
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -17,10 +25,27 @@ pub enum LogFormat {
     Json,
 }
 
+/// Where and how the process logs.
+#[derive(Debug, Clone, Default)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// env_logger's filter syntax; `None`: RUST_LOG, else info.
+    pub level: Option<String>,
+    /// A file instead of stderr, rotated at `file_size` bytes keeping `file_count` old files.
+    pub file: Option<PathBuf>,
+    pub file_size: u64,
+    pub file_count: u32,
+}
+
 /// The env_logger builder for `format`, its filter from `RUST_LOG` or `default_filter`.
 pub fn builder(format: LogFormat, default_filter: &str) -> env_logger::Builder {
     let mut builder =
         env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(default_filter));
+    formatted(&mut builder, format);
+    builder
+}
+
+fn formatted(builder: &mut env_logger::Builder, format: LogFormat) {
     if format == LogFormat::Json {
         builder.format(|out, record| {
             let line = json_line(
@@ -30,12 +55,94 @@ pub fn builder(format: LogFormat, default_filter: &str) -> env_logger::Builder {
             writeln!(out, "{line}")
         });
     }
-    builder
 }
 
-/// Installs the logger for `format` (default level info).
-pub fn init(format: LogFormat) {
-    builder(format, "info").init();
+/// The process's logger: env_logger behind a lock, so that its levels can be replaced.
+struct Reloadable {
+    current: RwLock<env_logger::Logger>,
+    format: LogFormat,
+    file: Option<RotatingFile>,
+}
+
+impl Reloadable {
+    fn build(&self, level: Option<&str>) -> env_logger::Logger {
+        let mut builder = match level {
+            // The given levels replace RUST_LOG's, all of them.
+            Some(level) => {
+                let mut builder = env_logger::Builder::new();
+                builder.parse_filters(level);
+                formatted(&mut builder, self.format);
+                builder
+            }
+            None => builder(self.format, "info"),
+        };
+        if let Some(file) = &self.file {
+            builder
+                .target(env_logger::Target::Pipe(Box::new(file.clone())))
+                .write_style(env_logger::WriteStyle::Never);
+        }
+        builder.build()
+    }
+}
+
+impl log::Log for Reloadable {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        current.enabled(metadata)
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        current.log(record);
+    }
+
+    fn flush(&self) {
+        let current = self.current.read().unwrap_or_else(PoisonError::into_inner);
+        current.flush();
+    }
+}
+
+static LOGGER: OnceLock<Reloadable> = OnceLock::new();
+
+/// Installs the process's logger; an error says why the log file cannot be written.
+pub fn init(settings: &LogSettings) -> Result<(), String> {
+    let file = match &settings.file {
+        Some(path) => Some(
+            RotatingFile::open(path, settings.file_size, settings.file_count)
+                .map_err(|error| format!("cannot write --log-file {}: {error}", path.display()))?,
+        ),
+        None => None,
+    };
+    let mut logger = Reloadable {
+        current: RwLock::new(env_logger::Builder::new().build()),
+        format: settings.format,
+        file,
+    };
+    let built = logger.build(settings.level.as_deref());
+    let filter = built.filter();
+    logger.current = RwLock::new(built);
+    if LOGGER.set(logger).is_err() {
+        return Ok(());
+    }
+    if let Some(logger) = LOGGER.get()
+        && log::set_logger(logger).is_ok()
+    {
+        log::set_max_level(filter);
+    }
+    Ok(())
+}
+
+/// Replaces the levels (`None`: RUST_LOG, else info) of the logger `init` installed.
+pub fn set_level(level: Option<&str>) {
+    let Some(logger) = LOGGER.get() else {
+        return;
+    };
+    let built = logger.build(level);
+    log::set_max_level(built.filter());
+    *logger
+        .current
+        .write()
+        .unwrap_or_else(PoisonError::into_inner) = built;
 }
 
 /// One record as a JSON object: timestamp, level, target, message and its key-values.

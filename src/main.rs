@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use ringmaster::logging::LogFormat;
 
 /// jemalloc with its background threads gives freed memory back to the system within seconds
@@ -15,27 +14,34 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     ringmaster::tls::install_default_provider();
-    let cli = ringmaster::cli::Cli::parse();
-    let format = cli.log_format;
-    if cli.runs_scripts() {
+    let invocation = match ringmaster::cli::parse() {
+        Ok(invocation) => invocation,
+        Err(error) => return fail(&error, LogFormat::Text),
+    };
+    let settings = invocation.cli.log.settings();
+    if invocation.cli.runs_scripts() {
         // Scripts can expect log lines: capture them (stderr shows warnings unless RUST_LOG says).
         ringmaster::script::capture::install();
-    } else {
-        ringmaster::logging::init(format);
+    } else if let Err(error) = ringmaster::logging::init(&settings) {
+        eprintln!("ringmaster: error: {error}");
+        return ExitCode::FAILURE;
     }
-    match ringmaster::cli::run(cli) {
+    match ringmaster::cli::run(invocation) {
         Ok(code) => code,
-        Err(error) => {
-            let line = format!(
-                "ringmaster: error: {}",
-                ringmaster::db::error::one_line(&error.to_string())
-            );
-            // With JSON logs, the last line is JSON too (its message is the same line).
-            match format {
-                LogFormat::Text => eprintln!("{line}"),
-                LogFormat::Json => eprintln!("{}", ringmaster::logging::error_line(&line)),
-            }
-            error.exit_code()
-        }
+        Err(error) => fail(&error, settings.format),
     }
+}
+
+/// Writes the command's error as one line on stderr (JSON with JSON logs) and gives its exit
+/// code.
+fn fail(error: &ringmaster::cli::CliError, format: LogFormat) -> ExitCode {
+    let line = format!(
+        "ringmaster: error: {}",
+        ringmaster::db::error::one_line(&error.to_string())
+    );
+    match format {
+        LogFormat::Text => eprintln!("{line}"),
+        LogFormat::Json => eprintln!("{}", ringmaster::logging::error_line(&line)),
+    }
+    error.exit_code()
 }

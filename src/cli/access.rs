@@ -13,10 +13,10 @@ use crate::tls::server::TlsFiles;
 pub struct AccessArgs {
     /// Serve HTTPS (TLS 1.2 and 1.3) with this PEM certificate chain (with --tls-key); read
     /// again on SIGHUP.
-    #[arg(long, env = "RINGMASTER_TLS_CERT", requires = "tls_key")]
+    #[arg(long, env = "RINGMASTER_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
     /// The PEM private key of --tls-cert; read again on SIGHUP.
-    #[arg(long, env = "RINGMASTER_TLS_KEY", requires = "tls_cert")]
+    #[arg(long, env = "RINGMASTER_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
     /// TLS-terminating proxies (comma-separated addresses or CIDRs) whose Forwarded or
     /// X-Forwarded-Proto header says how the client came; from anyone else they are ignored.
@@ -28,11 +28,7 @@ pub struct AccessArgs {
     pub metrics_token_file: Option<PathBuf>,
     /// GET /metrics answers anyone, whatever the address (it is open by default only on a
     /// loopback address without --metrics-token-file).
-    #[arg(
-        long,
-        env = "RINGMASTER_METRICS_PUBLIC",
-        conflicts_with = "metrics_token_file"
-    )]
+    #[arg(long, env = "RINGMASTER_METRICS_PUBLIC")]
     pub metrics_public: bool,
     /// The Keystone project whose members with the reader or admin role may read the admin
     /// API (system-scoped readers and admins may too).

@@ -20,18 +20,10 @@ pub struct IronicArgs {
     pub ironic_url: Option<String>,
     /// User for Ironic's http_basic authentication (with --ironic-password-file); without it,
     /// no credentials are sent (noauth).
-    #[arg(
-        long,
-        env = "RINGMASTER_IRONIC_USER",
-        requires = "ironic_password_file"
-    )]
+    #[arg(long, env = "RINGMASTER_IRONIC_USER")]
     pub ironic_user: Option<String>,
     /// File whose first line is the password of --ironic-user.
-    #[arg(
-        long,
-        env = "RINGMASTER_IRONIC_PASSWORD_FILE",
-        requires = "ironic_user"
-    )]
+    #[arg(long, env = "RINGMASTER_IRONIC_PASSWORD_FILE")]
     pub ironic_password_file: Option<PathBuf>,
     /// Only the nodes of this Ironic conductor group (Nova's [ironic] conductor_group).
     #[arg(long, env = "RINGMASTER_IRONIC_CONDUCTOR_GROUP")]
@@ -56,18 +48,14 @@ pub struct IronicArgs {
     #[arg(long, env = "RINGMASTER_IRONIC_CAFILE")]
     pub ironic_cafile: Option<PathBuf>,
     /// PEM client certificate sent to Ironic when it asks for one (Nova's [ironic] certfile).
-    #[arg(long, env = "RINGMASTER_IRONIC_CERTFILE", requires = "ironic_keyfile")]
+    #[arg(long, env = "RINGMASTER_IRONIC_CERTFILE")]
     pub ironic_certfile: Option<PathBuf>,
     /// PEM private key of --ironic-certfile (Nova's [ironic] keyfile).
-    #[arg(long, env = "RINGMASTER_IRONIC_KEYFILE", requires = "ironic_certfile")]
+    #[arg(long, env = "RINGMASTER_IRONIC_KEYFILE")]
     pub ironic_keyfile: Option<PathBuf>,
     /// Do not check Ironic's https certificate (Nova's [ironic] insecure): anyone on the path
     /// can pose as Ironic. Warned at start.
-    #[arg(
-        long,
-        env = "RINGMASTER_IRONIC_INSECURE",
-        conflicts_with = "ironic_cafile"
-    )]
+    #[arg(long, env = "RINGMASTER_IRONIC_INSECURE")]
     pub ironic_insecure: bool,
     /// The most nodes one listing may take for gone at once: a share of the nodes known
     /// (`10%`), a number (`50`) or both (`10%,50`: the smaller). Beyond it the removals wait

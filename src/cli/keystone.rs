@@ -66,11 +66,7 @@ pub struct KeystoneArgs {
     pub keystone_cafile: Option<PathBuf>,
     /// Do not check Keystone's https certificate (keystoneauth's insecure): anyone on the path
     /// can pose as Keystone. Warned at start.
-    #[arg(
-        long,
-        env = "RINGMASTER_KEYSTONE_INSECURE",
-        conflicts_with = "keystone_cafile"
-    )]
+    #[arg(long, env = "RINGMASTER_KEYSTONE_INSECURE")]
     pub keystone_insecure: bool,
     /// The region whose endpoints are taken from Keystone's catalog (Ironic's, Glance's);
     /// without it, any region's.

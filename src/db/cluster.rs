@@ -8,7 +8,6 @@
 //! When the owner runs as root, the server runs as the `postgres` user, as PostgreSQL requires.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -16,6 +15,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+mod server_log;
 
 use super::url::socket_url;
 
@@ -78,8 +79,8 @@ pub enum ClusterError {
     },
     #[error("initdb failed for {data_dir}: {output}")]
     Initdb { data_dir: PathBuf, output: String },
-    #[error("embedded PostgreSQL did not start (log {log}): {tail}")]
-    StartFailed { log: PathBuf, tail: String },
+    #[error("embedded PostgreSQL did not start: {tail}")]
+    StartFailed { tail: String },
 }
 
 /// Where and how to run the embedded cluster.
@@ -105,7 +106,7 @@ pub struct Cluster {
 struct OwnedServer {
     keeper: Child,
     keeper_stdin: Option<ChildStdin>,
-    log_path: PathBuf,
+    log: server_log::Tail,
 }
 
 impl Cluster {
@@ -139,12 +140,7 @@ impl Cluster {
         if !data_dir.join("PG_VERSION").exists() {
             initdb(&binaries, &run_as, &data_dir, options.throwaway)?;
         }
-        let log_path = if options.throwaway {
-            parent.join("postgres.log")
-        } else {
-            data_dir.with_extension("log")
-        };
-        let owned = start_server(&binaries, &run_as, &data_dir, &log_path, options)?;
+        let owned = start_server(&binaries, &run_as, &data_dir, options)?;
         let mut cluster = Cluster {
             socket_dir,
             owned: Some(owned),
@@ -213,8 +209,7 @@ impl Cluster {
                 let exited = matches!(owned.keeper.try_wait(), Ok(Some(_)));
                 if exited || Instant::now() > deadline {
                     return Err(ClusterError::StartFailed {
-                        log: owned.log_path.clone(),
-                        tail: log_tail(&owned.log_path),
+                        tail: owned.log.summary(),
                     });
                 }
             }
@@ -495,17 +490,12 @@ fn start_server(
     binaries: &Binaries,
     run_as: &RunAs,
     data_dir: &Path,
-    log_path: &Path,
     options: &ClusterOptions,
 ) -> Result<OwnedServer, ClusterError> {
-    let log_file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log_path)
-        .map_err(io_error("cannot open", log_path))?;
-    let log_file_for_stderr = log_file
-        .try_clone()
-        .map_err(io_error("cannot open", log_path))?;
+    let pipe_failed = io_error("cannot make the log pipe of", &binaries.postgres);
+    let (log_reader, log_writer) = std::io::pipe().map_err(pipe_failed)?;
+    let pipe_failed = io_error("cannot make the log pipe of", &binaries.postgres);
+    let log_writer_for_stderr = log_writer.try_clone().map_err(pipe_failed)?;
 
     let mut command = Command::new("sh");
     command
@@ -525,10 +515,11 @@ fn start_server(
             "-c",
             "max_connections=300",
         ])
+        .args(server_log::SERVER_LOG_SETTINGS)
         .current_dir(data_dir)
         .stdin(Stdio::piped())
-        .stdout(log_file)
-        .stderr(log_file_for_stderr)
+        .stdout(log_writer)
+        .stderr(log_writer_for_stderr)
         // Its own process group: a Ctrl-C meant for ringmaster must not reach the server
         // before ringmaster has finished with it.
         .process_group(0);
@@ -546,28 +537,18 @@ fn start_server(
         .spawn()
         .map_err(io_error("cannot run sh for", &binaries.postgres))?;
     let keeper_stdin = keeper.stdin.take();
+    // The pipe's writing ends are the server's now: the reader sees its end when it exits.
+    drop(command);
+    let log = server_log::Tail::default();
+    server_log::forward(log_reader, log.clone()).map_err(io_error(
+        "cannot start the log reader of",
+        &binaries.postgres,
+    ))?;
     Ok(OwnedServer {
         keeper,
         keeper_stdin,
-        log_path: log_path.to_path_buf(),
+        log,
     })
-}
-
-/// Returns the last lines of the server log, folded into one line.
-fn log_tail(path: &Path) -> String {
-    let mut text = String::new();
-    if let Ok(mut file) = File::open(path) {
-        let length = file.metadata().map(|meta| meta.len()).unwrap_or(0);
-        let _ = file.seek(SeekFrom::Start(length.saturating_sub(600)));
-        let _ = file.read_to_string(&mut text);
-    }
-    let lines: Vec<&str> = text.lines().rev().take(3).collect();
-    let tail: Vec<&str> = lines.into_iter().rev().collect();
-    if tail.is_empty() {
-        "the server wrote nothing to its log".to_owned()
-    } else {
-        super::error::one_line(&tail.join(" "))
-    }
 }
 
 fn absolute(path: &Path) -> Result<PathBuf, ClusterError> {

@@ -400,3 +400,68 @@ fn completions_and_the_man_page_come_from_the_command_line_definition() {
     let (code, _, stderr) = run_to_end(ringmaster().args(["completions", "tcsh"]));
     assert_eq!(code, Some(2), "{stderr:?}");
 }
+
+/// `ringmaster man DIR` writes a page per command; `man -l` renders each, and the page of
+/// `serve` names every flag `serve --help` shows.
+#[test]
+fn every_command_has_a_man_page_that_man_renders() {
+    let dir = TempDir::new("man");
+    let (code, stdout, stderr) = run_to_end(ringmaster().arg("man").arg(&dir.path));
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut pages: Vec<String> = std::fs::read_dir(&dir.path)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    assert_eq!(
+        stdout.lines().count(),
+        pages.len(),
+        "each page written is named: {stdout}"
+    );
+    for page in [
+        "ringmaster.1",
+        "ringmaster-serve.1",
+        "ringmaster-demo.1",
+        "ringmaster-db-archive-deleted-rows.1",
+        "ringmaster-db-migrate.1",
+        "ringmaster-config-show.1",
+        "ringmaster-config-check.1",
+        "ringmaster-upgrade-check.1",
+        "ringmaster-script-run.1",
+        "ringmaster-man.1",
+    ] {
+        assert!(pages.iter().any(|name| name == page), "{page} in {pages:?}");
+    }
+    assert!(!pages.iter().any(|name| name.contains("help")), "{pages:?}");
+    for page in &pages {
+        let rendered = std::process::Command::new("man")
+            .arg("-l")
+            .arg(dir.path.join(page))
+            .env("MANWIDTH", "100")
+            .output()
+            .expect("man-db's man (scripts/bootstrap installs it)");
+        let text = String::from_utf8_lossy(&rendered.stdout);
+        assert!(
+            rendered.status.success(),
+            "{page}: {}",
+            String::from_utf8_lossy(&rendered.stderr)
+        );
+        assert!(text.contains("NAME"), "{page} renders: {text}");
+    }
+    let (_, help, _) = run_to_end(ringmaster().args(["serve", "--help"]));
+    let serve_page = std::fs::read_to_string(dir.path.join("ringmaster-serve.1")).unwrap();
+    let flags: Vec<&str> = help
+        .split_whitespace()
+        .filter(|word| word.starts_with("--") && word.len() > 2)
+        .map(|word| word.trim_end_matches([',', '.', ')', ':']))
+        .collect();
+    assert!(flags.len() > 60, "{flags:?}");
+    for flag in flags {
+        // roff writes `-` as `\-`.
+        let written = flag.replace('-', "\\-");
+        assert!(
+            serve_page.contains(&written),
+            "{flag} in ringmaster-serve.1"
+        );
+    }
+}

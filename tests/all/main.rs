@@ -21,6 +21,7 @@ mod browser;
 mod browser_login;
 mod cli_archive;
 mod cli_commands;
+mod cli_config;
 mod cli_database;
 mod cli_ha;
 mod cli_observability;

@@ -175,6 +175,7 @@ async fn serve_on(
         keystone: None,
         images: Default::default(),
         access: Default::default(),
+        hangup: Default::default(),
     };
     configure(&mut config);
     let ringmaster::app::Process {

@@ -73,6 +73,7 @@ impl TestDeployment {
             keystone: None,
             images: Default::default(),
             access: Default::default(),
+            hangup: Default::default(),
         };
         configure(&mut config);
         let application =

@@ -43,6 +43,8 @@ pub fn ringmaster() -> Command {
         }
     }
     command.env("RUST_LOG", "info");
+    // No configuration file unless a test gives one (not /etc/ringmaster's).
+    command.env("RINGMASTER_CONFIG", "");
     command
 }
 

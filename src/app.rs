@@ -498,6 +498,7 @@ async fn reload_on_hangup(reloads: Reloads) {
         }
     };
     while hangups.recv().await.is_some() {
+        crate::systemd::reloading();
         let reloads = reloads.clone();
         if actix_rt::task::spawn_blocking(move || reloads.reload())
             .await
@@ -505,6 +506,7 @@ async fn reload_on_hangup(reloads: Reloads) {
         {
             log::warn!("SIGHUP: the reload did not finish");
         }
+        crate::systemd::notify("READY=1");
     }
 }
 

@@ -371,7 +371,10 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
         } = app::build(&config.server, &config.deployment, pool, background, clock).await?;
         let address = application.local_addr();
         println!("ringmaster {command}: listening on {scheme}://{address}/");
+        // The database is up and migrated and the listener bound: systemd's Type=notify.
+        crate::systemd::notify("READY=1");
         let served = application.run_until_stopped(Some(probe)).await;
+        crate::systemd::notify("STOPPING=1");
         actors.rebalancer.send(Resign).await.ok();
         // Last: the hosts stay held until nothing of this process serves any more.
         actors.hosts.release_all().await;

@@ -17,4 +17,5 @@ pub mod keystone;
 pub mod logging;
 pub mod metrics;
 pub mod script;
+pub mod systemd;
 pub mod tls;

@@ -26,6 +26,7 @@ mod cli_database;
 mod cli_ha;
 mod cli_observability;
 mod cli_operations;
+mod cli_service;
 mod compute_flavors;
 mod compute_images;
 mod compute_ironic;

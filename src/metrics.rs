@@ -24,6 +24,7 @@ struct Families {
     boots: IntCounterVec,
     boot_duration: HistogramVec,
     archived: IntCounterVec,
+    archive_runs: IntCounterVec,
     pool_wait: HistogramVec,
     leadership_changes: IntCounterVec,
     fences: IntCounterVec,
@@ -187,6 +188,12 @@ impl Families {
                 "Rows moved to shadow tables by this process's archive runs, by table.",
                 &["table"],
             )?,
+            archive_runs: counter(
+                r,
+                "ringmaster_archive_runs_total",
+                "Archive runs of this process (scheduled or asked for), by result (ok, failed).",
+                &["result"],
+            )?,
             pool_wait: histogram(
                 r,
                 "ringmaster_db_pool_wait_seconds",
@@ -261,6 +268,9 @@ impl Families {
         }
         for table in ARCHIVE_ORDER {
             self.archived.with_label_values(&[table.name]).inc_by(0);
+        }
+        for result in ["ok", "failed"] {
+            self.archive_runs.with_label_values(&[result]).inc_by(0);
         }
         for change in ["gained", "lost"] {
             self.leadership_changes
@@ -349,6 +359,16 @@ pub fn count_archived<'a>(tables: impl IntoIterator<Item = (&'a String, &'a i64)
                 .with_label_values(&[table.as_str()])
                 .inc_by(u64::try_from(*rows).unwrap_or(0));
         }
+    }
+}
+
+/// Counts an archive run that worked (`ok`) or failed.
+pub fn count_archive_run(ok: bool) {
+    if let Some(families) = families() {
+        families
+            .archive_runs
+            .with_label_values(&[if ok { "ok" } else { "failed" }])
+            .inc();
     }
 }
 

@@ -76,8 +76,21 @@ pub struct ArchiveReport {
 }
 
 /// Runs and records one archive (blocking): batches as asked, then the purge if asked and
-/// anything moved. `stop` ends an `until_complete` run between batches.
+/// anything moved. `stop` ends an `until_complete` run between batches. Counted in
+/// `ringmaster_archive_runs_total`, worked or failed.
 pub fn run_archive(
+    pool: &Pool,
+    clock: &SharedClock,
+    request: &ArchiveRequest,
+    stop: &AtomicBool,
+    on_batch: impl FnMut(&BTreeMap<String, i64>),
+) -> Result<ArchiveReport, DbError> {
+    let report = run_and_record(pool, clock, request, stop, on_batch);
+    crate::metrics::count_archive_run(report.is_ok());
+    report
+}
+
+fn run_and_record(
     pool: &Pool,
     clock: &SharedClock,
     request: &ArchiveRequest,

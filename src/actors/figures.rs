@@ -6,19 +6,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::db::figures::DeploymentFigures;
+use crate::db::figures::{AuditFigure, DeploymentFigures};
 use crate::db::hosts::NodeCountCache;
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
 
 /// How often the figures are read.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(5);
+/// How often the invariants are audited for `ringmaster_audit_violations` (every check of
+/// `ringmaster audit`: heavier than the rest of the figures).
+pub const AUDIT_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The latest figures, shared by the task and the metrics endpoint.
 #[derive(Debug, Clone, Default)]
 pub struct FigureCache {
     latest: Arc<Mutex<Arc<DeploymentFigures>>>,
     started: Arc<AtomicBool>,
+    audit: Arc<Mutex<Option<AuditFigure>>>,
 }
 
 /// Where the figures are read from.
@@ -54,12 +58,29 @@ impl FigureCache {
     async fn refresh(&self, source: &FigureSource) {
         let now = source.clock.now();
         let counts = source.counts.clone();
+        let last_audit = *self.audit.lock().unwrap_or_else(PoisonError::into_inner);
+        let audit_due = last_audit.is_none_or(|audit| {
+            (now - audit.read_at).to_std().unwrap_or(Duration::ZERO) >= AUDIT_INTERVAL
+        });
         match db::run(&source.pool, move |conn| {
-            db::figures::read(conn, &counts, now)
+            let mut figures = db::figures::read(conn, &counts, now)?;
+            if audit_due {
+                match db::figures::audit(conn, now) {
+                    Ok(audit) => figures.audit = Some(audit),
+                    Err(error) => log::debug!("metrics audit not run: {error}"),
+                }
+            }
+            Ok(figures)
         })
         .await
         {
-            Ok(figures) => {
+            Ok(mut figures) => {
+                match figures.audit {
+                    Some(audit) => {
+                        *self.audit.lock().unwrap_or_else(PoisonError::into_inner) = Some(audit)
+                    }
+                    None => figures.audit = last_audit,
+                }
                 *self.latest.lock().unwrap_or_else(PoisonError::into_inner) = Arc::new(figures)
             }
             Err(error) => log::debug!("metrics figures not read: {error}"),

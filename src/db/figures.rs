@@ -22,6 +22,23 @@ pub struct DeploymentFigures {
     pub instances_by_state: Vec<(String, i64)>,
     /// The conductor groups and shards no live host serves.
     pub unserved: Vec<super::node_groups::UnservedRow>,
+    /// The last audit of the invariants (run less often than the rest is read).
+    pub audit: Option<AuditFigure>,
+}
+
+/// How many invariant violations the last audit found, and when it ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditFigure {
+    pub violations: usize,
+    pub read_at: DateTime<Utc>,
+}
+
+/// Audits every invariant (`db::audit`) for the metrics.
+pub fn audit(conn: &mut PgConnection, now: DateTime<Utc>) -> Result<AuditFigure, DbError> {
+    Ok(AuditFigure {
+        violations: super::audit::check_invariants(conn)?.len(),
+        read_at: now,
+    })
 }
 
 #[derive(QueryableByName)]
@@ -63,6 +80,7 @@ pub fn read(
                   GROUP BY vm_state ORDER BY 1",
                 )?,
                 unserved: super::node_groups::unserved(conn)?,
+                audit: None,
             })
         })
 }

@@ -158,6 +158,20 @@ impl Gauges {
             &[],
             vec![(Vec::new(), age)],
         );
+        if let Some(audit) = view.figures.audit {
+            self.add(
+                "ringmaster_audit_violations",
+                "Invariant violations the last audit found (every minute; 0: all hold).",
+                &[],
+                vec![(Vec::new(), audit.violations as f64)],
+            );
+            self.add(
+                "ringmaster_audit_age_seconds",
+                "Age of the audit ringmaster_audit_violations shows.",
+                &[],
+                vec![(Vec::new(), seconds(view.now - audit.read_at))],
+            );
+        }
         self.add_pools(view);
         if let Some(ironic) = view.ironic {
             self.add_ironic(&ironic, flag(ironic.lists_here));

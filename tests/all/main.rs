@@ -53,6 +53,7 @@ mod ironic_keystone;
 mod ironic_listing;
 mod ironic_source;
 mod keystone;
+mod packaging;
 mod placement_api;
 mod placement_candidates;
 mod placement_inventories;

@@ -14,6 +14,7 @@ mod config_cmd;
 pub mod config_file;
 pub mod config_keys;
 mod database;
+mod demo;
 mod glance;
 pub mod invocation;
 mod ironic;
@@ -83,7 +84,7 @@ pub struct DatabaseArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Runs the demo deployment: embedded PostgreSQL, the admin API and the dashboard.
-    Demo(ServeArgs),
+    Demo(demo::DemoArgs),
     /// Runs the control plane's HTTP server.
     Serve(ServeArgs),
     /// Database maintenance.
@@ -227,6 +228,12 @@ impl CliError {
 }
 
 impl Cli {
+    /// Says whether this command runs a service (`serve`, `demo`) rather than doing one thing
+    /// and exiting.
+    pub fn runs_a_service(&self) -> bool {
+        matches!(self.command, Command::Serve(_) | Command::Demo(_))
+    }
+
     /// Says whether this command runs message scripts.
     pub fn runs_scripts(&self) -> bool {
         matches!(self.command, Command::Script(_))
@@ -244,11 +251,18 @@ pub fn run(invocation: Invocation) -> Result<ExitCode, CliError> {
         Ok(config)
     };
     match cli.command {
-        Command::Demo(mut args) => {
+        Command::Demo(demo::DemoArgs {
+            serve: mut args,
+            fresh,
+        }) => {
             args.hosts
                 .get_or_insert_with(|| DEMO_HOSTS.iter().map(|host| (*host).to_owned()).collect());
             args.nodes.get_or_insert(DEMO_NODES);
-            serve(config(args)?, "demo")
+            let config = config(args)?;
+            if fresh {
+                demo::make_fresh(&config.database)?;
+            }
+            serve(config, "demo")
         }
         Command::Serve(args) => serve(config(args)?, "serve"),
         Command::Db(DbCommand::Migrate) => database::migrate(&source),
@@ -355,6 +369,14 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
         config.pool_size,
         config.server.database_grace,
     )?;
+    if command == "demo" {
+        let real_ironic = config
+            .deployment
+            .ironic
+            .as_ref()
+            .map(|ironic| ironic.url.as_str());
+        demo::check_node_source(&database, real_ironic)?;
+    }
     let probe = database.probe();
     let pool = database.pool.clone();
     // The background work has its own bounded share of connections: the API never waits for

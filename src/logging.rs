@@ -35,6 +35,9 @@ pub struct LogSettings {
     pub file: Option<PathBuf>,
     pub file_size: u64,
     pub file_count: u32,
+    /// A one-shot command: the embedded PostgreSQL's routine lines (start, stop, checkpoints)
+    /// stay below the default level; a service's log keeps them.
+    pub one_shot: bool,
 }
 
 /// The env_logger builder for `format`, its filter from `RUST_LOG` or `default_filter`.
@@ -62,6 +65,7 @@ struct Reloadable {
     current: RwLock<env_logger::Logger>,
     format: LogFormat,
     file: Option<RotatingFile>,
+    default_filter: &'static str,
 }
 
 impl Reloadable {
@@ -74,7 +78,7 @@ impl Reloadable {
                 formatted(&mut builder, self.format);
                 builder
             }
-            None => builder(self.format, "info"),
+            None => builder(self.format, self.default_filter),
         };
         if let Some(file) = &self.file {
             builder
@@ -117,6 +121,11 @@ pub fn init(settings: &LogSettings) -> Result<(), String> {
         current: RwLock::new(env_logger::Builder::new().build()),
         format: settings.format,
         file,
+        default_filter: if settings.one_shot {
+            "info,postgres=warn"
+        } else {
+            "info"
+        },
     };
     let built = logger.build(settings.level.as_deref());
     let filter = built.filter();

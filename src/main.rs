@@ -18,7 +18,10 @@ fn main() -> ExitCode {
         Ok(invocation) => invocation,
         Err(error) => return fail(&error, LogFormat::Text),
     };
-    let settings = invocation.cli.log.settings();
+    let settings = invocation
+        .cli
+        .log
+        .settings(!invocation.cli.runs_a_service());
     if invocation.cli.runs_scripts() {
         // Scripts can expect log lines: capture them (stderr shows warnings unless RUST_LOG says).
         ringmaster::script::capture::install();

@@ -23,8 +23,7 @@ struct Families {
     failover: HistogramVec,
     boots: IntCounterVec,
     boot_duration: HistogramVec,
-    archived: IntCounterVec,
-    archive_runs: IntCounterVec,
+    archive: ArchiveFamilies,
     pool_wait: HistogramVec,
     leadership_changes: IntCounterVec,
     fences: IntCounterVec,
@@ -136,6 +135,31 @@ const POOL_BUCKETS: &[f64] = &[
     0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0,
 ];
 
+/// The archive's counters: rows moved by table, runs by result.
+struct ArchiveFamilies {
+    rows: IntCounterVec,
+    runs: IntCounterVec,
+}
+
+impl ArchiveFamilies {
+    fn new(r: &Registry) -> prometheus::Result<ArchiveFamilies> {
+        Ok(ArchiveFamilies {
+            rows: counter(
+                r,
+                "ringmaster_archived_rows_total",
+                "Rows moved to shadow tables by this process's archive runs, by table.",
+                &["table"],
+            )?,
+            runs: counter(
+                r,
+                "ringmaster_archive_runs_total",
+                "Archive runs of this process (scheduled or asked for), by result (ok, failed).",
+                &["result"],
+            )?,
+        })
+    }
+}
+
 impl Families {
     fn new() -> prometheus::Result<Families> {
         let registry = Registry::new();
@@ -182,18 +206,7 @@ impl Families {
                 &["result"],
                 BOOT_BUCKETS,
             )?,
-            archived: counter(
-                r,
-                "ringmaster_archived_rows_total",
-                "Rows moved to shadow tables by this process's archive runs, by table.",
-                &["table"],
-            )?,
-            archive_runs: counter(
-                r,
-                "ringmaster_archive_runs_total",
-                "Archive runs of this process (scheduled or asked for), by result (ok, failed).",
-                &["result"],
-            )?,
+            archive: ArchiveFamilies::new(r)?,
             pool_wait: histogram(
                 r,
                 "ringmaster_db_pool_wait_seconds",
@@ -267,10 +280,10 @@ impl Families {
             self.boot_duration.with_label_values(&[result]);
         }
         for table in ARCHIVE_ORDER {
-            self.archived.with_label_values(&[table.name]).inc_by(0);
+            self.archive.rows.with_label_values(&[table.name]).inc_by(0);
         }
         for result in ["ok", "failed"] {
-            self.archive_runs.with_label_values(&[result]).inc_by(0);
+            self.archive.runs.with_label_values(&[result]).inc_by(0);
         }
         for change in ["gained", "lost"] {
             self.leadership_changes
@@ -355,7 +368,8 @@ pub fn count_archived<'a>(tables: impl IntoIterator<Item = (&'a String, &'a i64)
     if let Some(families) = families() {
         for (table, rows) in tables {
             families
-                .archived
+                .archive
+                .rows
                 .with_label_values(&[table.as_str()])
                 .inc_by(u64::try_from(*rows).unwrap_or(0));
         }
@@ -366,7 +380,8 @@ pub fn count_archived<'a>(tables: impl IntoIterator<Item = (&'a String, &'a i64)
 pub fn count_archive_run(ok: bool) {
     if let Some(families) = families() {
         families
-            .archive_runs
+            .archive
+            .runs
             .with_label_values(&[if ok { "ok" } else { "failed" }])
             .inc();
     }

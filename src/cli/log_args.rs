@@ -50,14 +50,15 @@ pub struct LogArgs {
 }
 
 impl LogArgs {
-    /// The settings the logger is built from.
-    pub fn settings(&self) -> LogSettings {
+    /// The settings the logger is built from; `one_shot` for a command that is not a service.
+    pub fn settings(&self, one_shot: bool) -> LogSettings {
         LogSettings {
             format: self.log_format,
             level: self.log_level.clone(),
             file: self.log_file.clone(),
             file_size: self.log_file_size.0,
             file_count: self.log_file_count,
+            one_shot,
         }
     }
 }

@@ -75,18 +75,25 @@ fn checks(database: &Database) -> Vec<Check> {
         }
     };
     let mut checks = vec![database_check(&mut conn)];
-    let (migrations, current) = migrations_check(&mut conn);
+    let (migrations, schema) = migrations_check(&mut conn);
     checks.push(migrations);
-    checks.push(if current {
-        invariants_check(&mut conn)
-    } else {
-        Check::new(
-            "Invariants",
-            Outcome::Warning,
-            "not checked: the schema is not this binary's",
-        )
-    });
-    checks.push(processes_check(&mut conn));
+    let not_checked =
+        |name, why: &str| Check::new(name, Outcome::Warning, format!("not checked: {why}"));
+    match schema {
+        Schema::Current => {
+            checks.push(invariants_check(&mut conn));
+            checks.push(processes_check(&mut conn));
+        }
+        Schema::Other => {
+            checks.push(not_checked("Invariants", "the schema is not this binary's"));
+            checks.push(processes_check(&mut conn));
+        }
+        Schema::NotInitialized => {
+            let why = "the database is not initialized";
+            checks.push(not_checked("Invariants", why));
+            checks.push(not_checked("Processes", why));
+        }
+    }
     checks
 }
 
@@ -111,14 +118,24 @@ fn database_check(conn: &mut diesel::PgConnection) -> Check {
     }
 }
 
-/// The migrations check, and whether the schema is exactly this binary's.
-fn migrations_check(conn: &mut diesel::PgConnection) -> (Check, bool) {
+/// What the database's schema is to this binary.
+enum Schema {
+    /// Exactly this binary's migrations.
+    Current,
+    /// Some applied, others pending or unknown.
+    Other,
+    /// No migration applied: an empty database.
+    NotInitialized,
+}
+
+/// The migrations check, and what the schema is.
+fn migrations_check(conn: &mut diesel::PgConnection) -> (Check, Schema) {
     let status = match db::migration_status(conn) {
         Ok(status) => status,
         Err(error) => {
             return (
                 Check::new("Migrations", Outcome::Failure, error.to_string()),
-                false,
+                Schema::Other,
             );
         }
     };
@@ -128,27 +145,39 @@ fn migrations_check(conn: &mut diesel::PgConnection) -> (Check, bool) {
              on this database",
             status.unknown.join(", ")
         );
-        return (Check::new("Migrations", Outcome::Failure, details), false);
+        return (
+            Check::new("Migrations", Outcome::Failure, details),
+            Schema::Other,
+        );
+    }
+    if status.applied.is_empty() {
+        let details = format!(
+            "not initialized: the database is empty, {} migrations pending; `ringmaster db \
+             migrate` or the first start applies them",
+            status.pending.len()
+        );
+        return (
+            Check::new("Migrations", Outcome::Warning, details),
+            Schema::NotInitialized,
+        );
     }
     if !status.pending.is_empty() {
-        let details = if status.applied.is_empty() {
-            format!(
-                "the database is empty: {} pending, `ringmaster db migrate` or the first start \
-                 applies them",
-                status.pending.len()
-            )
-        } else {
-            format!(
-                "{} pending ({}): `ringmaster db migrate` or the next start applies them",
-                status.pending.len(),
-                status.pending.join(", ")
-            )
-        };
-        return (Check::new("Migrations", Outcome::Warning, details), false);
+        let details = format!(
+            "{} pending ({}): `ringmaster db migrate` or the next start applies them",
+            status.pending.len(),
+            status.pending.join(", ")
+        );
+        return (
+            Check::new("Migrations", Outcome::Warning, details),
+            Schema::Other,
+        );
     }
     let newest = status.applied.last().cloned().unwrap_or_default();
     let details = format!("all {} applied, newest {newest}", status.applied.len());
-    (Check::new("Migrations", Outcome::Success, details), true)
+    (
+        Check::new("Migrations", Outcome::Success, details),
+        Schema::Current,
+    )
 }
 
 fn invariants_check(conn: &mut diesel::PgConnection) -> Check {

@@ -16,7 +16,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+mod fresh;
 mod server_log;
+
+pub use self::fresh::remove_data_dir;
 
 use super::url::socket_url;
 
@@ -81,6 +84,8 @@ pub enum ClusterError {
     Initdb { data_dir: PathBuf, output: String },
     #[error("embedded PostgreSQL did not start: {tail}")]
     StartFailed { tail: String },
+    #[error("--fresh: {0}")]
+    Fresh(String),
 }
 
 /// Where and how to run the embedded cluster.

@@ -310,3 +310,39 @@ fn lock_free_node(conn: &mut PgConnection, uuid: Uuid) -> Result<IronicNode, DbE
         None => Ok(node),
     }
 }
+
+/// What a database holds of each node source: nodes the simulator wrote, nodes mirrored from a
+/// real Ironic, and live instances.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeSources {
+    pub simulated: i64,
+    pub mirrored: i64,
+    pub instances: i64,
+}
+
+/// Counts the nodes of each source and the live instances.
+pub fn node_sources(conn: &mut PgConnection) -> Result<NodeSources, DbError> {
+    #[derive(QueryableByName)]
+    struct Counts {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        simulated: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        mirrored: i64,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        instances: i64,
+    }
+    let counts: Counts = diesel::sql_query(
+        "SELECT count(*) FILTER (WHERE source = $1) AS simulated,
+                count(*) FILTER (WHERE source = $2) AS mirrored,
+                (SELECT count(*) FROM instances WHERE deleted = 0) AS instances
+           FROM ironic_nodes",
+    )
+    .bind::<diesel::sql_types::Text, _>(SIMULATED)
+    .bind::<diesel::sql_types::Text, _>(MIRRORED)
+    .get_result(conn)?;
+    Ok(NodeSources {
+        simulated: counts.simulated,
+        mirrored: counts.mirrored,
+        instances: counts.instances,
+    })
+}

@@ -354,3 +354,23 @@ fn serve_configured_by_the_file_logs_to_a_bounded_file_and_rereads_its_levels_on
     assert_eq!(code, Some(0));
     assert!(log_files(&logs).len() <= 3);
 }
+
+#[test]
+fn help_names_each_environment_variable_without_a_stray_value() {
+    for args in [&["--help"][..], &["serve", "--help"][..]] {
+        let (code, stdout, _) = run_to_end(
+            ringmaster()
+                .args(args)
+                .env("RINGMASTER_BIND", "127.0.0.1:9"),
+        );
+        assert_eq!(code, Some(0));
+        assert!(!stdout.contains("=]"), "{args:?}: {stdout}");
+        assert!(
+            !stdout.contains("127.0.0.1:9"),
+            "no value of the environment shown: {stdout}"
+        );
+    }
+    let (_, stdout, _) = run_to_end(ringmaster().arg("--help"));
+    assert!(stdout.contains("[env: RINGMASTER_DATA_DIR]"), "{stdout}");
+    assert!(stdout.contains("[env: RINGMASTER_CONFIG]"), "{stdout}");
+}

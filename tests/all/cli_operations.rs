@@ -157,6 +157,31 @@ fn upgrade_check_exits_0_1_or_2() {
     );
 }
 
+/// An empty database (nothing migrated) is "not initialized", not a raw SQL error.
+#[test]
+fn upgrade_check_on_an_empty_database_says_it_is_not_initialized() {
+    let db = TestDb::empty();
+    let (code, stdout, stderr) = run(&db, &["upgrade", "check"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("not initialized"), "{stdout}");
+    assert!(!stdout.contains("does not exist"), "{stdout}");
+    assert!(
+        !stderr.iter().any(|line| line.contains("does not exist")),
+        "{stderr:?}"
+    );
+    assert_eq!(
+        results(&stdout),
+        [
+            ("Database", "Success"),
+            ("Migrations", "Warning"),
+            ("Invariants", "Warning"),
+            ("Processes", "Warning")
+        ]
+        .map(|(check, result)| (check.to_owned(), result.to_owned()))
+        .to_vec()
+    );
+}
+
 #[test]
 fn upgrade_check_fails_on_a_broken_invariant() {
     let db = TestDb::new();

@@ -23,6 +23,7 @@ mod cli_archive;
 mod cli_commands;
 mod cli_config;
 mod cli_database;
+mod cli_demo;
 mod cli_ha;
 mod cli_observability;
 mod cli_operations;

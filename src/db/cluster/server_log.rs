@@ -68,14 +68,23 @@ pub fn forward(reader: PipeReader, tail: Tail) -> std::io::Result<()> {
 }
 
 /// The level of a line `[pid] SEVERITY:  message`; `None` for a line that continues the one
-/// before (DETAIL, HINT, STATEMENT, …, or a line without a severity). A statement's ERROR is a
-/// warning here: the client that ran it gets the error and reports it.
+/// before (DETAIL, HINT, STATEMENT, …, or a line without a severity). A statement's ERROR is
+/// for debugging here: the client that ran it gets the error and handles or reports it (a
+/// Placement 409 is a unique violation the server logs as an ERROR).
+///
+/// A FATAL ends one session, not the server: a warning, and for the readiness probe's own
+/// connection while the server starts or stops ("the database system is starting up"), debug.
 fn level_of(line: &str) -> Option<log::Level> {
     let rest = line.split_once("] ").map_or(line, |(_, rest)| rest);
-    let (severity, _) = rest.split_once(':')?;
+    let (severity, message) = rest.split_once(':')?;
     match severity {
-        "PANIC" | "FATAL" => Some(log::Level::Error),
-        "ERROR" | "WARNING" => Some(log::Level::Warn),
+        "PANIC" => Some(log::Level::Error),
+        "FATAL" if message.trim_start().starts_with("the database system is") => {
+            Some(log::Level::Debug)
+        }
+        "FATAL" => Some(log::Level::Warn),
+        "WARNING" => Some(log::Level::Warn),
+        "ERROR" => Some(log::Level::Debug),
         "LOG" | "INFO" | "NOTICE" => Some(log::Level::Info),
         _ if severity.starts_with("DEBUG") => Some(log::Level::Debug),
         _ => None,
@@ -93,12 +102,24 @@ mod tests {
             Some(log::Level::Info)
         );
         assert_eq!(
-            level_of("[12] FATAL:  the database system is starting up"),
+            level_of("[12] PANIC:  could not write"),
             Some(log::Level::Error)
         );
         assert_eq!(
-            level_of("[12] ERROR:  deadlock detected"),
+            level_of("[12] FATAL:  password authentication failed"),
             Some(log::Level::Warn)
+        );
+        assert_eq!(
+            level_of("[12] FATAL:  the database system is starting up"),
+            Some(log::Level::Debug)
+        );
+        assert_eq!(
+            level_of("[12] WARNING:  no transaction in progress"),
+            Some(log::Level::Warn)
+        );
+        assert_eq!(
+            level_of("[12] ERROR:  deadlock detected"),
+            Some(log::Level::Debug)
         );
         assert_eq!(
             level_of("[12] DEBUG2:  checkpointer"),

@@ -349,6 +349,11 @@ fn serve_configured_by_the_file_logs_to_a_bounded_file_and_rereads_its_levels_on
             text.len()
         );
     }
+    // A file broken since the start: SIGHUP keeps the levels in use and says why.
+    std::fs::write(&file, "[log]\nlevel = 3\n").unwrap();
+    serve.signal(nix::sys::signal::Signal::SIGHUP);
+    wait_for_log(&logs, "SIGHUP: keeping the log levels:");
+    wait_for_log(&logs, "[log] level: expected a string, found an integer");
     serve.interrupt();
     let (code, _) = serve.wait_exit(Duration::from_secs(30));
     assert_eq!(code, Some(0));

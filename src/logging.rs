@@ -63,12 +63,17 @@ fn formatted(builder: &mut env_logger::Builder, format: LogFormat) {
 /// The process's logger: env_logger behind a lock, so that its levels can be replaced.
 struct Reloadable {
     current: RwLock<env_logger::Logger>,
+    output: Output,
+}
+
+/// What stays when the levels change: the format, the file, the default levels.
+struct Output {
     format: LogFormat,
     file: Option<RotatingFile>,
     default_filter: &'static str,
 }
 
-impl Reloadable {
+impl Output {
     fn build(&self, level: Option<&str>) -> env_logger::Logger {
         let mut builder = match level {
             // The given levels replace RUST_LOG's, all of them.
@@ -117,8 +122,7 @@ pub fn init(settings: &LogSettings) -> Result<(), String> {
         ),
         None => None,
     };
-    let mut logger = Reloadable {
-        current: RwLock::new(env_logger::Builder::new().build()),
+    let output = Output {
         format: settings.format,
         file,
         default_filter: if settings.one_shot {
@@ -127,9 +131,12 @@ pub fn init(settings: &LogSettings) -> Result<(), String> {
             "info"
         },
     };
-    let built = logger.build(settings.level.as_deref());
+    let built = output.build(settings.level.as_deref());
     let filter = built.filter();
-    logger.current = RwLock::new(built);
+    let logger = Reloadable {
+        current: RwLock::new(built),
+        output,
+    };
     if LOGGER.set(logger).is_err() {
         return Ok(());
     }
@@ -146,7 +153,7 @@ pub fn set_level(level: Option<&str>) {
     let Some(logger) = LOGGER.get() else {
         return;
     };
-    let built = logger.build(level);
+    let built = logger.output.build(level);
     log::set_max_level(built.filter());
     *logger
         .current

@@ -38,7 +38,7 @@ pub fn render(matches: &ArgMatches, file: Option<&ConfigFile>) -> String {
     for section in SECTIONS {
         let _ = write!(out, "\n[{section}]\n");
         for key in config_keys::in_section(section) {
-            let source = invocation::source(matches, key.flag, file);
+            let source = invocation::source(&command, matches, key.flag, file);
             match value_of(matches, &command, key) {
                 Some(value) => {
                     let _ = writeln!(out, "{} = {value}  # {source}", key.name());

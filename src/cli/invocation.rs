@@ -108,7 +108,7 @@ fn check_relations(matches: &ArgMatches, file: Option<&ConfigFile>) -> Result<()
         if is_given(matches, flag) && !is_given(matches, needed) {
             return Err(ConfigError::Invalid(format!(
                 "--{flag} ({}) needs --{needed}",
-                source(matches, flag, file)
+                source(&command(), matches, flag, file)
             )));
         }
     }
@@ -116,8 +116,8 @@ fn check_relations(matches: &ArgMatches, file: Option<&ConfigFile>) -> Result<()
         if is_given(matches, one) && is_given(matches, other) {
             return Err(ConfigError::Invalid(format!(
                 "--{one} ({}) and --{other} ({}) exclude each other: give one",
-                source(matches, one, file),
-                source(matches, other, file)
+                source(&command(), matches, one, file),
+                source(&command(), matches, other, file)
             )));
         }
     }
@@ -135,13 +135,19 @@ fn is_given(matches: &ArgMatches, flag: &str) -> bool {
 
 /// Where the flag's value came from, in words: `flag --x`, `environment NAME`,
 /// `file PATH:LINE`, `default` (or `unset`).
-pub fn source(matches: &ArgMatches, flag: &str, file: Option<&ConfigFile>) -> String {
+/// `command` is the command line's definition (`command()`), where the variable's name is.
+pub fn source(
+    command: &clap::Command,
+    matches: &ArgMatches,
+    flag: &str,
+    file: Option<&ConfigFile>,
+) -> String {
     let id = flag.replace('-', "_");
     match matches.value_source(&id) {
         Some(ValueSource::CommandLine) => format!("flag --{flag}"),
         Some(ValueSource::EnvVariable) => {
             let name = config_keys::of_flag(flag)
-                .and_then(|key| config_file::flag_of(&command(), key).cloned())
+                .and_then(|key| config_file::flag_of(command, key))
                 .and_then(|arg| arg.get_env().map(|env| env.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "variable".to_owned());
             format!("environment {name}")

@@ -19,3 +19,4 @@ pub mod ring;
 pub mod selection;
 pub mod text;
 pub mod timeline;
+pub mod tracker;

@@ -101,16 +101,18 @@ const CHECKS: &[(u8, &str)] = &[
     ),
     (
         11,
-        "SELECT format('resource provider %s (%s) is over capacity for %s: %s used of %s',
+        concat!(
+            "SELECT format('resource provider %s (%s) is over capacity for %s: %s used of %s',
                        rp.uuid, rp.name, rc.name, sum(a.used),
-                       (inv.total - inv.reserved) * inv.allocation_ratio) AS message
+                       ", crate::db::placement::capacity!("inv"), ") AS message
            FROM inventories inv
            JOIN resource_providers rp ON rp.id = inv.resource_provider_id
            JOIN resource_classes rc ON rc.id = inv.resource_class_id
            JOIN allocations a ON a.resource_provider_id = inv.resource_provider_id
                              AND a.resource_class_id = inv.resource_class_id
           GROUP BY rp.uuid, rp.name, rc.name, inv.total, inv.reserved, inv.allocation_ratio
-         HAVING sum(a.used) > (inv.total - inv.reserved) * inv.allocation_ratio",
+         HAVING sum(a.used) > ", crate::db::placement::capacity!("inv")
+        ),
     ),
     (
         8,

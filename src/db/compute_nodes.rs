@@ -137,7 +137,7 @@ fn finish_claims(
     }
     let uuids: Vec<Uuid> = claimed.iter().map(|node| node.uuid).collect();
     let names: Vec<String> = claimed.iter().map(|node| node.node.to_string()).collect();
-    ensure_providers(conn, &uuids, &names, now)?;
+    super::placement::providers::create_roots(conn, &uuids, &names, now)?;
     let node_uuids: Vec<Uuid> = claims.iter().map(|claim| claim.node).collect();
     super::ironic::make_available(conn, &node_uuids, now)?;
     let owned: Vec<Uuid> = claimed.iter().map(|node| node.node.uuid()).collect();
@@ -182,35 +182,6 @@ fn find_unowned(conn: &mut PgConnection, nodes: &[String]) -> Result<Vec<String>
     Ok(rows.into_iter().map(|row| row.node).collect())
 }
 
-/// Makes sure provider `uuids[i]` exists, named `names[i]`: creates the missing ones. A
-/// provider is never renamed here, and a name held by another provider is never taken over:
-/// claims adopt that provider's uuid instead (invariant 7).
-pub fn ensure_providers(
-    conn: &mut PgConnection,
-    uuids: &[Uuid],
-    names: &[String],
-    now: DateTime<Utc>,
-) -> Result<(), DbError> {
-    if uuids.is_empty() {
-        return Ok(());
-    }
-    // Each new provider is its own root, written with the row: a later `UPDATE … SET
-    // root_provider_id` would fire the per-row provider-moved trigger once per provider, all
-    // on one counter row (82 s for 100,000 providers).
-    diesel::sql_query(
-        "INSERT INTO resource_providers (id, uuid, name, root_provider_id, created_at)
-         SELECT s.id, s.uuid, s.name, s.id, $3
-           FROM (SELECT nextval('resource_providers_id_seq') AS id, t.uuid, t.name
-                   FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
-                  WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = t.uuid)) s",
-    )
-    .bind::<Array<SqlUuid>, _>(uuids)
-    .bind::<Array<Text>, _>(names)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
-    Ok(())
-}
-
 /// How a provider was made sure of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProviderOutcome {
@@ -252,7 +223,7 @@ pub fn create_provider(
                     "resource provider {uuid} is named {other}, not {name}: refusing to rename it"
                 )));
             }
-            ensure_providers(conn, &[uuid], &[name.to_owned()], now)?;
+            super::placement::providers::create_roots(conn, &[uuid], &[name.to_owned()], now)?;
             Ok(ProviderOutcome::Created)
         }
     }
@@ -390,18 +361,13 @@ pub fn delete_orphan(
     if facts.allocations > 0 || facts.devices_in_use > 0 {
         return Ok(OrphanOutcome::KeptWithAllocations);
     }
-    diesel::sql_query(
-        "WITH rp AS (SELECT id FROM resource_providers WHERE uuid = $1),
-              inv AS (DELETE FROM inventories WHERE resource_provider_id IN (SELECT id FROM rp)),
-              tr AS (DELETE FROM resource_provider_traits WHERE resource_provider_id IN (SELECT id FROM rp)),
-              ag AS (DELETE FROM resource_provider_aggregates WHERE resource_provider_id IN (SELECT id FROM rp))
-         SELECT 1",
-    )
-    .bind::<SqlUuid, _>(compute_node.uuid)
-    .execute(conn)?;
-    diesel::sql_query("DELETE FROM resource_providers WHERE uuid = $1")
-        .bind::<SqlUuid, _>(compute_node.uuid)
-        .execute(conn)?;
+    // Through Placement's one provider deleter (its inventories, traits and links with it).
+    use super::placement::providers::{ProviderError, delete_provider};
+    match delete_provider(conn, compute_node.uuid) {
+        Ok(()) | Err(ProviderError::NotFound(_)) => {}
+        Err(ProviderError::Db(error)) => return Err(error),
+        Err(refused) => return Err(DbError::Conflict(refused.to_string())),
+    }
     diesel::sql_query(
         "UPDATE pci_devices SET deleted = id, deleted_at = $2 WHERE compute_node_id = $1 AND deleted = 0",
     )

@@ -46,7 +46,8 @@ pub struct NodeRequest<'a> {
 
 /// The nodes that can take an instance: of the class, available, unlocked, not in maintenance,
 /// owned by one of the hosts, with the unit free on their provider and enough free PCI devices.
-const FREE_NODES: &str = "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host,
+const FREE_NODES: &str = concat!(
+    "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host,
                 n.resource_class::text AS resource_class
            FROM ironic_nodes n
            JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
@@ -55,7 +56,7 @@ const FREE_NODES: &str = "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS
            JOIN resource_classes rc ON rc.id = inv.resource_class_id AND rc.name = $2
           WHERE ($1 = '' OR n.resource_class = $1) AND n.provision_state = 'available' AND n.instance_uuid IS NULL
             AND n.reservation IS NULL AND NOT n.maintenance AND c.host = ANY($3)
-            AND (inv.total - inv.reserved) * inv.allocation_ratio
+            AND ", crate::db::placement::capacity!("inv"), "
                 >= 1 + (SELECT COALESCE(sum(a.used), 0) FROM allocations a
                          WHERE a.resource_provider_id = rp.id AND a.resource_class_id = rc.id)
             AND ($4 = 0 OR $4 <= (SELECT count(*) FROM pci_devices p
@@ -69,7 +70,8 @@ const FREE_NODES: &str = "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS
                    WHERE pt.resource_provider_id = rp.id AND t.name = ANY($7)))
             AND NOT EXISTS (SELECT 1 FROM node_build_failures f
                              WHERE f.node = n.uuid AND f.last_failed_at > $8)
-            AND $9 = EXISTS (SELECT 1 FROM node_build_failures f WHERE f.node = n.uuid)";
+            AND $9 = EXISTS (SELECT 1 FROM node_build_failures f WHERE f.node = n.uuid)"
+);
 
 /// The order of free nodes: by uuid (the free index), those with failed builds by how many.
 fn free_order(failed: bool) -> &'static str {

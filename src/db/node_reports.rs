@@ -1,20 +1,25 @@
 //! The resource tracker's reads and fenced writes: what a compute host owns, as one read with
 //! everything a pass compares (Ironic's state, the provider's inventory, the node's devices, a
-//! build Ironic finished), and batched writes for the nodes that changed — a handful of
-//! statements whatever their number, none at all when nothing changed. Every write is
+//! build Ironic finished), and the pass's one fenced write (`write_pass`) for the nodes that
+//! changed — a handful of statements whatever their number, none at all when nothing changed,
+//! Placement's rows written through `db::placement`'s batch writers. Every write is
 //! conditional on `host = me AND owner_epoch = e` (invariant 4): a node lost meanwhile is
-//! left alone, never retried blindly.
+//! dropped from the pass and left alone, never retried blindly.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{
     Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
+use std::collections::HashSet;
+
 use uuid::Uuid;
 
 use super::DbError;
+use super::instances::BuildOutcome;
 use crate::domain::instance::VmState;
 use crate::domain::node::{ComputeNode, IronicNode, NodeInventory, OwnerEpoch, ProvisionState};
+use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites, held_only};
 
 /// The fault an active instance gets, once, when a real Ironic no longer shows it on its node.
 pub const INSTANCE_GONE: &str = "ironic no longer shows this instance on its node (torn down or re-associated outside \
@@ -70,36 +75,6 @@ struct OwnedRow {
     build_deployed: bool,
     #[diesel(sql_type = Nullable<SqlUuid>)]
     instance_gone: Option<Uuid>,
-}
-
-/// A compute node a host owns, as a tracker pass sees it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OwnedNode {
-    pub compute_node: ComputeNode,
-    /// Its Ironic node (`None` once Ironic has deleted it).
-    pub ironic: Option<IronicNode>,
-    pub has_provider: bool,
-    /// Whether its provider holds an allocation.
-    pub allocated: bool,
-    /// The inventory its provider has now, per class: (class, total, reserved).
-    pub inventory: Vec<NodeInventory>,
-    /// Its provider's traits now, sorted (read only for a real Ironic's nodes).
-    pub provider_traits: Vec<String>,
-    /// Its live PCI device rows.
-    pub devices: i64,
-    /// Whether Ironic shows deployed an instance still `building` on it.
-    pub build_deployed: bool,
-    /// An instance `active` on the node that a real Ironic no longer shows there (torn down
-    /// or re-associated behind ringmaster's back), not reported yet: it gets the fault
-    /// `INSTANCE_GONE` and keeps its claim, so its node is not re-used.
-    pub instance_gone: Option<Uuid>,
-}
-
-impl OwnedNode {
-    /// Says whether the provider already has `wanted` as its inventory of that class.
-    pub fn reports(&self, wanted: &NodeInventory) -> bool {
-        self.inventory.iter().any(|current| current == wanted)
-    }
 }
 
 /// Returns the tracker change counter: it grows whenever anything a pass compares changes
@@ -226,129 +201,9 @@ impl From<OwnedRow> for OwnedNode {
     }
 }
 
-/// Writes each (provider, inventory) of `reports`: creates the resource classes it needs,
-/// upserts the inventories that differ and bumps those providers' generations, in three
-/// statements. Call only while holding the nodes (`compute_nodes::hold_owned`).
-pub fn write_inventories(
-    conn: &mut PgConnection,
-    reports: &[(Uuid, NodeInventory)],
-    now: DateTime<Utc>,
-) -> Result<(), DbError> {
-    if reports.is_empty() {
-        return Ok(());
-    }
-    let providers: Vec<Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
-    let classes: Vec<&str> = reports
-        .iter()
-        .map(|(_, inventory)| inventory.resource_class.as_str())
-        .collect();
-    let totals: Vec<i32> = reports
-        .iter()
-        .map(|(_, inventory)| inventory.total)
-        .collect();
-    let reserved: Vec<i32> = reports
-        .iter()
-        .map(|(_, inventory)| inventory.reserved)
-        .collect();
-    super::cached::query(
-        "INSERT INTO resource_classes (name)
-         SELECT DISTINCT name FROM unnest($1::text[]) AS t(name)
-          WHERE NOT EXISTS (SELECT 1 FROM resource_classes rc WHERE rc.name = t.name)
-         ON CONFLICT (name) DO NOTHING",
-    )
-    .bind::<Array<Text>, _>(&classes)
-    .execute(conn)?;
-    super::cached::query(
-        "WITH wanted AS (
-             SELECT rp.id AS provider_id, rc.id AS class_id, t.total, t.reserved
-               FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[])
-                    AS t(provider, class, total, reserved)
-               JOIN resource_providers rp ON rp.uuid = t.provider
-               JOIN resource_classes rc ON rc.name = t.class
-         ),
-         written AS (
-             INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,
-                                      min_unit, max_unit, step_size, allocation_ratio, created_at)
-             SELECT provider_id, class_id, total, reserved, 1, total, 1, 1.0, $5 FROM wanted
-             ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
-                SET total = EXCLUDED.total, reserved = EXCLUDED.reserved,
-                    max_unit = EXCLUDED.max_unit, updated_at = EXCLUDED.created_at
-              WHERE inventories.total <> EXCLUDED.total
-                 OR inventories.reserved <> EXCLUDED.reserved
-             RETURNING resource_provider_id
-         )
-         UPDATE resource_providers SET generation = generation + 1, updated_at = $5
-          WHERE id IN (SELECT resource_provider_id FROM written)",
-    )
-    .bind::<Array<SqlUuid>, _>(&providers)
-    .bind::<Array<Text>, _>(&classes)
-    .bind::<Array<Integer>, _>(&totals)
-    .bind::<Array<Integer>, _>(&reserved)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
-    Ok(())
-}
-
-/// Makes each provider of `reports` carry exactly its node's traits (as Nova's ironic driver
-/// sets a provider's traits from its node's), creating the custom traits it needs and bumping
-/// those providers' generations: four statements whatever the number. The status trait
-/// `COMPUTE_STATUS_DISABLED` is the host's, not the node's: it is kept. Call only while
-/// holding the nodes.
-pub fn write_traits(
-    conn: &mut PgConnection,
-    reports: &[(Uuid, Vec<String>)],
-    now: DateTime<Utc>,
-) -> Result<(), DbError> {
-    if reports.is_empty() {
-        return Ok(());
-    }
-    let providers: Vec<Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
-    let (pair_providers, pair_traits): (Vec<Uuid>, Vec<&str>) = reports
-        .iter()
-        .flat_map(|(uuid, traits)| traits.iter().map(move |name| (*uuid, name.as_str())))
-        .unzip();
-    super::cached::query(
-        "INSERT INTO traits (name, created_at)
-         SELECT DISTINCT name, $2 FROM unnest($1::text[]) AS t(name)
-          WHERE NOT EXISTS (SELECT 1 FROM traits x WHERE x.name = t.name)
-         ON CONFLICT (name) DO NOTHING",
-    )
-    .bind::<Array<Text>, _>(&pair_traits)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
-    super::cached::query(
-        "WITH wanted AS (
-             SELECT rp.id AS provider_id, t.id AS trait_id
-               FROM unnest($2::uuid[], $3::text[]) AS w(provider, name)
-               JOIN resource_providers rp ON rp.uuid = w.provider
-               JOIN traits t ON t.name = w.name
-         ),
-         targets AS (SELECT id FROM resource_providers WHERE uuid = ANY($1)),
-         removed AS (
-             DELETE FROM resource_provider_traits rpt USING targets
-              WHERE rpt.resource_provider_id = targets.id
-                AND rpt.trait_id NOT IN (SELECT id FROM traits WHERE name = 'COMPUTE_STATUS_DISABLED')
-                AND NOT EXISTS (SELECT 1 FROM wanted w WHERE w.provider_id = rpt.resource_provider_id
-                                                        AND w.trait_id = rpt.trait_id)
-         ),
-         added AS (
-             INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
-             SELECT provider_id, trait_id FROM wanted ON CONFLICT DO NOTHING
-         )
-         UPDATE resource_providers SET generation = generation + 1, updated_at = $4
-          WHERE id IN (SELECT id FROM targets)",
-    )
-    .bind::<Array<SqlUuid>, _>(&providers)
-    .bind::<Array<SqlUuid>, _>(&pair_providers)
-    .bind::<Array<Text>, _>(&pair_traits)
-    .bind::<Timestamptz, _>(now)
-    .execute(conn)?;
-    Ok(())
-}
-
 /// Reports `inventory` on the provider of compute node `uuid`, as `host` at `epoch`; returns
 /// `false` (writing nothing) when ownership is lost. One node's `hold_owned` and
-/// `write_inventories`.
+/// `report_node_inventories`.
 pub fn report_inventory(
     conn: &mut PgConnection,
     uuid: Uuid,
@@ -372,7 +227,11 @@ pub fn report_inventory(
     if !super::compute_nodes::hold_one(conn, host, found.id, epoch)? {
         return Ok(false);
     }
-    write_inventories(conn, &[(uuid, inventory.clone())], now)?;
+    super::placement::inventories::report_node_inventories(
+        conn,
+        &[(uuid, inventory.clone())],
+        now,
+    )?;
     Ok(true)
 }
 
@@ -406,4 +265,95 @@ pub fn finish_deployed_builds(
     .bind::<Text, _>(VmState::Building.as_str())
     .load(conn)?;
     Ok(finished.into_iter().map(|row| row.uuid).collect())
+}
+
+/// The times a tracker pass writes by.
+#[derive(Debug, Clone, Copy)]
+pub struct PassTimes {
+    /// The time written on every row.
+    pub now: DateTime<Utc>,
+    /// Builds with no progress since this are stale: they end in error.
+    pub build_cutoff: DateTime<Utc>,
+}
+
+/// The fenced write of a tracker pass: in one transaction, holds (fences) the changed nodes
+/// and those of the host's stale builds at the epochs read, drops those `host` lost since,
+/// and for the rest writes the inventories and traits (through Placement's batch writers),
+/// the simulated PCI devices (`devices` a node), the builds Ironic finished, the nodes enrolled
+/// again, the instances gone, and ends the stale builds in error. Commits only if
+/// `lease_holds()` still says so at the end (a host that lapsed mid-pass writes nothing:
+/// `DbError::LeaseLapsed`); opens no transaction at all when nothing changed and no build is
+/// stale.
+pub fn write_pass(
+    conn: &mut PgConnection,
+    host: &str,
+    changes: &PassChanges,
+    devices: u32,
+    times: PassTimes,
+    lease_holds: impl Fn() -> bool,
+) -> Result<PassWrites, DbError> {
+    let stale = super::instances::stale_builds(conn, host, times.build_cutoff)?;
+    if changes.is_empty() && stale.is_empty() {
+        return Ok(PassWrites::default());
+    }
+    super::in_transaction(conn, |conn| {
+        let stale_nodes: Vec<(i64, OwnerEpoch)> = stale
+            .iter()
+            .map(|build| (build.compute_node_id, OwnerEpoch(build.owner_epoch)))
+            .collect();
+        let held: HashSet<i64> =
+            super::compute_nodes::hold_owned(conn, host, &changes.to_hold(&stale_nodes))?
+                .into_iter()
+                .collect();
+        let mut written = write_held(conn, host, changes, &held, devices, times.now)?;
+        // Builds nobody works on any more end in error and give their node back; they are
+        // settled under the node's row lock like every other write of the pass.
+        for build in stale
+            .iter()
+            .filter(|build| held.contains(&build.compute_node_id))
+        {
+            let reason = "build made no progress: timed out, or its spawn died with its process";
+            if super::instances::settle_build(conn, build.instance, reason, host, times.now)?
+                == BuildOutcome::Failed
+            {
+                written.failed.push(build.instance);
+            }
+        }
+        if !lease_holds() {
+            return Err(DbError::LeaseLapsed);
+        }
+        Ok(written)
+    })
+}
+
+/// Writes the changes of the nodes in `held`; names the changed nodes not held as lost.
+fn write_held(
+    conn: &mut PgConnection,
+    host: &str,
+    changes: &PassChanges,
+    held: &HashSet<i64>,
+    devices: u32,
+    now: DateTime<Utc>,
+) -> Result<PassWrites, DbError> {
+    use super::placement::{inventories, provider_links};
+    let mut written = PassWrites {
+        lost: changes.lost(held),
+        ..PassWrites::default()
+    };
+    let inventories = held_only(&changes.inventories, held);
+    inventories::report_node_inventories(conn, &inventories, now)?;
+    written.reported = inventories.len();
+    provider_links::report_node_traits(conn, &held_only(&changes.traits, held), now)?;
+    super::pci::sync_devices(conn, &held_only(&changes.devices, held), devices, now)?;
+    written.finished = finish_deployed_builds(conn, &held_only(&changes.builds, held), now)?;
+    let available = held_only(&changes.enrolled, held);
+    super::ironic::make_available(conn, &available, now)?;
+    written.made_available = available.iter().map(Uuid::to_string).collect();
+    // Reported once (a fault), the instance kept as it is with its claim: its node is not
+    // re-used behind the back of whoever owns the instance.
+    for instance in held_only(&changes.gone, held) {
+        super::instances::add_fault(conn, instance, INSTANCE_GONE, host, now)?;
+        written.gone.push(instance);
+    }
+    Ok(written)
 }

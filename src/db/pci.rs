@@ -168,3 +168,31 @@ pub fn free_instance_devices(
     }
     Ok(keys.len())
 }
+
+/// Frees, device by device by key, the PCI devices of `compute_node_ids` still allocated to
+/// instances that are deleted or archived (a free may lag behind the delete); returns how many.
+/// A device that no longer matches is logged and skipped: the next pass reloads.
+pub fn free_lagging(
+    conn: &mut PgConnection,
+    compute_node_ids: &[i64],
+    now: DateTime<Utc>,
+) -> Result<usize, DbError> {
+    let mut freed = 0;
+    for device in stale_allocations(conn, compute_node_ids)? {
+        match update_device(
+            conn,
+            device.compute_node_id,
+            &device.address,
+            "available",
+            None,
+            now,
+        ) {
+            Ok(()) => freed += 1,
+            Err(DbError::NotFound(what)) => {
+                log::warn!("{what} vanished before it was freed; reloading")
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    Ok(freed)
+}

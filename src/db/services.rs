@@ -140,45 +140,40 @@ pub fn update_service(
 /// Makes the providers of the live compute nodes on `hosts`, and of the compute nodes
 /// `nodes`, carry `COMPUTE_STATUS_DISABLED` exactly when their host is disabled (as Nova's
 /// compute service sets it on its nodes' providers), bumping the generation of each provider
-/// that changed: one statement.
+/// that changed: the scope read here, the trait written by Placement's writer of provider
+/// traits (`provider_links::set_status_trait`).
 pub fn sync_status_traits(
     conn: &mut PgConnection,
     hosts: &[String],
     nodes: &[Uuid],
     now: DateTime<Utc>,
 ) -> Result<usize, DbError> {
-    use diesel::sql_types::{Array, Text, Timestamptz, Uuid as SqlUuid};
-    Ok(super::cached::query(
-        "WITH status AS (SELECT id FROM traits WHERE name = 'COMPUTE_STATUS_DISABLED'),
-         scope AS (
-             SELECT rp.id AS provider_id,
-                    EXISTS (SELECT 1 FROM services s
-                             WHERE s.host = c.host AND s.\"binary\" = $4 AND s.deleted = 0
-                               AND s.disabled) AS disabled
-               FROM compute_nodes c JOIN resource_providers rp ON rp.uuid = c.uuid
-              WHERE c.deleted = 0 AND (c.host = ANY($1) OR c.uuid = ANY($2))
-         ),
-         removed AS (
-             DELETE FROM resource_provider_traits rpt USING scope, status
-              WHERE rpt.resource_provider_id = scope.provider_id AND rpt.trait_id = status.id
-                AND NOT scope.disabled
-             RETURNING rpt.resource_provider_id
-         ),
-         added AS (
-             INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
-             SELECT scope.provider_id, status.id FROM scope, status WHERE scope.disabled
-             ON CONFLICT DO NOTHING
-             RETURNING resource_provider_id
-         )
-         UPDATE resource_providers SET generation = generation + 1, updated_at = $3
-          WHERE id IN (SELECT resource_provider_id FROM removed
-                       UNION SELECT resource_provider_id FROM added)",
+    use diesel::sql_types::{Array, BigInt, Bool, Text, Uuid as SqlUuid};
+    #[derive(QueryableByName)]
+    struct Scope {
+        #[diesel(sql_type = BigInt)]
+        provider_id: i64,
+        #[diesel(sql_type = Bool)]
+        disabled: bool,
+    }
+    let scope: Vec<Scope> = super::cached::query(
+        "SELECT rp.id AS provider_id,
+                EXISTS (SELECT 1 FROM services s
+                         WHERE s.host = c.host AND s.\"binary\" = $3 AND s.deleted = 0
+                           AND s.disabled) AS disabled
+           FROM compute_nodes c JOIN resource_providers rp ON rp.uuid = c.uuid
+          WHERE c.deleted = 0 AND (c.host = ANY($1) OR c.uuid = ANY($2))
+          ORDER BY rp.id",
     )
     .bind::<Array<Text>, _>(hosts)
     .bind::<Array<SqlUuid>, _>(nodes)
-    .bind::<Timestamptz, _>(now)
     .bind::<Text, _>(COMPUTE_BINARY)
-    .execute(conn)?)
+    .load(conn)?;
+    let scope: Vec<(i64, bool)> = scope
+        .into_iter()
+        .map(|row| (row.provider_id, row.disabled))
+        .collect();
+    super::placement::provider_links::set_status_trait(conn, &scope, now)
 }
 
 /// What `delete_service` did.

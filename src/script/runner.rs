@@ -44,7 +44,7 @@ struct Run {
     /// Where the log stood when the previous step started, and when this one did.
     step_marks: (Option<usize>, Option<usize>),
     /// Reads `ReadNodes` took, for passes that use them later.
-    reads: BTreeMap<String, Vec<db::node_reports::OwnedNode>>,
+    reads: BTreeMap<String, Vec<crate::domain::tracker::OwnedNode>>,
 }
 
 /// Runs `script` against the database at `url` (fresh and migrated). Returns what each step

@@ -10,12 +10,11 @@ use super::{ComputeHost, HostError, HostSettings, TakeSpawns};
 use crate::actors::node_source::NodeSource;
 use crate::actors::registry::{CreateProvider, DeleteOrphan, Registry};
 use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
-use crate::db::instances::BuildOutcome;
-use crate::db::node_reports::OwnedNode;
+use crate::db::node_reports::PassTimes;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::OwnerEpoch;
-use crate::domain::node::{ComputeNode, IronicNode, ProvisionState};
+use crate::domain::node::ComputeNode;
+use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites};
 
 /// What a resource-tracker pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -348,9 +347,8 @@ impl TrackerPass {
         }
     }
 
-    /// Writes `changes` and settles the stale builds in one transaction, committed only while
-    /// the host's lease holds (a host that lapsed mid-pass writes nothing); nothing at all
-    /// when nothing changed.
+    /// Writes `changes` and settles the stale builds: `db::node_reports::write_pass`, one
+    /// fenced transaction, committed only while the host's lease holds.
     async fn write(&self, changes: PassChanges) -> Result<PassWrites, HostError> {
         let (clock, host, settings) = (self.clock.clone(), self.host.clone(), self.settings);
         let (started_at, lease) = (self.started_at, self.lease.clone());
@@ -358,18 +356,13 @@ impl TrackerPass {
             .unwrap_or(chrono::Duration::MAX);
         Ok(db::run(&self.pool, move |conn| {
             let now = clock.now();
-            let cutoff = started_at.max(now - build_timeout);
-            let stale = db::instances::stale_builds(conn, &host, cutoff)?;
-            if changes.is_empty() && stale.is_empty() {
-                return Ok(PassWrites::default());
-            }
-            db::in_transaction(conn, |conn| {
-                let written =
-                    changes.write(conn, &host, &stale, settings.pci_devices_per_node, now)?;
-                if !lease.holds(clock.now()) {
-                    return Err(DbError::LeaseLapsed);
-                }
-                Ok(written)
+            let times = PassTimes {
+                now,
+                build_cutoff: started_at.max(now - build_timeout),
+            };
+            let devices = settings.pci_devices_per_node;
+            db::node_reports::write_pass(conn, &host, &changes, devices, times, || {
+                lease.holds(clock.now())
             })
         })
         .await?)
@@ -396,176 +389,7 @@ fn log_settled(host: &str, report: &TrackerReport) {
     }
 }
 
-/// What the writing transaction of a tracker pass did.
-#[derive(Debug, Default)]
-struct PassWrites {
-    reported: usize,
-    lost: Vec<String>,
-    finished: Vec<Uuid>,
-    failed: Vec<Uuid>,
-    made_available: Vec<String>,
-    gone: Vec<Uuid>,
-}
-
-/// What a tracker pass found changed on the nodes it owns: only these are written.
-#[derive(Debug, Default)]
-struct PassChanges {
-    /// Every node with a change: (compute node, epoch read at).
-    nodes: Vec<ComputeNode>,
-    /// Inventories that differ from the provider's: (compute node, (provider, inventory)).
-    inventories: Vec<(i64, (Uuid, crate::domain::node::NodeInventory))>,
-    /// Nodes short of their simulated PCI devices: (compute node, compute node).
-    devices: Vec<(i64, i64)>,
-    /// Nodes with a build Ironic finished.
-    builds: Vec<(i64, String)>,
-    /// Nodes the simulator has back in `enroll`.
-    enrolled: Vec<(i64, Uuid)>,
-    /// Providers whose traits differ from their node's: (compute node, (provider, traits)).
-    traits: Vec<(i64, (Uuid, Vec<String>))>,
-    /// Active instances Ironic no longer shows on their node: (compute node, instance).
-    gone: Vec<(i64, Uuid)>,
-    unchanged: usize,
-}
-
-impl PassChanges {
-    /// Compares one owned node with what Ironic says and keeps what must be written.
-    fn add(&mut self, node: OwnedNode, mut ironic: IronicNode, devices: u32) {
-        let id = node.compute_node.id;
-        let mut changed = false;
-        // A simulated node enrolled again while its compute node lived: this host manages
-        // it, so it makes it available (as a first claim does), keeping its identity. A real
-        // Ironic's nodes are its operator's to manage.
-        if ironic.simulated && ironic.provision_state == ProvisionState::Enroll {
-            self.enrolled.push((id, ironic.uuid));
-            ironic.provision_state = ProvisionState::Available;
-            changed = true;
-        }
-        let inventory = ironic.inventory(node.allocated);
-        if !node.reports(&inventory) {
-            self.inventories
-                .push((id, (node.compute_node.uuid, inventory)));
-            changed = true;
-        }
-        if let Some(traits) = ironic.traits.take()
-            && traits != node.provider_traits
-        {
-            self.traits.push((id, (node.compute_node.uuid, traits)));
-            changed = true;
-        }
-        if node.devices < i64::from(devices) {
-            self.devices.push((id, id));
-            changed = true;
-        }
-        if node.build_deployed {
-            self.builds.push((id, node.compute_node.node.to_string()));
-            changed = true;
-        }
-        if let Some(instance) = node.instance_gone {
-            self.gone.push((id, instance));
-            changed = true;
-        }
-        if changed {
-            self.nodes.push(node.compute_node);
-        } else {
-            self.unchanged += 1;
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
-    }
-
-    /// Writes the changes of the nodes `host` still owns, and settles the `stale` builds on
-    /// them, in a handful of statements whatever their number.
-    fn write(
-        &self,
-        conn: &mut db::Connection,
-        host: &str,
-        stale: &[db::instances::StaleBuild],
-        devices: u32,
-        now: DateTime<Utc>,
-    ) -> Result<PassWrites, DbError> {
-        let held = self.hold(conn, host, stale)?;
-        let mut written = PassWrites {
-            lost: self
-                .nodes
-                .iter()
-                .filter(|node| !held.contains(&node.id))
-                .map(|node| node.node.to_string())
-                .collect(),
-            ..PassWrites::default()
-        };
-        let inventories = held_only(&self.inventories, &held);
-        db::node_reports::write_inventories(conn, &inventories, now)?;
-        written.reported = inventories.len();
-        db::node_reports::write_traits(conn, &held_only(&self.traits, &held), now)?;
-        db::pci::sync_devices(conn, &held_only(&self.devices, &held), devices, now)?;
-        let builds = held_only(&self.builds, &held);
-        written.finished = db::node_reports::finish_deployed_builds(conn, &builds, now)?;
-        let available = held_only(&self.enrolled, &held);
-        db::ironic::make_available(conn, &available, now)?;
-        written.made_available = available.iter().map(Uuid::to_string).collect();
-        // Reported once (a fault), the instance kept as it is with its claim: its node is not
-        // re-used behind the back of whoever owns the instance.
-        for instance in held_only(&self.gone, &held) {
-            let fault = db::node_reports::INSTANCE_GONE;
-            db::instances::add_fault(conn, instance, fault, host, now)?;
-            written.gone.push(instance);
-        }
-        // Builds nobody works on any more end in error and give their node back; they are
-        // settled under the node's row lock like every other write of the pass.
-        for build in stale
-            .iter()
-            .filter(|build| held.contains(&build.compute_node_id))
-        {
-            let reason = "build made no progress: timed out, or its spawn died with its process";
-            if db::instances::settle_build(conn, build.instance, reason, host, now)?
-                == BuildOutcome::Failed
-            {
-                written.failed.push(build.instance);
-            }
-        }
-        Ok(written)
-    }
-
-    /// Holds (fences) the changed nodes and those of the `stale` builds at the epochs read;
-    /// returns the compute nodes `host` still owns.
-    fn hold(
-        &self,
-        conn: &mut db::Connection,
-        host: &str,
-        stale: &[db::instances::StaleBuild],
-    ) -> Result<std::collections::HashSet<i64>, DbError> {
-        let mut to_hold: Vec<(i64, OwnerEpoch)> = self
-            .nodes
-            .iter()
-            .map(|node| (node.id, node.owner_epoch))
-            .chain(
-                stale
-                    .iter()
-                    .map(|build| (build.compute_node_id, OwnerEpoch(build.owner_epoch))),
-            )
-            .collect();
-        to_hold.sort_unstable();
-        to_hold.dedup();
-        Ok(db::compute_nodes::hold_owned(conn, host, &to_hold)?
-            .into_iter()
-            .collect())
-    }
-}
-
-/// The items of the compute nodes in `held`, from (compute node, item) pairs.
-fn held_only<T: Clone>(items: &[(i64, T)], held: &std::collections::HashSet<i64>) -> Vec<T> {
-    items
-        .iter()
-        .filter(|(id, _)| held.contains(id))
-        .map(|(_, item)| item.clone())
-        .collect()
-}
-
-/// Frees, device by device by key, the PCI devices still allocated to instances that are
-/// deleted or archived (a free may lag behind the delete). A device that no longer matches
-/// is reported and skipped: the next pass reloads.
+/// Frees the PCI devices deleted instances left allocated (`db::pci::free_lagging`).
 async fn free_lagging_devices(
     pool: &Pool,
     clock: &SharedClock,
@@ -573,25 +397,7 @@ async fn free_lagging_devices(
 ) -> Result<usize, HostError> {
     let clock = clock.clone();
     Ok(db::run(pool, move |conn| {
-        let stale = db::pci::stale_allocations(conn, &compute_node_ids)?;
-        let mut freed = 0;
-        for device in stale {
-            match db::pci::update_device(
-                conn,
-                device.compute_node_id,
-                &device.address,
-                "available",
-                None,
-                clock.now(),
-            ) {
-                Ok(()) => freed += 1,
-                Err(DbError::NotFound(what)) => {
-                    log::warn!("{what} vanished before it was freed; reloading")
-                }
-                Err(other) => return Err(other),
-            }
-        }
-        Ok(freed)
+        db::pci::free_lagging(conn, &compute_node_ids, clock.now())
     })
     .await?)
 }

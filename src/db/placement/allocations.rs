@@ -145,19 +145,12 @@ pub fn replace_allocations(
     write::write_and_check(conn, &consumers, &rows)
 }
 
-#[derive(QueryableByName)]
-struct ProviderLock {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
-    #[diesel(sql_type = SqlUuid)]
-    uuid: Uuid,
-}
-
 /// Locks every provider the writes touch (asked for, or holding the consumers' current
-/// allocations) in id order and bumps, as Placement, the generation of those allocated against
-/// and of those a consumer written with no allocations at all is freed from (not those other
-/// consumers only move away from). The consumers are read by later statements, whose snapshots are
-/// taken after these locks are held, so they see what a writer that held them committed.
+/// allocations) through `providers::lock`, and bumps, as Placement, the generation of those
+/// allocated against and of those a consumer written with no allocations at all is freed from
+/// (not those other consumers only move away from). The consumers are read by later
+/// statements, whose snapshots are taken after these locks are held, so they see what a writer
+/// that held them committed.
 fn lock_providers(
     conn: &mut PgConnection,
     writes: &[ConsumerAllocations],
@@ -172,25 +165,7 @@ fn lock_providers(
         .filter(|write| write.allocations.values().all(BTreeMap::is_empty))
         .map(|write| write.consumer)
         .collect();
-    let locked: Vec<ProviderLock> = crate::db::cached::query(
-        "WITH locked AS (
-             SELECT id, uuid FROM resource_providers
-              WHERE uuid = ANY($1)
-                 OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY($2))
-              ORDER BY id FOR UPDATE),
-         bumped AS (
-             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
-               FROM locked
-              WHERE rp.id = locked.id
-                AND (locked.uuid = ANY($1)
-                     OR locked.id IN (SELECT resource_provider_id FROM allocations
-                                       WHERE consumer_id = ANY($3))))
-         SELECT id, uuid FROM locked",
-    )
-    .bind::<Array<SqlUuid>, _>(&requested)
-    .bind::<Array<SqlUuid>, _>(&consumers)
-    .bind::<Array<SqlUuid>, _>(&emptied)
-    .load(conn)?;
+    let locked = super::providers::lock(conn, &requested, &consumers)?;
     let provider_ids: BTreeMap<Uuid, i64> = locked.iter().map(|row| (row.uuid, row.id)).collect();
     if let Some(missing) = requested
         .iter()
@@ -198,6 +173,11 @@ fn lock_providers(
     {
         return Err(AllocationError::ProviderMissing(*missing));
     }
+    let allocated_against: Vec<i64> = requested
+        .iter()
+        .filter_map(|uuid| provider_ids.get(uuid).copied())
+        .collect();
+    super::providers::bump_generations(conn, &allocated_against, &emptied, chrono::Utc::now())?;
     Ok(provider_ids)
 }
 

@@ -190,17 +190,19 @@ fn load_facts(
     providers: &mut [Provider],
     position: &HashMap<i64, usize>,
 ) -> Result<(), DbError> {
-    let inventories: Vec<InventoryRow> = diesel::sql_query(
+    let inventories: Vec<InventoryRow> = diesel::sql_query(concat!(
         "SELECT i.resource_provider_id AS id, rc.name::text AS class,
-                ((i.total - i.reserved) * i.allocation_ratio)::float8 AS ceiling,
+                ",
+        crate::db::placement::capacity!("i"),
+        " AS ceiling,
                 COALESCE(u.used, 0)::bigint AS used, i.min_unit, i.max_unit, i.step_size
            FROM inventories i
            JOIN resource_classes rc ON rc.id = i.resource_class_id
            LEFT JOIN (SELECT resource_provider_id, resource_class_id, sum(used) AS used
                         FROM allocations GROUP BY resource_provider_id, resource_class_id) u
                   ON u.resource_provider_id = i.resource_provider_id
-                 AND u.resource_class_id = i.resource_class_id",
-    )
+                 AND u.resource_class_id = i.resource_class_id"
+    ))
     .load(conn)?;
     for row in inventories {
         if let Some(index) = position.get(&row.id) {

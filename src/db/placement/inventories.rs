@@ -113,7 +113,8 @@ pub fn replace_inventories(
 /// `replace_inventories` in one statement: `$1` the provider, `$2` its expected generation,
 /// `$3`…`$9` the rows as columns. Writes only when the provider is at that generation, every
 /// class exists and no class allocations use is dropped.
-const REPLACE_INVENTORIES: &str = "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
+const REPLACE_INVENTORIES: &str = concat!(
+"WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          wanted AS (
              SELECT t.*, rc.id AS class_id
                FROM unnest($3::text[], $4::int[], $5::int[], $6::int[], $7::int[], $8::int[],
@@ -127,7 +128,7 @@ const REPLACE_INVENTORIES: &str = "WITH target AS (SELECT id, generation FROM re
                                WHERE a.resource_class_id NOT IN
                                      (SELECT class_id FROM wanted WHERE class_id IS NOT NULL))),
          bumped AS (
-             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
+             ", crate::db::placement::bump_generation!("now()"), "
                FROM target t
               WHERE rp.id = t.id AND rp.generation = $2
                 AND (SELECT name FROM unknown) IS NULL AND (SELECT names FROM in_use) IS NULL
@@ -153,7 +154,8 @@ const REPLACE_INVENTORIES: &str = "WITH target AS (SELECT id, generation FROM re
                 (SELECT generation FROM bumped) AS generation,
                 (SELECT name FROM unknown) AS unknown,
                 (SELECT names FROM in_use) AS in_use,
-                (SELECT count(*) FROM written) AS written";
+                (SELECT count(*) FROM written) AS written"
+);
 
 /// What the `REPLACE_INVENTORIES` statement found and did.
 #[derive(QueryableByName)]
@@ -292,4 +294,67 @@ pub fn delete_inventory(
         bump_generation(conn, provider_id, None)?;
     }
     Ok(deleted > 0)
+}
+
+/// The resource tracker's batch write: each (provider, one-class inventory) of `reports`
+/// becomes that class's record on the provider (created with min_unit 1, max_unit = total,
+/// step 1, ratio 1.0, as Nova's ironic driver reports a node), creating the classes it needs;
+/// only records that differ are written and only their providers' generations bumped. Three
+/// statements whatever the number. Call only while holding the nodes
+/// (`compute_nodes::hold_owned`).
+pub fn report_node_inventories(
+    conn: &mut PgConnection,
+    reports: &[(uuid::Uuid, crate::domain::node::NodeInventory)],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbError> {
+    use diesel::sql_types::{Array, Timestamptz};
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let providers: Vec<uuid::Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
+    let classes: Vec<&str> = reports
+        .iter()
+        .map(|(_, inventory)| inventory.resource_class.as_str())
+        .collect();
+    let column = |pick: fn(&crate::domain::node::NodeInventory) -> i32| {
+        reports
+            .iter()
+            .map(|(_, inventory)| pick(inventory))
+            .collect::<Vec<i32>>()
+    };
+    super::names::ensure_resource_classes(conn, &classes)?;
+    let written: Vec<Written> = crate::db::cached::query(
+        "WITH wanted AS (
+             SELECT rp.id AS provider_id, rc.id AS class_id, t.total, t.reserved
+               FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[])
+                    AS t(provider, class, total, reserved)
+               JOIN resource_providers rp ON rp.uuid = t.provider
+               JOIN resource_classes rc ON rc.name = t.class
+         )
+         INSERT INTO inventories (resource_provider_id, resource_class_id, total, reserved,
+                                  min_unit, max_unit, step_size, allocation_ratio, created_at)
+         SELECT provider_id, class_id, total, reserved, 1, total, 1, 1.0, $5 FROM wanted
+         ON CONFLICT (resource_provider_id, resource_class_id) DO UPDATE
+            SET total = EXCLUDED.total, reserved = EXCLUDED.reserved,
+                max_unit = EXCLUDED.max_unit, updated_at = EXCLUDED.created_at
+          WHERE inventories.total <> EXCLUDED.total
+             OR inventories.reserved <> EXCLUDED.reserved
+         RETURNING resource_provider_id AS id",
+    )
+    .bind::<Array<SqlUuid>, _>(&providers)
+    .bind::<Array<Text>, _>(&classes)
+    .bind::<Array<Integer>, _>(column(|inventory| inventory.total))
+    .bind::<Array<Integer>, _>(column(|inventory| inventory.reserved))
+    .bind::<Timestamptz, _>(now)
+    .load(conn)?;
+    let ids: Vec<i64> = written.iter().map(|row| row.id).collect();
+    super::providers::bump_generations(conn, &ids, &[], now)?;
+    Ok(())
+}
+
+/// A provider a write touched.
+#[derive(QueryableByName)]
+struct Written {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
 }

@@ -26,12 +26,40 @@ pub fn seed_standard_names(conn: &mut PgConnection) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Creates resource class `name` unless it exists.
-pub fn ensure_resource_class(conn: &mut PgConnection, name: &str) -> Result<(), DbError> {
-    diesel::sql_query(
-        "INSERT INTO resource_classes (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+/// Creates the resource classes of `names` that do not exist yet: one statement whatever
+/// their number (the tracker's batch form of `create_resource_class`, for names it derived).
+pub fn ensure_resource_classes(conn: &mut PgConnection, names: &[&str]) -> Result<(), DbError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    crate::db::cached::query(
+        "INSERT INTO resource_classes (name)
+         SELECT DISTINCT name FROM unnest($1::text[]) AS t(name)
+          WHERE NOT EXISTS (SELECT 1 FROM resource_classes rc WHERE rc.name = t.name)
+         ON CONFLICT (name) DO NOTHING",
     )
-    .bind::<Text, _>(name)
+    .bind::<diesel::sql_types::Array<Text>, _>(names)
+    .execute(conn)?;
+    Ok(())
+}
+
+/// Creates the traits of `names` that do not exist yet: one statement whatever their number.
+pub fn ensure_traits(
+    conn: &mut PgConnection,
+    names: &[&str],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    crate::db::cached::query(
+        "INSERT INTO traits (name, created_at)
+         SELECT DISTINCT name, $2 FROM unnest($1::text[]) AS t(name)
+          WHERE NOT EXISTS (SELECT 1 FROM traits x WHERE x.name = t.name)
+         ON CONFLICT (name) DO NOTHING",
+    )
+    .bind::<diesel::sql_types::Array<Text>, _>(names)
+    .bind::<Timestamptz, _>(now)
     .execute(conn)?;
     Ok(())
 }

@@ -73,14 +73,16 @@ pub fn replace_traits(
     generation: i64,
     names: &[String],
 ) -> Result<LinkWrite, DbError> {
-    let outcome: LinkOutcome = crate::db::cached::query(
+    let outcome: LinkOutcome = crate::db::cached::query(concat!(
         "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          wanted AS (SELECT n AS name, t.id AS trait_id
                       FROM unnest($3::text[]) AS n LEFT JOIN traits t ON t.name = n),
          missing AS (SELECT array_agg(DISTINCT name ORDER BY name) AS names
                        FROM wanted WHERE trait_id IS NULL),
          bumped AS (
-             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
+             ",
+        crate::db::placement::bump_generation!("now()"),
+        "
                FROM target t
               WHERE rp.id = t.id AND rp.generation = $2 AND (SELECT names FROM missing) IS NULL
              RETURNING rp.id, rp.generation),
@@ -95,8 +97,8 @@ pub fn replace_traits(
          SELECT EXISTS (SELECT 1 FROM target) AS found,
                 (SELECT generation FROM target) AS seen,
                 (SELECT generation FROM bumped) AS generation,
-                (SELECT names FROM missing) AS missing",
-    )
+                (SELECT names FROM missing) AS missing"
+    ))
     .bind::<SqlUuid, _>(provider)
     .bind::<BigInt, _>(generation)
     .bind::<Array<Text>, _>(names)
@@ -112,11 +114,13 @@ pub fn replace_aggregates(
     generation: i64,
     aggregates: &[Uuid],
 ) -> Result<LinkWrite, DbError> {
-    let outcome: LinkOutcome = crate::db::cached::query(
+    let outcome: LinkOutcome = crate::db::cached::query(concat!(
         "WITH target AS (SELECT id, generation FROM resource_providers WHERE uuid = $1),
          existing AS (SELECT id, uuid FROM placement_aggregates WHERE uuid = ANY($3)),
          bumped AS (
-             UPDATE resource_providers rp SET generation = rp.generation + 1, updated_at = now()
+             ",
+        crate::db::placement::bump_generation!("now()"),
+        "
                FROM target t
               WHERE rp.id = t.id AND rp.generation = $2
              RETURNING rp.id, rp.generation),
@@ -140,8 +144,8 @@ pub fn replace_aggregates(
          SELECT EXISTS (SELECT 1 FROM target) AS found,
                 (SELECT generation FROM target) AS seen,
                 (SELECT generation FROM bumped) AS generation,
-                NULL::text[] AS missing",
-    )
+                NULL::text[] AS missing"
+    ))
     .bind::<SqlUuid, _>(provider)
     .bind::<BigInt, _>(generation)
     .bind::<Array<SqlUuid>, _>(aggregates)
@@ -206,4 +210,103 @@ pub fn set_provider_aggregates(
     .bind::<Array<SqlUuid>, _>(aggregates)
     .execute(conn)?;
     Ok(generation)
+}
+
+/// The host's status trait, which the tracker's trait writes keep and `set_status_trait` sets.
+pub const STATUS_DISABLED: &str = "COMPUTE_STATUS_DISABLED";
+
+/// The resource tracker's batch write: makes each provider of `reports` carry exactly its
+/// node's traits (as Nova's ironic driver sets a provider's traits from its node's), creating
+/// the custom traits it needs and bumping those providers' generations. The status trait
+/// `COMPUTE_STATUS_DISABLED` is the host's, not the node's: it is kept. Call only while holding
+/// the nodes.
+pub fn report_node_traits(
+    conn: &mut PgConnection,
+    reports: &[(Uuid, Vec<String>)],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbError> {
+    if reports.is_empty() {
+        return Ok(());
+    }
+    let providers: Vec<Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
+    let (pair_providers, pair_traits): (Vec<Uuid>, Vec<&str>) = reports
+        .iter()
+        .flat_map(|(uuid, traits)| traits.iter().map(move |name| (*uuid, name.as_str())))
+        .unzip();
+    super::names::ensure_traits(conn, &pair_traits, now)?;
+    let targets: Vec<Target> = crate::db::cached::query(
+        "WITH wanted AS (
+             SELECT rp.id AS provider_id, t.id AS trait_id
+               FROM unnest($2::uuid[], $3::text[]) AS w(provider, name)
+               JOIN resource_providers rp ON rp.uuid = w.provider
+               JOIN traits t ON t.name = w.name
+         ),
+         targets AS (SELECT id FROM resource_providers WHERE uuid = ANY($1)),
+         removed AS (
+             DELETE FROM resource_provider_traits rpt USING targets
+              WHERE rpt.resource_provider_id = targets.id
+                AND rpt.trait_id NOT IN (SELECT id FROM traits WHERE name = $4)
+                AND NOT EXISTS (SELECT 1 FROM wanted w WHERE w.provider_id = rpt.resource_provider_id
+                                                        AND w.trait_id = rpt.trait_id)
+         ),
+         added AS (
+             INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
+             SELECT provider_id, trait_id FROM wanted ON CONFLICT DO NOTHING
+         )
+         SELECT id FROM targets",
+    )
+    .bind::<Array<SqlUuid>, _>(&providers)
+    .bind::<Array<SqlUuid>, _>(&pair_providers)
+    .bind::<Array<Text>, _>(&pair_traits)
+    .bind::<Text, _>(STATUS_DISABLED)
+    .load(conn)?;
+    let ids: Vec<i64> = targets.iter().map(|row| row.id).collect();
+    super::providers::bump_generations(conn, &ids, &[], now)?;
+    Ok(())
+}
+
+/// Makes each provider of `providers` carry `COMPUTE_STATUS_DISABLED` exactly when its entry
+/// says disabled (as Nova's compute service sets it on its nodes' providers), bumping the
+/// generation of each provider that changed: two statements. Returns how many changed.
+pub fn set_status_trait(
+    conn: &mut PgConnection,
+    providers: &[(i64, bool)],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<usize, DbError> {
+    use diesel::sql_types::Bool;
+    if providers.is_empty() {
+        return Ok(0);
+    }
+    let (ids, disabled): (Vec<i64>, Vec<bool>) = providers.iter().copied().unzip();
+    let changed: Vec<Target> = crate::db::cached::query(
+        "WITH status AS (SELECT id FROM traits WHERE name = $3),
+         scope AS (SELECT * FROM unnest($1::bigint[], $2::bool[]) AS s(provider_id, disabled)),
+         removed AS (
+             DELETE FROM resource_provider_traits rpt USING scope, status
+              WHERE rpt.resource_provider_id = scope.provider_id AND rpt.trait_id = status.id
+                AND NOT scope.disabled
+             RETURNING rpt.resource_provider_id
+         ),
+         added AS (
+             INSERT INTO resource_provider_traits (resource_provider_id, trait_id)
+             SELECT scope.provider_id, status.id FROM scope, status WHERE scope.disabled
+             ON CONFLICT DO NOTHING
+             RETURNING resource_provider_id
+         )
+         SELECT resource_provider_id AS id FROM removed
+         UNION SELECT resource_provider_id AS id FROM added",
+    )
+    .bind::<Array<BigInt>, _>(&ids)
+    .bind::<Array<Bool>, _>(&disabled)
+    .bind::<Text, _>(STATUS_DISABLED)
+    .load(conn)?;
+    let ids: Vec<i64> = changed.iter().map(|row| row.id).collect();
+    super::providers::bump_generations(conn, &ids, &[], now)
+}
+
+/// A provider a write touched.
+#[derive(QueryableByName)]
+struct Target {
+    #[diesel(sql_type = BigInt)]
+    id: i64,
 }

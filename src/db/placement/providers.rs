@@ -2,7 +2,7 @@
 //! delete — each in the caller's transaction, with the rules Placement enforces.
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use crate::db::DbError;
@@ -322,10 +322,10 @@ pub fn bump_generation(
         #[diesel(sql_type = BigInt)]
         generation: i64,
     }
-    let bumped: Vec<Generation> = crate::db::cached::query(
-        "UPDATE resource_providers SET generation = generation + 1, updated_at = now()
-          WHERE id = $1 AND ($2::bigint IS NULL OR generation = $2) RETURNING generation",
-    )
+    let bumped: Vec<Generation> = crate::db::cached::query(concat!(
+        crate::db::placement::bump_generation!("now()"),
+        " WHERE rp.id = $1 AND ($2::bigint IS NULL OR rp.generation = $2) RETURNING rp.generation"
+    ))
     .bind::<BigInt, _>(provider_id)
     .bind::<diesel::sql_types::Nullable<BigInt>, _>(expected)
     .load(conn)?;
@@ -344,4 +344,87 @@ pub fn generation_of(conn: &mut PgConnection, provider_id: i64) -> Result<i64, D
             .bind::<BigInt, _>(provider_id)
             .get_result(conn)?;
     Ok(row.generation)
+}
+
+/// Bumps the generations of providers `ids` and of those holding allocations of the consumers
+/// `freed` (as Placement bumps a provider a consumer's allocations leave), writing `now`: one
+/// statement. Call while holding the providers (`lock`) or their nodes.
+pub fn bump_generations(
+    conn: &mut PgConnection,
+    ids: &[i64],
+    freed: &[Uuid],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<usize, DbError> {
+    if ids.is_empty() && freed.is_empty() {
+        return Ok(0);
+    }
+    Ok(crate::db::cached::query(concat!(
+        crate::db::placement::bump_generation!("$3"),
+        " WHERE rp.id = ANY($1)
+             OR rp.id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY($2))"
+    ))
+    .bind::<Array<BigInt>, _>(ids)
+    .bind::<Array<SqlUuid>, _>(freed)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?)
+}
+
+/// A provider held for a write.
+#[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
+pub struct LockedProvider {
+    #[diesel(sql_type = BigInt)]
+    pub id: i64,
+    #[diesel(sql_type = SqlUuid)]
+    pub uuid: Uuid,
+    #[diesel(sql_type = BigInt)]
+    pub generation: i64,
+}
+
+/// Locks, for the rest of the transaction, the providers `uuids` and those holding allocations
+/// of the consumers `allocated_to`, in id order (so that two writers never deadlock), and
+/// returns them: the one provider lock of every write that compares generations first. A uuid
+/// with no provider is simply not returned.
+pub fn lock(
+    conn: &mut PgConnection,
+    uuids: &[Uuid],
+    allocated_to: &[Uuid],
+) -> Result<Vec<LockedProvider>, DbError> {
+    Ok(crate::db::cached::query(
+        "SELECT id, uuid, generation FROM resource_providers
+          WHERE uuid = ANY($1)
+             OR id IN (SELECT resource_provider_id FROM allocations WHERE consumer_id = ANY($2))
+          ORDER BY id FOR UPDATE",
+    )
+    .bind::<Array<SqlUuid>, _>(uuids)
+    .bind::<Array<SqlUuid>, _>(allocated_to)
+    .load(conn)?)
+}
+
+/// Creates each provider (`uuids[i]`, `names[i]`) that does not exist yet, as a root, in one
+/// statement; an existing uuid is left as it is (never renamed). A name another provider
+/// holds fails the statement (unique): callers check names first.
+pub fn create_roots(
+    conn: &mut PgConnection,
+    uuids: &[Uuid],
+    names: &[String],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbError> {
+    if uuids.is_empty() {
+        return Ok(());
+    }
+    // Each new provider is its own root, written with the row: a later `UPDATE … SET
+    // root_provider_id` would fire the per-row provider-moved trigger once per provider, all
+    // on one counter row (82 s for 100,000 providers).
+    crate::db::cached::query(
+        "INSERT INTO resource_providers (id, uuid, name, root_provider_id, created_at)
+         SELECT s.id, s.uuid, s.name, s.id, $3
+           FROM (SELECT nextval('resource_providers_id_seq') AS id, t.uuid, t.name
+                   FROM unnest($1::uuid[], $2::text[]) AS t(uuid, name)
+                  WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp WHERE rp.uuid = t.uuid)) s",
+    )
+    .bind::<Array<SqlUuid>, _>(uuids)
+    .bind::<Array<Text>, _>(names)
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    Ok(())
 }

@@ -3,7 +3,6 @@
 //! new one), then the consumers' allocations, then the final inventory.
 
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::allocations::{AllocationError, ConsumerAllocations, replace_allocations};
@@ -43,26 +42,6 @@ impl From<diesel::result::Error> for ReshapeError {
     }
 }
 
-#[derive(QueryableByName)]
-struct Locked {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
-    #[diesel(sql_type = SqlUuid)]
-    uuid: Uuid,
-    #[diesel(sql_type = BigInt)]
-    generation: i64,
-}
-
-fn generation(conn: &mut PgConnection, provider: Uuid) -> Result<i64, ReshapeError> {
-    let rows: Vec<Locked> =
-        diesel::sql_query("SELECT id, uuid, generation FROM resource_providers WHERE uuid = $1")
-            .bind::<SqlUuid, _>(provider)
-            .load(conn)?;
-    rows.first()
-        .map(|row| row.generation)
-        .ok_or(ReshapeError::ProviderMissing(provider))
-}
-
 /// Runs a reshape; call it inside a transaction, which a refusal must roll back.
 pub fn reshape(
     conn: &mut PgConnection,
@@ -70,12 +49,7 @@ pub fn reshape(
     writes: &[ConsumerAllocations],
 ) -> Result<(), ReshapeError> {
     let uuids: Vec<Uuid> = inventories.iter().map(|entry| entry.provider).collect();
-    let locked: Vec<Locked> = diesel::sql_query(
-        "SELECT id, uuid, generation FROM resource_providers WHERE uuid = ANY($1)
-          ORDER BY id FOR UPDATE",
-    )
-    .bind::<Array<SqlUuid>, _>(&uuids)
-    .load(conn)?;
+    let locked = super::providers::lock(conn, &uuids, &[])?;
     for entry in inventories {
         let Some(row) = locked.iter().find(|row| row.uuid == entry.provider) else {
             return Err(ReshapeError::ProviderMissing(entry.provider));
@@ -102,7 +76,10 @@ pub fn reshape(
     }
     replace_allocations(conn, writes)?;
     for entry in inventories {
-        let current = generation(conn, entry.provider)?;
+        let Some(row) = locked.iter().find(|row| row.uuid == entry.provider) else {
+            return Err(ReshapeError::ProviderMissing(entry.provider));
+        };
+        let current = super::providers::generation_of(conn, row.id)?;
         replace_inventories(conn, entry.provider, current, &entry.rows)?
             .ok_or(ReshapeError::ProviderMissing(entry.provider))?;
     }

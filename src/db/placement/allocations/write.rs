@@ -192,7 +192,8 @@ impl AllocationRows {
 /// The statement of `write_and_check`: $1–$4 the allocations (consumer, provider id, class
 /// name, amount), $5–$8 the consumers to update, $9–$12 those to insert (uuid, project id,
 /// user id, type id).
-const WRITE_AND_CHECK: &str = "WITH updated AS (
+const WRITE_AND_CHECK: &str = concat!(
+    "WITH updated AS (
              UPDATE consumers c SET project_id = v.project, user_id = v.usr,
                     generation = c.generation + 1, updated_at = now(),
                     consumer_type_id = COALESCE(v.kind::int, c.consumer_type_id)
@@ -220,7 +221,9 @@ const WRITE_AND_CHECK: &str = "WITH updated AS (
                  ON k.p = a.resource_provider_id AND k.class_id = a.resource_class_id
               GROUP BY 1, 2)
          SELECT w.ord, w.class_id,
-                ((i.total - i.reserved) * i.allocation_ratio)::float8 AS capacity,
+                ",
+    crate::db::placement::capacity!("i"),
+    " AS capacity,
                 i.min_unit, i.max_unit, i.step_size,
                 (COALESCE(o.used, 0)
                  + sum(w.n) OVER (PARTITION BY w.p, w.class_id ORDER BY w.ord))::bigint AS used
@@ -228,7 +231,8 @@ const WRITE_AND_CHECK: &str = "WITH updated AS (
            LEFT JOIN inventories i
              ON i.resource_provider_id = w.p AND i.resource_class_id = w.class_id
            LEFT JOIN others o ON o.p = w.p AND o.class_id = w.class_id
-          ORDER BY w.ord";
+          ORDER BY w.ord"
+);
 
 /// Writes the consumers (updated when they exist, inserted when not — where a racing request
 /// that created one first makes the insert fail) and every allocation, and checks in the same

@@ -310,6 +310,16 @@ impl HostDirectory {
             .cloned()
     }
 
+    /// Asks running host `name`, if it runs here, for a tracker pass over `nodes` (whose
+    /// source changed); says whether it runs here.
+    pub fn refresh(&self, name: &str, nodes: Vec<String>) -> bool {
+        let Some(address) = self.get(name) else {
+            return false;
+        };
+        address.do_send(compute_host::RefreshNodes { nodes });
+        true
+    }
+
     /// Lists the hosts running in this process.
     pub fn names(&self) -> Vec<String> {
         self.hosts

@@ -365,6 +365,8 @@ impl Application {
             source,
         };
         let listener = TcpListener::bind(&config.bind).map_err(bind_error)?;
+        // `/metrics` shows how long checkouts wait.
+        crate::db::observe_checkouts(crate::metrics::observe_pool_wait);
         let local_addr = listener.local_addr().map_err(bind_error)?;
         let keystone = match &config.keystone {
             Some(settings) => Some(

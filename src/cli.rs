@@ -30,7 +30,6 @@ use clap::{Args, Subcommand};
 pub use self::invocation::{Invocation, command, parse, parse_from};
 pub use self::log_args::LogArgs;
 pub use self::serve_args::ServeArgs;
-use self::serve_args::read_secret;
 use crate::actors::rebalancer::Resign;
 use crate::app::{self, AppError};
 use crate::config::{Config, ConfigError, DatabaseSource, DatabaseUrl};
@@ -405,4 +404,19 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     drop(database);
     served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Reads the secret in the first line of `file` (given as `flag`): an unreadable or empty file
+/// is an error naming the flag. Secrets come from files so that `ps` does not show them.
+fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|error| ConfigError::Invalid(format!("{flag} {}: {error}", file.display())))?;
+    let secret = text.lines().next().unwrap_or("").trim().to_owned();
+    if secret.is_empty() {
+        return Err(ConfigError::Invalid(format!(
+            "{flag} {} is empty",
+            file.display()
+        )));
+    }
+    Ok(secret)
 }

@@ -304,11 +304,24 @@ pub fn ping_within(pool: &Pool, wait: Duration) -> Result<(), DbError> {
     ping(&mut conn)
 }
 
-/// Checks a connection out of `pool`, timing the wait for the metrics.
+/// What is told of every checkout: how long it waited, and whether it got a connection.
+pub type CheckoutObserver = fn(Duration, bool);
+
+static CHECKOUT_OBSERVER: std::sync::OnceLock<CheckoutObserver> = std::sync::OnceLock::new();
+
+/// Has `observer` told of every checkout from now on (the metrics' pool-wait histogram: `app`
+/// installs `metrics::observe_pool_wait`); the first one installed stays.
+pub fn observe_checkouts(observer: CheckoutObserver) {
+    let _ = CHECKOUT_OBSERVER.set(observer);
+}
+
+/// Checks a connection out of `pool`, timing the wait for the checkout observer.
 pub fn checkout(pool: &Pool) -> Result<PooledConnection, DbError> {
     let started = std::time::Instant::now();
     let conn = pool.get();
-    crate::metrics::observe_pool_wait(started.elapsed(), conn.is_ok());
+    if let Some(observe) = CHECKOUT_OBSERVER.get() {
+        observe(started.elapsed(), conn.is_ok());
+    }
     Ok(conn?)
 }
 

@@ -13,6 +13,7 @@ macro_rules! resource {
 pub mod admin_token;
 pub mod archive;
 pub mod compute;
+pub mod credentials;
 pub mod deployment;
 pub mod dto;
 pub mod error;
@@ -35,6 +36,9 @@ use actix_web::web;
 use crate::actors::Actors;
 use crate::config::AdminToken;
 use crate::db::Pool;
+
+/// The largest request body taken (a 100,000-node enroll with names fits).
+pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
 /// What every handler may reach.
 #[derive(Clone)]
@@ -121,7 +125,7 @@ pub fn configure(
     move |config| {
         config
             .app_data(web::Data::new(state))
-            .app_data(web::Data::new(admin_token::AdminTokenConfig(admin_token)))
+            .app_data(web::Data::new(credentials::AdminTokenConfig(admin_token)))
             .app_data(error::json_config())
             .app_data(error::path_config())
             .app_data(error::query_config())

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{access, builds, glance, ironic, keystone, parse_duration, placement};
+use super::{access, builds, glance, ironic, keystone, parse_duration, placement, read_secret};
 use crate::actors::ActorSettings;
 use crate::actors::compute_host::HostSettings;
 use crate::actors::rebalancer::RebalancerSettings;
@@ -117,20 +117,6 @@ fn admin_token(args: &ServeArgs) -> Result<Option<AdminToken>, ConfigError> {
     Ok(args.admin_token.as_deref().and_then(AdminToken::new))
 }
 
-/// Reads the secret in the first line of `file` (given as `flag`): an unreadable or empty file
-/// is an error naming the flag. Secrets come from files so that `ps` does not show them.
-pub(super) fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|error| ConfigError::Invalid(format!("{flag} {}: {error}", file.display())))?;
-    let secret = text.lines().next().unwrap_or("").trim().to_owned();
-    if secret.is_empty() {
-        return Err(ConfigError::Invalid(format!(
-            "{flag} {} is empty",
-            file.display()
-        )));
-    }
-    Ok(secret)
-}
 pub(super) fn config(
     database: DatabaseSource,
     database_args: &DatabaseArgs,

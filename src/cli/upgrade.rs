@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use super::CliError;
 use crate::config::DatabaseSource;
+use crate::db;
 use crate::db::database::Database;
 use crate::db::processes::{self, VERSION};
-use crate::db::{self, DbError};
 
 /// How one check came out; the worst decides the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -97,23 +97,17 @@ fn checks(database: &Database) -> Vec<Check> {
     checks
 }
 
-fn database_check(conn: &mut diesel::PgConnection) -> Check {
-    use diesel::RunQueryDsl;
-    #[derive(diesel::QueryableByName)]
-    struct Version {
-        #[diesel(sql_type = diesel::sql_types::Text)]
-        server_version: String,
-    }
-    match diesel::sql_query("SHOW server_version").get_result::<Version>(conn) {
+fn database_check(conn: &mut db::Connection) -> Check {
+    match db::database::server_version(conn) {
         Ok(version) => Check::new(
             "Database",
             Outcome::Success,
-            format!("reachable, PostgreSQL {}", version.server_version),
+            format!("reachable, PostgreSQL {version}"),
         ),
         Err(error) => Check::new(
             "Database",
             Outcome::Failure,
-            format!("unreachable: {}", DbError::from(error)),
+            format!("unreachable: {error}"),
         ),
     }
 }
@@ -129,7 +123,7 @@ enum Schema {
 }
 
 /// The migrations check, and what the schema is.
-fn migrations_check(conn: &mut diesel::PgConnection) -> (Check, Schema) {
+fn migrations_check(conn: &mut db::Connection) -> (Check, Schema) {
     let status = match db::migration_status(conn) {
         Ok(status) => status,
         Err(error) => {
@@ -180,7 +174,7 @@ fn migrations_check(conn: &mut diesel::PgConnection) -> (Check, Schema) {
     )
 }
 
-fn invariants_check(conn: &mut diesel::PgConnection) -> Check {
+fn invariants_check(conn: &mut db::Connection) -> Check {
     match db::audit::check_invariants(conn) {
         Ok(violations) if violations.is_empty() => {
             Check::new("Invariants", Outcome::Success, "every invariant holds")
@@ -202,7 +196,7 @@ fn invariants_check(conn: &mut diesel::PgConnection) -> Check {
     }
 }
 
-fn processes_check(conn: &mut diesel::PgConnection) -> Check {
+fn processes_check(conn: &mut db::Connection) -> Check {
     let live = match processes::live_processes(conn) {
         Ok(live) => live,
         Err(error) => {

@@ -48,14 +48,6 @@ pub fn record_build(
     Ok(())
 }
 
-/// Forgets the build of `instance` (it ended: active, error or deleted).
-pub fn forget_build(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbError> {
-    super::cached::query("DELETE FROM instance_builds WHERE instance_uuid = $1")
-        .bind::<SqlUuid, _>(instance)
-        .execute(conn)?;
-    Ok(())
-}
-
 /// What became of a build whose deploy failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Retry {
@@ -382,17 +374,6 @@ fn count_failure(
     .bind::<SqlUuid, _>(uuid)
     .bind::<Timestamptz, _>(now)
     .bind::<Text, _>(reason)
-    .execute(conn)?;
-    Ok(())
-}
-
-/// Clears the failed builds of the node instance `instance` is on (its build succeeded).
-pub fn clear_failures_of(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbError> {
-    super::cached::query(
-        "DELETE FROM node_build_failures
-          WHERE node::text = (SELECT node FROM instances WHERE uuid = $1 AND deleted = 0)",
-    )
-    .bind::<SqlUuid, _>(instance)
     .execute(conn)?;
     Ok(())
 }

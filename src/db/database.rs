@@ -134,3 +134,15 @@ impl DatabaseProbe {
         Ok(())
     }
 }
+
+/// The server's version, as `SHOW server_version` says it.
+pub fn server_version(conn: &mut diesel::PgConnection) -> Result<String, DbError> {
+    use diesel::RunQueryDsl;
+    #[derive(diesel::QueryableByName)]
+    struct Version {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        server_version: String,
+    }
+    let version: Version = diesel::sql_query("SHOW server_version").get_result(conn)?;
+    Ok(version.server_version)
+}

@@ -165,7 +165,7 @@ pub fn soft_delete_instance(
 ) -> Result<(), DbError> {
     // A boot still waiting to be taken by another process has nothing left to build.
     super::spawns::forget_spawn(conn, uuid)?;
-    super::builds::forget_build(conn, uuid)?;
+    forget_build(conn, uuid)?;
     for table in [
         "instance_extra",
         "instance_system_metadata",
@@ -321,8 +321,8 @@ pub fn activate_build(
     .execute(conn)?;
     if updated == 1 {
         // A success clears the node's failed builds (Nova resets failed_builds).
-        super::builds::clear_failures_of(conn, uuid)?;
-        super::builds::forget_build(conn, uuid)?;
+        clear_failures_of(conn, uuid)?;
+        forget_build(conn, uuid)?;
     }
     Ok(updated == 1)
 }
@@ -391,7 +391,7 @@ pub fn settle_build_detailed(
     .optional()?;
     // A settled build needs no hand-off any more, nor another attempt.
     super::spawns::forget_spawn(conn, uuid)?;
-    super::builds::forget_build(conn, uuid)?;
+    forget_build(conn, uuid)?;
     let Some(found) = found else {
         return Ok(BuildOutcome::Gone);
     };
@@ -479,4 +479,23 @@ pub fn instance_on_node(conn: &mut PgConnection, node: &str) -> Result<Option<Uu
         .select(instances::uuid)
         .first::<Uuid>(conn)
         .optional()?)
+}
+
+/// Forgets the build of `instance` (it ended: active, error or deleted).
+pub fn forget_build(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbError> {
+    super::cached::query("DELETE FROM instance_builds WHERE instance_uuid = $1")
+        .bind::<SqlUuid, _>(instance)
+        .execute(conn)?;
+    Ok(())
+}
+
+/// Clears the failed builds of the node instance `instance` is on (its build succeeded).
+pub fn clear_failures_of(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbError> {
+    super::cached::query(
+        "DELETE FROM node_build_failures
+          WHERE node::text = (SELECT node FROM instances WHERE uuid = $1 AND deleted = 0)",
+    )
+    .bind::<SqlUuid, _>(instance)
+    .execute(conn)?;
+    Ok(())
 }

@@ -14,13 +14,10 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{Error, web};
 
+use super::credentials::{AdminTokenConfig, admin_role_allows, tokens_in};
 use super::error::ApiError;
 use crate::config::AdminToken;
-use crate::keystone::{Identity, Keystone, KeystoneError};
-
-/// The configured token, as app data.
-#[derive(Debug, Clone)]
-pub struct AdminTokenConfig(pub Option<AdminToken>);
+use crate::keystone::{Keystone, KeystoneError};
 
 /// What a path is, for access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,36 +219,6 @@ async fn keystone_verdict(
     }
 }
 
-/// Whether `identity` may read (or write) the admin API.
-pub fn admin_role_allows(
-    identity: &Identity,
-    admin_project: &str,
-    is_read: bool,
-) -> Result<(), ApiError> {
-    let in_scope = identity.system_scope
-        || identity.project_name == admin_project
-        || identity.project_id == admin_project;
-    let role = if is_read {
-        identity.has_role("reader") || identity.has_role("admin")
-    } else {
-        identity.has_role("admin")
-    };
-    if in_scope && role {
-        return Ok(());
-    }
-    let needed = if is_read {
-        "the reader or admin role"
-    } else {
-        "the admin role"
-    };
-    Err(ApiError::Refused {
-        status: StatusCode::FORBIDDEN,
-        message: format!(
-            "this request needs {needed}, system-scoped or in project {admin_project}"
-        ),
-    })
-}
-
 fn presents(request: &ServiceRequest, expected: &AdminToken) -> bool {
     presented_tokens(request).any(|token| expected.matches(token))
 }
@@ -276,22 +243,10 @@ fn presented_tokens(request: &ServiceRequest) -> impl Iterator<Item = &str> {
     tokens_in(request.headers())
 }
 
-/// The tokens a request presents, in the order they count: `Authorization: Bearer`, then
-/// `X-Auth-Token`.
-pub fn tokens_in(headers: &actix_web::http::header::HeaderMap) -> impl Iterator<Item = &str> {
-    let bearer = headers
-        .get("authorization")
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "));
-    let auth_token = headers
-        .get("x-auth-token")
-        .and_then(|value| value.to_str().ok());
-    bearer.into_iter().chain(auth_token)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::keystone::Identity;
 
     fn identity(project: &str, roles: &[&str], system: bool) -> Identity {
         Identity {

@@ -32,7 +32,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/compute")
             .wrap(from_fn(middleware::compute_request))
-            .app_data(web::PayloadConfig::new(crate::http::hygiene::BODY_LIMIT))
+            .app_data(web::PayloadConfig::new(crate::http::BODY_LIMIT))
             .app_data(web::PathConfig::default().error_handler(|error, _| {
                 ComputeError::bad_request(format!("Invalid path: {error}")).into()
             }))

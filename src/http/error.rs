@@ -166,7 +166,7 @@ pub async fn no_route(request: HttpRequest) -> Result<HttpResponse, ApiError> {
 /// Answers malformed JSON bodies with the envelope.
 pub fn json_config() -> web::JsonConfig {
     web::JsonConfig::default()
-        .limit(super::hygiene::BODY_LIMIT)
+        .limit(super::BODY_LIMIT)
         .error_handler(|error, _request: &HttpRequest| {
             ApiError::BadRequest(format!("invalid JSON body: {error}")).into()
         })
@@ -184,4 +184,31 @@ pub fn query_config() -> web::QueryConfig {
     web::QueryConfig::default().error_handler(|error, _request: &HttpRequest| {
         ApiError::BadRequest(format!("invalid query: {error}")).into()
     })
+}
+
+/// Puts the framework's bare 405 into an API's envelope (`envelope` gets the request and the
+/// `Allow` it names), keeping `Allow`; any other response passes unchanged. Each API's
+/// middleware (admin, Placement, Compute) answers its 405s through this.
+pub fn rewrap_method_not_allowed(
+    response: actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
+    envelope: impl FnOnce(&actix_web::HttpRequest, Option<&str>) -> HttpResponse,
+) -> actix_web::dev::ServiceResponse<actix_web::body::BoxBody> {
+    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
+        return response;
+    }
+    let allow = response
+        .headers()
+        .get(actix_web::http::header::ALLOW)
+        .cloned();
+    let (request, _) = response.into_parts();
+    let mut answer = envelope(
+        &request,
+        allow.as_ref().and_then(|value| value.to_str().ok()),
+    );
+    if let Some(allow) = allow {
+        answer
+            .headers_mut()
+            .insert(actix_web::http::header::ALLOW, allow);
+    }
+    actix_web::dev::ServiceResponse::new(request, answer)
 }

@@ -20,9 +20,6 @@ use super::compute::error::ComputeError;
 use super::error::ApiError;
 use super::placement::error::PlacementError;
 
-/// The largest request body taken (a 100,000-node enroll with names fits).
-pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
-
 /// Who may be asked for: the names (besides IP literals and `localhost`) a `Host` header may
 /// carry, and the origins cross-origin Placement requests may come from.
 #[derive(Debug, Clone, Default)]
@@ -218,7 +215,10 @@ async fn with_body_checked(
         Ok(Err(BodyError::TooLarge)) => {
             return Err(refused(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                format!("the request body is too large: over {BODY_LIMIT} bytes"),
+                format!(
+                    "the request body is too large: over {} bytes",
+                    super::BODY_LIMIT
+                ),
             ));
         }
         Ok(Err(BodyError::Broken)) => {
@@ -250,7 +250,7 @@ async fn read_body(payload: &mut Payload) -> Result<Bytes, BodyError> {
     let mut body = BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|_| BodyError::Broken)?;
-        if body.len() + chunk.len() > BODY_LIMIT {
+        if body.len() + chunk.len() > super::BODY_LIMIT {
             return Err(BodyError::TooLarge);
         }
         body.extend_from_slice(&chunk);
@@ -284,7 +284,7 @@ fn method_not_allowed_envelope(
     if surface != Surface::Admin {
         return response;
     }
-    rewrap_method_not_allowed(response, |request, allow| {
+    super::error::rewrap_method_not_allowed(response, |request, allow| {
         let message = format!(
             "{} is not allowed on {}; allowed: {}",
             request.method(),
@@ -293,28 +293,6 @@ fn method_not_allowed_envelope(
         );
         answer(Surface::Admin, StatusCode::METHOD_NOT_ALLOWED, message)
     })
-}
-
-/// Puts the framework's bare 405 into an API's envelope (`envelope` gets the request and the
-/// `Allow` it names), keeping `Allow`; any other response passes unchanged. Each API's
-/// middleware (admin, Placement, Compute) answers its 405s through this.
-pub fn rewrap_method_not_allowed(
-    response: ServiceResponse<BoxBody>,
-    envelope: impl FnOnce(&actix_web::HttpRequest, Option<&str>) -> HttpResponse,
-) -> ServiceResponse<BoxBody> {
-    if response.status() != StatusCode::METHOD_NOT_ALLOWED {
-        return response;
-    }
-    let allow = response.headers().get(header::ALLOW).cloned();
-    let (request, _) = response.into_parts();
-    let mut answer = envelope(
-        &request,
-        allow.as_ref().and_then(|value| value.to_str().ok()),
-    );
-    if let Some(allow) = allow {
-        answer.headers_mut().insert(header::ALLOW, allow);
-    }
-    ServiceResponse::new(request, answer)
 }
 
 /// A refusal in the envelope of the API asked.

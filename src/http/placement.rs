@@ -27,7 +27,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/placement")
             .wrap(from_fn(middleware::placement_request))
-            .app_data(web::PayloadConfig::new(crate::http::hygiene::BODY_LIMIT))
+            .app_data(web::PayloadConfig::new(crate::http::BODY_LIMIT))
             .app_data(web::QueryConfig::default().error_handler(|error, _| {
                 PlacementError::bad_request(format!(
                     "Invalid query string parameters: Additional properties are not allowed: {error}"

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::AppState;
-use super::admin_token::{AdminTokenConfig, admin_role_allows};
+use super::credentials::{AdminTokenConfig, admin_role_allows};
 use super::error::ApiError;
 use crate::keystone::{Credentials, KeystoneError};
 
@@ -359,7 +359,7 @@ impl Recheck {
     /// as a header, or an open server).
     pub fn of(request: &HttpRequest, state: &AppState) -> Option<Recheck> {
         // The token the access check took: the same one is checked again.
-        let header_token = super::admin_token::tokens_in(request.headers())
+        let header_token = super::credentials::tokens_in(request.headers())
             .next()
             .map(str::to_owned);
         match header_token {

@@ -1,8 +1,8 @@
 //! Test fixtures, by concern: the PostgreSQL server and per-test databases (`database`), the
 //! in-process app (`app`), the `ringmaster` binary (`process`), a message-driven deployment
 //! (`deployment`), a real Ironic (`ironic`) and a stand-in serving its listing from memory (`standin_ironic`), a real Keystone (`keystone`), Placement requests (`placement`), Compute
-//! requests (`compute`) and waiting
-//! (`wait`).
+//! requests (`compute`), waiting (`wait`), and the crate's sources as
+//! modules and the arrows between them (`source_tree`).
 
 mod app;
 mod compute;
@@ -16,6 +16,7 @@ mod pki;
 mod placement;
 mod process;
 mod proxy;
+pub mod source_tree;
 mod standin_ironic;
 mod wait;
 

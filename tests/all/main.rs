@@ -28,6 +28,7 @@ mod cli_ha;
 mod cli_observability;
 mod cli_operations;
 mod cli_service;
+mod code_shape;
 mod compute_flavors;
 mod compute_images;
 mod compute_ironic;

@@ -9,7 +9,7 @@ use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 
 use super::error::ComputeError;
-use crate::http::admin_token::AdminTokenConfig;
+use crate::http::credentials::AdminTokenConfig;
 
 /// The caller of one Compute request.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -69,7 +69,7 @@ pub async fn compute_request(
 }
 
 fn method_not_allowed_envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
-    crate::http::hygiene::rewrap_method_not_allowed(response, |_, _| {
+    crate::http::error::rewrap_method_not_allowed(response, |_, _| {
         ComputeError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             "The method specified is not allowed for this resource.",

@@ -15,7 +15,7 @@ use actix_web::web;
 
 use super::error::PlacementError;
 use crate::domain::placement::PolicyProfile;
-use crate::http::admin_token::AdminTokenConfig;
+use crate::http::credentials::AdminTokenConfig;
 
 /// The caller of one request, from its headers.
 #[derive(Debug, Clone, PartialEq, Eq)]

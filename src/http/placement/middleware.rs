@@ -114,7 +114,7 @@ fn is_cacheable(method: &Method, path: &str, version: Microversion) -> bool {
 /// The framework answers a method a path does not take with a bare 405 and `Allow`; Placement
 /// answers it in its envelope (keeping `Allow`).
 fn method_not_allowed_envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
-    crate::http::hygiene::rewrap_method_not_allowed(response, |request, _| {
+    crate::http::error::rewrap_method_not_allowed(response, |request, _| {
         PlacementError::new(
             StatusCode::METHOD_NOT_ALLOWED,
             format!(

@@ -5,7 +5,7 @@
 //! own listings and by the rows others wrote since), and writes only the changed nodes in a
 //! transaction that holds the lease. Every process reads the holder's outcome from
 //! `ironic_listings`; the owners of changed nodes, wherever they run, are asked to report them
-//! (`RefreshNodes`, through `db::notify::REFRESH_CHANNEL` for other processes).
+//! (`HostDirectory::refresh`, through `db::notify::REFRESH_CHANNEL` for other processes).
 
 use std::sync::PoisonError;
 use std::time::{Duration, Instant};
@@ -15,7 +15,6 @@ use uuid::Uuid;
 
 use super::{IronicDriver, ListingStatus, listed_node};
 use crate::actors::HostDirectory;
-use crate::actors::compute_host::RefreshNodes;
 use crate::db::leases::{self, LeaseToken};
 use crate::db::{self, DbError, Pool};
 use crate::domain::mirror::{self, ListingCompare, SeenNodes};
@@ -518,9 +517,7 @@ async fn refresh_owners(pool: &Pool, hosts: &HostDirectory, changed: Vec<Uuid>) 
     match refreshed {
         Ok(here) => {
             for (host, nodes) in here {
-                if let Some(address) = hosts.get(&host) {
-                    address.do_send(RefreshNodes { nodes });
-                }
+                hosts.refresh(&host, nodes);
             }
         }
         Err(error) => log::debug!("owners of changed ironic nodes not read: {error}"),

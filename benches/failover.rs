@@ -11,9 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::DateTime;
+use ringmaster::actors::ActorSettings;
 use ringmaster::actors::compute_host::{Heartbeat, UpdateAvailableResource};
 use ringmaster::actors::rebalancer::RebalanceNow;
-use ringmaster::actors::{ActorSettings, spawn_all};
+use ringmaster::config::DeploymentConfig;
 use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
 use ringmaster::db::scratch::ScratchServer;
 use ringmaster::db::{build_pool, connect};
@@ -128,7 +129,8 @@ fn failover(
     let settings = ActorSettings::driven_by_messages(chrono::Duration::seconds(10));
     let system = actix::System::new();
     system.block_on(async move {
-        let actors = spawn_all(pool, clock.clone(), settings, None);
+        let deployment = DeploymentConfig::actors_only(settings);
+        let actors = ringmaster::app::start_deployment(pool, clock.clone(), &deployment).await?;
         for host in &hosts {
             actors.hosts.start(host).await?.send(Heartbeat).await??;
         }

@@ -96,8 +96,9 @@ impl Actors {
 
 /// Starts the registry (one thread), Ironic, the archiver, the rebalancer and the scheduler, and an
 /// arbiter for the compute hosts; with `real_ironic`, its listing loop too (the nodes come from
-/// it then). Call inside an actix system.
-pub fn spawn_all(
+/// it then). Call inside an actix system; `app::start_deployment` is the start path that
+/// calls it.
+pub(crate) fn spawn_all(
     pool: Pool,
     clock: SharedClock,
     settings: ActorSettings,

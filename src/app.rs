@@ -92,7 +92,12 @@ pub async fn database_clock(pool: &Pool) -> Result<SharedClock, AppError> {
 }
 
 /// Starts the actors, this process's compute hosts and the archive schedule, and enrolls the
-/// demo's nodes when Ironic has none.
+/// demo's nodes when Ironic has none: the one start path of a process's actors — `build` for
+/// `serve` and `demo`, and message scripts, tests and benches directly. Its injection points:
+/// `clock` (a manual clock drives time in scripts and tests), `deployment.ironic` (`None`: the
+/// simulated Ironic, whose faults are its messages — `actors.ironic` — and the node-source
+/// switches of `NodeSource`), `deployment.actors` (every timing and limit) and
+/// `DeploymentConfig::actors_only` for a process that starts its hosts by message.
 pub async fn start_deployment(
     pool: Pool,
     clock: SharedClock,

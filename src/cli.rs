@@ -92,7 +92,7 @@ pub enum Command {
     /// Message scripts.
     #[command(subcommand)]
     Script(ScriptCommand),
-    /// Checks every invariant of DESIGN.md against the database; exits 1 on a violation.
+    /// Checks every invariant of docs/design.md against the database; exits 1 on a violation.
     Audit,
     /// Upgrade checks (as nova-status).
     #[command(subcommand)]

@@ -258,6 +258,22 @@ pub struct DeploymentConfig {
     pub ironic: Option<IronicSettings>,
 }
 
+impl DeploymentConfig {
+    /// A process that runs the actors alone, timed by `actors`: no compute host, no node
+    /// enrolled, no archive schedule, the simulated Ironic (message scripts, tests and benches
+    /// start hosts and enroll nodes by message).
+    pub fn actors_only(actors: ActorSettings) -> DeploymentConfig {
+        DeploymentConfig {
+            hosts: Vec::new(),
+            nodes: None,
+            resource_class: "baremetal".to_owned(),
+            archive_interval: None,
+            actors,
+            ironic: None,
+        }
+    }
+}
+
 /// A real Ironic as the node source (issue 16).
 #[derive(Debug, Clone)]
 pub struct IronicSettings {

@@ -7,12 +7,15 @@
 
 import { applying, del, get, post, request, stats, timed, whenLoggedOut } from "./api.js";
 import { Ownership, hostColour } from "./ring.js";
-import { VirtualTable, keyedRow } from "./table.js";
+import { VirtualTable, emptyRow, keyedRow } from "./table.js";
 
 const $ = (selector) => document.querySelector(selector);
 const ownership = new Ownership($("#ring"), $("#legend"));
 const numbers = new Intl.NumberFormat("en-US");
 let hostNames = [];
+// Where the nodes come from: "simulated", or "ironic" (a real Ironic's nodes are its operator's:
+// no enroll, lock or delete from here).
+let nodeSource = "simulated";
 let refreshing = null;
 let searching = 0;
 const dirty = new Set();
@@ -50,10 +53,14 @@ function short(uuid) {
   return uuid ? uuid.slice(0, 8) : "";
 }
 
-// Replaces the rows of `tbody` by `items`, touching only rows whose data changed.
-function renderRows(tbody, items, key, cells) {
+// Replaces the rows of `tbody` by `items`, touching only rows whose data changed; no items is
+// one row that says `empty`.
+function renderRows(tbody, items, key, cells, empty = "none") {
   const existing = new Map([...tbody.rows].map((row) => [row.dataset.key, row]));
-  const rows = items.map((item) => keyedRow(existing, item, key, cells));
+  const columns = tbody.parentElement.querySelectorAll("thead th").length;
+  const rows = items.length
+    ? items.map((item) => keyedRow(existing, item, key, cells))
+    : [existing.get("empty") || emptyRow(columns, empty)];
   const same = rows.length === tbody.rows.length && rows.every((row, index) => tbody.rows[index] === row);
   if (!same) tbody.replaceChildren(...rows);
 }
@@ -99,17 +106,25 @@ function renderHosts(hosts) {
     const badge = document.createElement("span");
     badge.className = `badge ${host.state}`;
     badge.textContent = host.state;
-    const actions = [
-      button("Crash", () => act(() => post(`/api/v1/hosts/${host.host}/crash`), `Crash ${host.host}? It stops at once, without clean-up.`), "danger"),
-      button("Start", () => act(() => post(`/api/v1/hosts/${host.host}/start`))),
-      button("Drain", () => act(() => post(`/api/v1/hosts/${host.host}/drain`), `Drain ${host.host}? Its nodes move to other hosts.`)),
-    ];
-    actions.forEach((action) => (action.dataset.host = host.host));
-    actions[0].dataset.action = "crash";
-    actions[1].dataset.action = "start";
-    actions[2].dataset.action = "drain";
-    return [[swatch(host.host), host.host + serves(host)], badge, host.age, numbers.format(host.nodes), host.version ?? "", actions];
+    return [[swatch(host.host), host.host + serves(host)], badge, host.age, numbers.format(host.nodes), host.version ?? "", hostActions(host)];
   });
+}
+
+// The actions that can succeed on `host`: Crash while it runs in this process, Start when it is
+// down and runs in none, Drain unless it is disabled, Enable when it is.
+function hostActions(host) {
+  const path = `/api/v1/hosts/${host.host}`;
+  const actions = [];
+  const add = (action, element) => {
+    element.dataset.action = action;
+    element.dataset.host = host.host;
+    actions.push(element);
+  };
+  if (host.local) add("crash", button("Crash", () => act(() => post(`${path}/crash`), `Crash ${host.host}? It stops at once, without clean-up.`), "danger"));
+  if (!host.local && host.state === "down") add("start", button("Start", () => act(() => post(`${path}/start`))));
+  if (host.state === "disabled") add("enable", button("Enable", () => act(() => post(`${path}/enable`))));
+  else add("drain", button("Drain", () => act(() => post(`${path}/drain`), `Drain ${host.host}? Its nodes move to other hosts.`)));
+  return actions;
 }
 
 // Ironic's provision state with what else keeps the node from taking an instance (locked,
@@ -132,10 +147,13 @@ const nodesTable = new VirtualTable({
   columns: 7,
   key: (node) => node.uuid,
   onTotal: (total) => ($("#nodes-count").textContent = `(${numbers.format(total)})`),
+  empty: "no nodes",
   cells: (node) => {
-    const lock = node.locked
-      ? button("Unlock", () => act(() => post(`/api/v1/nodes/${node.uuid}/unlock`)))
-      : button("Lock", () => act(() => post(`/api/v1/nodes/${node.uuid}/lock`), `Lock ${short(node.uuid)}? Deploys and destroys on it will fail.`));
+    const lock = nodeSource === "ironic"
+      ? (node.locked ? "locked" : "")
+      : node.locked
+        ? button("Unlock", () => act(() => post(`/api/v1/nodes/${node.uuid}/unlock`)))
+        : button("Lock", () => act(() => post(`/api/v1/nodes/${node.uuid}/lock`), `Lock ${short(node.uuid)}? Deploys and destroys on it will fail.`));
     const owner = document.createElement("span");
     owner.className = "owner";
     owner.dataset.owner = node.host || "";
@@ -150,6 +168,7 @@ const instancesTable = new VirtualTable({
   tbody: $("#instances tbody"),
   path: "/api/v1/instances",
   columns: 8,
+  empty: "no instances",
   key: (instance) => instance.uuid,
   onTotal: (total) => ($("#instances-count").textContent = `(${numbers.format(total)})`),
   cells: (instance) => [
@@ -163,7 +182,7 @@ function renderUsage(classes) {
   renderRows($("#usage tbody"), classes, (entry) => entry.resource_class, (entry) => [
     entry.resource_class, numbers.format(entry.providers), numbers.format(entry.total),
     numbers.format(entry.reserved), numbers.format(entry.used),
-  ]);
+  ], "no inventory");
 }
 
 // The timeline: one entry per failover, drain or join ("cmp-5 down: 5,037 nodes → cmp-1 262, …").
@@ -179,6 +198,12 @@ function renderTimeline(entries) {
     item.append(time, reason, ` ${entry.summary}`);
     return item;
   });
+  if (!items.length) {
+    const none = document.createElement("li");
+    none.className = "muted empty";
+    none.textContent = "No failovers, drains or joins yet";
+    items.push(none);
+  }
   $("#moves").replaceChildren(...items);
 }
 
@@ -200,6 +225,7 @@ function renderRing(ring) {
   $("#ring-meta").textContent = `v${ring.version}, ${algorithm}, ${numbers.format(ring.nodes)} nodes`;
   ownership.render(hostNames, ring.counts, ring.nodes);
   $("#node-source").textContent = describeSource(ring.node_source);
+  showNodeSource(ring.node_source && ring.node_source.kind === "ironic" ? "ironic" : "simulated");
   renderUnserved(ring.unserved_groups || []);
 }
 
@@ -218,10 +244,21 @@ function renderUnserved(groups) {
   banner.replaceChildren("No live host serves:", list);
 }
 
+// With a real Ironic the nodes are its operator's: the enroll form and the lock buttons go, and
+// a hint says where to manage them.
+function showNodeSource(kind) {
+  if (kind === nodeSource) return;
+  nodeSource = kind;
+  const real = kind === "ironic";
+  $("#enroll").hidden = real;
+  $("#ironic-hint").hidden = !real;
+  nodesTable.redraw();
+}
+
 function renderArchiveRuns(runs) {
   renderRows($("#archive-runs tbody"), runs, (run) => String(run.id), (run) => [
     String(run.id), new Date(run.started_at).toLocaleString(), run.status, numbers.format(run.total_rows), numbers.format(run.purged_rows),
-  ]);
+  ], "No archive runs yet");
 }
 
 // Shows the audit: green, or the violations grouped by invariant (how many, the first few).
@@ -433,6 +470,7 @@ $("#archive").addEventListener("submit", (event) => {
 setInterval(() => {
   // Heartbeat ages tick even when nothing changes.
   for (const row of $("#hosts tbody").rows) {
+    if (!row.dataset.signature) continue;
     const data = JSON.parse(row.dataset.signature);
     row.cells[2].textContent = age(data.last_seen_up);
   }

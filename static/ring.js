@@ -28,15 +28,25 @@ export class Ownership {
   }
 
   // `hosts`: every host, in order; `counts`: nodes per host; `total`: every node, owned or not.
+  // The legend adds up to the node total: owners not in `hosts` are listed after them, and the
+  // nodes nobody owns are one more entry.
   render(hosts, counts, total) {
-    const owners = hosts.map((host) => ({ host, nodes: counts[host] || 0, colour: hostColour(hosts, host) }));
+    const names = [...hosts, ...Object.keys(counts).filter((host) => !hosts.includes(host)).sort()];
+    const owners = names.map((host) => ({ host, nodes: counts[host] || 0, colour: hostColour(names, host) }));
     const owned = owners.reduce((sum, owner) => sum + owner.nodes, 0);
-    const unowned = Math.max(0, total - owned);
+    const whole = Math.max(total, owned);
+    const unowned = whole - owned;
     const runs = [...owners, { host: "", nodes: unowned, colour: UNOWNED }].filter((run) => run.nodes > 0);
-    this.draw(runs, Math.max(total, owned));
+    this.draw(runs, whole);
 
-    const items = owners.map((owner) => this.item(owner.colour, owner.host, owner.nodes, total));
-    if (unowned) items.push(this.item(UNOWNED, "no owner", unowned, total));
+    const items = whole ? owners.map((owner) => this.item(owner.colour, owner.host, owner.nodes, whole)) : [];
+    if (unowned) items.push(this.item(UNOWNED, "no owner", unowned, whole));
+    if (!items.length) {
+      const none = document.createElement("li");
+      none.className = "muted empty";
+      none.textContent = "No nodes yet";
+      items.push(none);
+    }
     this.legend.replaceChildren(...items);
     this.canvas.setAttribute("aria-label", `nodes by owner: ${items.map((item) => item.textContent).join("; ")}`);
   }
@@ -52,7 +62,9 @@ export class Ownership {
     return item;
   }
 
-  // One cell per node (or per `per` nodes), row by row, owner after owner.
+  // One cell per node (or per `per` nodes), row by row, owner after owner; each run's cells are
+  // its share of the grid's cells (largest remainders), so the runs fill the rows evenly and
+  // never spill past the last one.
   draw(runs, total) {
     const ratio = window.devicePixelRatio || 1;
     const width = Math.round((this.canvas.clientWidth || 360) * ratio);
@@ -67,10 +79,11 @@ export class Ownership {
     const rows = Math.max(1, Math.floor(height / size));
     const per = Math.max(1, Math.ceil(total / (columns * rows)));
     const gap = size >= 6 ? 1 : 0;
+    const cells = shares(runs.map((run) => run.nodes), Math.ceil(total / per));
     let cell = 0;
-    for (const run of runs) {
+    runs.forEach((run, index) => {
       context.fillStyle = run.colour;
-      let left = Math.ceil(run.nodes / per);
+      let left = cells[index];
       while (left > 0) {
         const column = cell % columns;
         const row = Math.floor(cell / columns);
@@ -79,6 +92,26 @@ export class Ownership {
         cell += length;
         left -= length;
       }
-    }
+    });
   }
+}
+
+// `slots` split among `counts` in proportion (largest remainders), every non-zero count at
+// least one slot when there are enough: the counts of cells the runs take.
+function shares(counts, slots) {
+  const total = counts.reduce((sum, count) => sum + count, 0);
+  if (!total) return counts.map(() => 0);
+  const floor = slots >= counts.filter((count) => count > 0).length ? 1 : 0;
+  const given = counts.map((count) => (count > 0 ? floor : 0));
+  const rest = slots - given.reduce((sum, count) => sum + count, 0);
+  const exact = counts.map((count) => (count * rest) / total);
+  exact.forEach((value, index) => (given[index] += Math.floor(value)));
+  let left = slots - given.reduce((sum, count) => sum + count, 0);
+  const order = exact.map((value, index) => [value - Math.floor(value), index]).sort((a, b) => b[0] - a[0]);
+  for (const [, index] of order) {
+    if (left <= 0) break;
+    given[index] += 1;
+    left -= 1;
+  }
+  return given;
 }

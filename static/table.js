@@ -28,13 +28,28 @@ export function keyedRow(existing, item, key, cells) {
   return row;
 }
 
+// The one row an empty table shows: `text` ("none") across its `columns`.
+export function emptyRow(columns, text = "none") {
+  const row = document.createElement("tr");
+  row.dataset.key = "empty";
+  row.className = "empty";
+  const cell = document.createElement("td");
+  cell.colSpan = columns;
+  cell.className = "muted";
+  cell.textContent = text;
+  row.append(cell);
+  return row;
+}
+
 export class VirtualTable {
   // `scroller`: the element that scrolls; `tbody`: the rows; `path`: the listing;
-  // `key(item)`, `cells(item)`: a row's identity and cells; `onTotal(shown)`: told the total.
-  constructor({ scroller, tbody, path, key, cells, columns, onTotal }) {
-    Object.assign(this, { scroller, tbody, path, key, cells, columns, onTotal });
+  // `key(item)`, `cells(item)`: a row's identity and cells; `onTotal(shown)`: told the total;
+  // `empty`: what the table says when the listing has nothing.
+  constructor({ scroller, tbody, path, key, cells, columns, onTotal, empty = "none" }) {
+    Object.assign(this, { scroller, tbody, path, key, cells, columns, onTotal, empty });
     this.query = "";
-    this.total = 0;
+    // Not known until the first page is read (then 0 means empty, not unknown).
+    this.total = null;
     this.cache = { offset: 0, rows: [] };
     this.asked = 0;
     this.fetching = null;
@@ -53,6 +68,13 @@ export class VirtualTable {
     return row;
   }
 
+  // Forgets the rows drawn, so that the next render draws every row anew (their cells depend
+  // on something besides their data).
+  redraw() {
+    this.tbody.replaceChildren();
+    timed(() => this.render());
+  }
+
   // Shows the listing with the query `query` (URL parameters), from the top.
   setQuery(query) {
     this.query = query;
@@ -65,7 +87,8 @@ export class VirtualTable {
   window() {
     const first = Math.max(0, Math.floor(this.scroller.scrollTop / ROW) - OVERSCAN);
     const count = Math.ceil((this.scroller.clientHeight || 600) / ROW) + 2 * OVERSCAN;
-    return [first, Math.min(this.total || first + count, first + count)];
+    const end = first + count;
+    return [first, this.total === null ? end : Math.min(this.total, end)];
   }
 
   // Reads the page around the rows in view again (after an event) and renders it.
@@ -92,7 +115,7 @@ export class VirtualTable {
       timed(() => this.render());
       const [first, last] = this.window();
       const { offset, rows } = this.cache;
-      const covered = first >= offset && Math.min(last, this.total) <= offset + rows.length;
+      const covered = first >= offset && Math.min(last, this.total ?? last) <= offset + rows.length;
       if (!covered) {
         clearTimeout(this.fetching);
         this.fetching = setTimeout(() => this.refresh().catch(() => {}), 60);
@@ -103,6 +126,11 @@ export class VirtualTable {
   // Renders the rows in view from the cache (a placeholder where a page is still coming);
   // a row whose data did not change keeps its element.
   render() {
+    if (this.total === 0) {
+      const shown = this.tbody.rows.length === 1 && this.tbody.rows[0].dataset.key === "empty";
+      if (!shown) this.tbody.replaceChildren(emptyRow(this.columns, this.empty));
+      return;
+    }
     const [first, last] = this.window();
     const existing = new Map([...this.tbody.rows].map((row) => [row.dataset.key, row]));
     const rows = [];
@@ -124,7 +152,7 @@ export class VirtualTable {
       rows.push(keyedRow(existing, item, this.key, this.cells));
     }
     this.top.firstChild.style.height = `${first * ROW}px`;
-    this.bottom.firstChild.style.height = `${Math.max(0, this.total - last) * ROW}px`;
+    this.bottom.firstChild.style.height = `${Math.max(0, (this.total ?? last) - last) * ROW}px`;
     const wanted = [this.top, ...rows, this.bottom];
     const same = wanted.length === this.tbody.rows.length && wanted.every((row, index) => this.tbody.rows[index] === row);
     if (!same) this.tbody.replaceChildren(...wanted);

@@ -7,6 +7,20 @@
 //! Database work runs on the blocking pool (`db::run`); handlers that touch the actor's state
 //! are `AtomicResponse`s, so one host handles one message at a time.
 
+/// The handler of a message a host answers only while its lease holds, by running
+/// `Build::$method` with it (`ComputeHost::while_leased`).
+macro_rules! leased_work {
+    ($message:ty => $method:ident) => {
+        impl Handler<$message> for ComputeHost {
+            type Result = AtomicResponse<Self, Result<(), HostError>>;
+
+            fn handle(&mut self, message: $message, _: &mut Self::Context) -> Self::Result {
+                self.while_leased(|build| async move { build.$method(message).await })
+            }
+        }
+    };
+}
+
 mod build;
 mod destroy;
 mod heartbeat;
@@ -139,6 +153,19 @@ impl ComputeHost {
             host: self.name.clone(),
             settings: self.settings,
         }
+    }
+
+    /// Runs `work` on this host's build context while its lease holds, as the handler's
+    /// atomic answer; a fenced host answers `Fenced` and runs nothing.
+    fn while_leased<F, Fut>(&mut self, work: F) -> AtomicResponse<Self, Result<(), HostError>>
+    where
+        F: FnOnce(Build) -> Fut,
+        Fut: std::future::Future<Output = Result<(), HostError>> + 'static,
+    {
+        if let Err(fenced) = self.require_lease() {
+            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
+        }
+        AtomicResponse::new(Box::pin(work(self.build()).into_actor(self)))
     }
 
     fn require_lease(&self) -> Result<(), HostError> {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use actix::prelude::*;
 use uuid::Uuid;
 
-use crate::db::ironic::{self, NewIronicNode};
+use crate::db::ironic::{self, NewIronicNode, NodeSetting};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 
@@ -96,14 +96,16 @@ ironic_write! {
     /// Takes (`locked`) or releases the conductor lock of a node.
     LockNode { node: Uuid, locked: bool } => |message, conn, now| {
         let conductor = message.locked.then_some(FAULT_CONDUCTOR);
-        ironic::set_reservation(conn, message.node, conductor, now)
+        ironic::set_node(conn, message.node, NodeSetting::Reservation(conductor), now)
     }
 }
 
 ironic_write! {
     /// Puts a node in maintenance or takes it out.
     SetMaintenance { node: Uuid, on: bool }
-        => |message, conn, now| ironic::set_maintenance(conn, message.node, message.on, now)
+        => |message, conn, now| {
+            ironic::set_node(conn, message.node, NodeSetting::Maintenance(message.on), now)
+        }
 }
 
 ironic_write! {

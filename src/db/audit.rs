@@ -1,4 +1,4 @@
-//! The invariant audit: every invariant of DESIGN.md that the database alone can show,
+//! The invariant audit: every invariant of docs/design.md that the database alone can show,
 //! checked by SQL against a live database. Tests run it after every step; the admin API and
 //! `ringmaster audit` expose it.
 
@@ -26,7 +26,7 @@ pub const ARCHIVABLE_TABLES: &[&str] = &[
 /// One broken invariant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
-    /// The invariant's number in DESIGN.md.
+    /// The invariant's number in docs/design.md.
     pub invariant: u8,
     /// What is wrong, naming the rows.
     pub message: String,

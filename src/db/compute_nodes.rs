@@ -1,7 +1,7 @@
 //! Compute nodes — who owns which ironic node: claiming nodes, moving them between hosts,
 //! creating providers by adoption, deleting orphans, and the ownership fence every owner's
 //! write takes (`fence`, and `hold_owned`, `hold_one` over it). Each fn is meant to run inside one
-//! transaction and keeps invariants 1–4, 6 and 7 of DESIGN.md:
+//! transaction and keeps invariants 1–4, 6 and 7 of docs/design.md:
 //!
 //! * a node keeps one compute-node uuid forever: a claim reuses a live row, adopts the
 //!   provider already named after the node, or undeletes the node's soft-deleted row, and

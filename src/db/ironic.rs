@@ -10,37 +10,56 @@ use super::DbError;
 use super::schema::ironic_nodes;
 use crate::domain::node::{IronicNode, ProvisionState};
 
-/// One row of `ironic_nodes`, as read.
-#[derive(Debug, Clone, Queryable, Selectable)]
-#[diesel(table_name = ironic_nodes, check_for_backend(diesel::pg::Pg))]
-pub struct IronicNodeRow {
-    pub uuid: Uuid,
-    pub name: Option<String>,
-    pub resource_class: String,
-    pub provision_state: String,
-    pub power_state: Option<String>,
-    pub maintenance: bool,
-    pub instance_uuid: Option<Uuid>,
-    pub reservation: Option<String>,
-    pub traits: Vec<Option<String>>,
-    pub source: String,
+/// The columns a node is read with, in the order of `NodeColumns`.
+macro_rules! node_columns {
+    () => {
+        (
+            ironic_nodes::uuid,
+            ironic_nodes::name,
+            ironic_nodes::resource_class,
+            ironic_nodes::provision_state,
+            ironic_nodes::power_state,
+            ironic_nodes::maintenance,
+            ironic_nodes::instance_uuid,
+            ironic_nodes::reservation,
+            ironic_nodes::traits,
+            ironic_nodes::source,
+        )
+    };
 }
 
-impl From<IronicNodeRow> for IronicNode {
-    fn from(row: IronicNodeRow) -> Self {
-        let simulated = row.source == SIMULATED;
-        IronicNode {
-            uuid: row.uuid,
-            name: row.name,
-            resource_class: row.resource_class,
-            provision_state: ProvisionState::parse(&row.provision_state),
-            power_state: row.power_state,
-            maintenance: row.maintenance,
-            instance_uuid: row.instance_uuid,
-            reservation: row.reservation,
-            traits: (!simulated).then(|| row.traits.into_iter().flatten().collect()),
-            simulated,
-        }
+/// A node's row as read (`node_columns!`): uuid, name, resource class, provision state, power
+/// state, maintenance, instance, reservation, traits, source.
+type NodeColumns = (
+    Uuid,
+    Option<String>,
+    String,
+    String,
+    Option<String>,
+    bool,
+    Option<Uuid>,
+    Option<String>,
+    Vec<Option<String>>,
+    String,
+);
+
+/// The node of a row: the one conversion from `ironic_nodes` to the domain's node.
+fn node_of(row: NodeColumns) -> IronicNode {
+    let (uuid, name, resource_class, provision_state, power_state, maintenance) =
+        (row.0, row.1, row.2, row.3, row.4, row.5);
+    let (instance_uuid, reservation, traits, source) = (row.6, row.7, row.8, row.9);
+    let simulated = source == SIMULATED;
+    IronicNode {
+        uuid,
+        name,
+        resource_class,
+        provision_state: ProvisionState::parse(&provision_state),
+        power_state,
+        maintenance,
+        instance_uuid,
+        reservation,
+        traits: (!simulated).then(|| traits.into_iter().flatten().collect()),
+        simulated,
     }
 }
 
@@ -92,19 +111,19 @@ pub fn enroll_nodes(conn: &mut PgConnection, nodes: &[NewIronicNode]) -> Result<
 pub fn list_nodes(conn: &mut PgConnection) -> Result<Vec<IronicNode>, DbError> {
     let rows = ironic_nodes::table
         .order(ironic_nodes::uuid.asc())
-        .select(IronicNodeRow::as_select())
-        .load(conn)?;
-    Ok(rows.into_iter().map(IronicNode::from).collect())
+        .select(node_columns!())
+        .load::<NodeColumns>(conn)?;
+    Ok(rows.into_iter().map(node_of).collect())
 }
 
 /// Returns node `uuid`.
 pub fn get_node(conn: &mut PgConnection, uuid: Uuid) -> Result<IronicNode, DbError> {
     ironic_nodes::table
         .filter(ironic_nodes::uuid.eq(uuid))
-        .select(IronicNodeRow::as_select())
+        .select(node_columns!())
         .first(conn)
         .optional()?
-        .map(IronicNode::from)
+        .map(node_of)
         .ok_or_else(|| DbError::NotFound(format!("ironic node {uuid}")))
 }
 
@@ -167,38 +186,34 @@ fn node_found(uuid: Uuid, updated: usize) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Sets or clears the conductor lock of node `uuid` (fault injection).
-pub fn set_reservation(
-    conn: &mut PgConnection,
-    uuid: Uuid,
-    reservation: Option<&str>,
-    now: DateTime<Utc>,
-) -> Result<(), DbError> {
-    refuse_mirrored(conn, uuid)?;
-    let updated = diesel::update(ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid)))
-        .set((
-            ironic_nodes::reservation.eq(reservation),
-            ironic_nodes::updated_at.eq(now),
-        ))
-        .execute(conn)?;
-    node_found(uuid, updated)
+/// What an operator or a script sets on a simulated node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeSetting<'a> {
+    /// The conductor lock (fault injection): set, or cleared with `None`.
+    Reservation(Option<&'a str>),
+    /// Maintenance on or off: a node in maintenance takes no instance (its owner reports its
+    /// unit reserved).
+    Maintenance(bool),
 }
 
-/// Puts node `uuid` in maintenance (`on`) or takes it out; a node in maintenance takes no
-/// instance (its owner reports its unit reserved).
-pub fn set_maintenance(
+/// Sets `setting` on simulated node `uuid`.
+pub fn set_node(
     conn: &mut PgConnection,
     uuid: Uuid,
-    on: bool,
+    setting: NodeSetting<'_>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     refuse_mirrored(conn, uuid)?;
-    let updated = diesel::update(ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid)))
-        .set((
-            ironic_nodes::maintenance.eq(on),
-            ironic_nodes::updated_at.eq(now),
-        ))
-        .execute(conn)?;
+    let node = ironic_nodes::table.filter(ironic_nodes::uuid.eq(uuid));
+    let at = ironic_nodes::updated_at.eq(now);
+    let updated = match setting {
+        NodeSetting::Reservation(holder) => diesel::update(node)
+            .set((ironic_nodes::reservation.eq(holder), at))
+            .execute(conn)?,
+        NodeSetting::Maintenance(on) => diesel::update(node)
+            .set((ironic_nodes::maintenance.eq(on), at))
+            .execute(conn)?,
+    };
     node_found(uuid, updated)
 }
 
@@ -297,11 +312,11 @@ fn lock_free_node(conn: &mut PgConnection, uuid: Uuid) -> Result<IronicNode, DbE
     refuse_mirrored(conn, uuid)?;
     let node: IronicNode = ironic_nodes::table
         .filter(ironic_nodes::uuid.eq(uuid))
-        .select(IronicNodeRow::as_select())
+        .select(node_columns!())
         .for_update()
         .first(conn)
         .optional()?
-        .map(IronicNode::from)
+        .map(node_of)
         .ok_or_else(|| DbError::NotFound(format!("ironic node {uuid}")))?;
     match &node.reservation {
         Some(conductor) => Err(DbError::Conflict(format!(

@@ -69,7 +69,7 @@ impl HostState {
 
 impl Host {
     /// Says whether the host counts as up at `now`: not forced down and heard from within
-    /// the down time (DESIGN.md: down = no heartbeat within the down time, or forced down).
+    /// the down time (docs/design.md: down = no heartbeat within the down time, or forced down).
     pub fn is_up(&self, liveness: &Liveness, now: DateTime<Utc>) -> bool {
         !self.forced_down
             && self

@@ -137,8 +137,8 @@ impl Outage {
 
 /// How a process judges hosts now, as it shows and uses their states (lists, events, the
 /// scheduler, os-services): its liveness settings, with the heartbeats a database outage its
-/// rebalancer noted kept a host from writing credited, as the rebalancer credits them (DESIGN
-/// invariant 15: a failover is not a host failure).
+/// rebalancer noted kept a host from writing credited, as the rebalancer credits them
+/// (invariant 15 of docs/design.md: a failover is not a host failure).
 #[derive(Debug, Clone, Copy)]
 pub struct HostJudge {
     pub liveness: Liveness,

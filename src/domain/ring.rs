@@ -19,8 +19,6 @@
 //! A failure therefore moves only the dead host's nodes.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::str::FromStr;
 
 use md5::{Digest, Md5};
 
@@ -40,33 +38,10 @@ pub enum RingAlgorithm {
     Tooz,
 }
 
-impl RingAlgorithm {
-    /// Returns the name used on the command line and in the API.
-    pub fn name(self) -> &'static str {
-        match self {
-            RingAlgorithm::Default => "default",
-            RingAlgorithm::Tooz => "tooz",
-        }
-    }
-}
-
-impl fmt::Display for RingAlgorithm {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.name())
-    }
-}
-
-impl FromStr for RingAlgorithm {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text {
-            "default" => Ok(RingAlgorithm::Default),
-            "tooz" => Ok(RingAlgorithm::Tooz),
-            other => Err(format!("unknown ring {other:?}: expected default or tooz")),
-        }
-    }
-}
+named_choices!(RingAlgorithm, "ring", {
+    Default => "default",
+    Tooz => "tooz",
+});
 
 /// MurmurHash3's 64-bit finalizer: a bijection with full avalanche.
 pub fn fmix64(mut value: u64) -> u64 {

@@ -83,7 +83,7 @@ pub async fn get_usage(state: web::Data<AppState>) -> Result<HttpResponse, ApiEr
     Ok(HttpResponse::Ok().json(usage))
 }
 
-/// Checks every invariant of DESIGN.md against the database.
+/// Checks every invariant of docs/design.md against the database.
 pub async fn get_audit(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let clock = state.actors.settings.audit_clock(state.actors.clock.now());
     let violations = db::run(&state.pool, move |conn| {

@@ -64,7 +64,7 @@ async fn with_origins(
 }
 
 /// Boots an instance onto a free node of `resource_class`: 201 with it. With a client-chosen
-/// `uuid` a boot is idempotent (DESIGN invariant 14): while an instance of that uuid exists
+/// `uuid` a boot is idempotent (invariant 14 of docs/design.md): while an instance of that uuid exists
 /// (deleted included, until archived) the request answers it, 200, and books nothing; one whose
 /// name or resource class differs is 409. A 503 means the outcome is unknown: a retry with the
 /// same uuid tells.

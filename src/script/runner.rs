@@ -18,7 +18,7 @@ use super::format::{EnrollArgs, Message, Script, Snapshot, Step, Target, Tick};
 use crate::actors::compute_host::Heartbeat;
 use crate::actors::ironic::EnrollNodes;
 use crate::actors::rebalancer::Resign;
-use crate::actors::{ActorSettings, Actors, spawn_all};
+use crate::actors::{ActorSettings, Actors};
 use crate::db::ironic::NewIronicNode;
 use crate::db::{self, Pool};
 use crate::domain::clock::{Clock, ManualClock};
@@ -63,7 +63,10 @@ pub async fn run(script: &Script, url: &str) -> Result<Vec<Value>, String> {
     let mut settings = ActorSettings::driven_by_messages(down_time);
     settings.host.pci_devices_per_node = script.config.pci_devices;
     settings.rebalancer.algorithm = script.config.ring.parse().unwrap_or_default();
-    let actors = spawn_all(pool.clone(), clock.clone(), settings, None);
+    let deployment = crate::config::DeploymentConfig::actors_only(settings);
+    let actors = crate::app::start_deployment(pool.clone(), clock.clone(), &deployment)
+        .await
+        .map_err(|error| format!("{}: cannot start: {error}", script.path))?;
     let mut run = Run {
         actors,
         clock,

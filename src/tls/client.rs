@@ -210,12 +210,7 @@ impl ServerCertVerifier for Current {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &super::provider().signature_verification_algorithms,
-        )
+        with_our_algorithms(rustls::crypto::verify_tls12_signature, (message, cert, dss))
     }
 
     fn verify_tls13_signature(
@@ -224,12 +219,7 @@ impl ServerCertVerifier for Current {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &super::provider().signature_verification_algorithms,
-        )
+        with_our_algorithms(rustls::crypto::verify_tls13_signature, (message, cert, dss))
     }
 
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
@@ -237,6 +227,24 @@ impl ServerCertVerifier for Current {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+/// A signature `check` of the handshake, with this build's signature algorithms.
+fn with_our_algorithms(
+    check: fn(
+        &[u8],
+        &CertificateDer<'_>,
+        &DigitallySignedStruct,
+        &rustls::crypto::WebPkiSupportedAlgorithms,
+    ) -> Result<HandshakeSignatureValid, rustls::Error>,
+    (message, cert, dss): (&[u8], &CertificateDer<'_>, &DigitallySignedStruct),
+) -> Result<HandshakeSignatureValid, rustls::Error> {
+    check(
+        message,
+        cert,
+        dss,
+        &super::provider().signature_verification_algorithms,
+    )
 }
 
 impl ResolvesClientCert for Current {

@@ -124,7 +124,7 @@ async fn five_thousand_consumers_in_one_post_are_written_all_or_nothing() {
     assert_eq!(used_vcpus(&app).await, 0);
 }
 
-/// Issue 25, item 3 (DESIGN invariant 14): eight concurrent boots with one uuid book one node;
+/// Issue 25, item 3 (invariant 14 of docs/design.md): eight concurrent boots with one uuid book one node;
 /// one is 201, the others answer that instance (200); a deleted one is still answered until
 /// it is archived; another name with that uuid is 409.
 #[actix_web::test]

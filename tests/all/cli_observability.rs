@@ -4,8 +4,7 @@
 //! names; the dashboard's polls stay at DEBUG; JSON lines carry the same fields; a frozen
 //! process logs its fence, its unfencing and its lost leadership.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -26,19 +25,7 @@ fn scrape(address: &str) -> Value {
         "{head}"
     );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/metrics-parse");
-    let mut parser = Command::new(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("scripts/metrics-parse runs");
-    parser
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let output = parser.wait_with_output().unwrap();
+    let output = crate::helpers::run_with_input(&mut Command::new(script), &text);
     assert!(
         output.status.success(),
         "the exposition parses: {}\n{text}",

@@ -2,8 +2,7 @@
 //! commands that refuse and ask, backup and restore of the embedded database, completions and
 //! the man page.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use diesel::RunQueryDsl;
@@ -199,20 +198,9 @@ fn upgrade_check_fails_on_a_broken_invariant() {
 
 /// Runs `command` (a shell line) on a pseudo-terminal (util-linux `script`), typing `answer`.
 fn on_terminal(command: &str, answer: &str) -> (Option<i32>, String) {
-    let mut child = Command::new("script")
-        .args(["-qec", command, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("util-linux script runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(answer.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let mut script = Command::new("script");
+    script.args(["-qec", command, "/dev/null"]);
+    let output = crate::helpers::run_with_input(&mut script, answer);
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),

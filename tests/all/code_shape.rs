@@ -183,10 +183,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "a_key_pair_is_imported_per_user_and_boots_with_a_server",
     ),
     (
-        "tests/all/compute_samples.rs",
-        "every_key_of_nova_s_samples_is_answered",
-    ),
-    (
         "tests/all/compute_servers.rs",
         "a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s",
     ),

@@ -175,20 +175,8 @@ async fn a_flavor_is_shown_in_the_shape_of_each_microversion() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["flavor"]["description"], "one bare-metal node");
 
-    let (status, _, _) = app
-        .compute(Method::DELETE, &format!("/flavors/{id}"))
-        .send()
-        .await;
-    assert_eq!(status, 202);
-    let (status, _, body) = app
-        .compute(Method::GET, &format!("/flavors/{id}"))
-        .send()
-        .await;
-    assert_eq!(status, 404);
-    assert_eq!(
-        body["itemNotFound"]["message"],
-        format!("Flavor {id} could not be found.")
-    );
+    let gone = format!("Flavor {id} could not be found.");
+    delete_then_not_found(&app, &format!("/flavors/{id}"), 202, &gone).await;
     assert_eq!(rows(&app, "SELECT count(*) FROM flavor_extra_specs"), 0);
 }
 
@@ -309,20 +297,8 @@ async fn extra_specs_are_validated_from_2_86_and_kept_as_strings() {
         body["badRequest"]["message"],
         "Request body and URI mismatch"
     );
-    let (status, _, _) = app
-        .compute(Method::DELETE, &format!("{path}/numbers"))
-        .send()
-        .await;
-    assert_eq!(status, 200);
-    let (status, _, body) = app
-        .compute(Method::GET, &format!("{path}/numbers"))
-        .send()
-        .await;
-    assert_eq!(status, 404);
-    assert_eq!(
-        body["itemNotFound"]["message"],
-        format!("Flavor {id} has no extra specs with key numbers.")
-    );
+    let gone = format!("Flavor {id} has no extra specs with key numbers.");
+    delete_then_not_found(&app, &format!("{path}/numbers"), 200, &gone).await;
     let (status, _, _) = app
         .compute(Method::POST, &path)
         .token(Some("alice:p1"))
@@ -450,4 +426,13 @@ async fn malformed_flavors_are_refused_and_nothing_is_written() {
         .send()
         .await;
     assert_eq!(status, 200, "earlier ones are ignored");
+}
+
+/// Deletes `path` (answered `deleted`), then finds it gone: 404 with Nova's `message`.
+async fn delete_then_not_found(app: &TestApp, path: &str, deleted: u16, message: &str) {
+    let (status, _, _) = app.compute(Method::DELETE, path).send().await;
+    assert_eq!(status, deleted, "DELETE {path}");
+    let (status, _, body) = app.compute(Method::GET, path).send().await;
+    assert_eq!(status, 404, "GET {path}: {body}");
+    assert_eq!(body["itemNotFound"]["message"], message);
 }

@@ -69,148 +69,146 @@ fn missing(sample: &Value, answer: &Value, path: &str, out: &mut Vec<String>) {
     }
 }
 
-fn check(root: &std::path::Path, file: &str, answer: &Value, failures: &mut Vec<String>) {
-    let mut out = Vec::new();
-    missing(&template(root, file), answer, "", &mut out);
-    failures.extend(out.into_iter().map(|key| format!("{file}: {key}")));
+/// The templates, the app they are compared with, and the keys found missing so far.
+struct Samples {
+    root: PathBuf,
+    app: TestApp,
+    failures: Vec<String>,
 }
 
-async fn get(app: &TestApp, version: &str, path: &str) -> Value {
-    let (status, _, body) = app.compute(Method::GET, path).version(version).send().await;
-    assert_eq!(status, 200, "{path}: {body}");
-    body
+impl Samples {
+    /// Notes each key of template `file` that `answer` lacks.
+    fn check(&mut self, file: &str, answer: &Value) {
+        let mut out = Vec::new();
+        missing(&template(&self.root, file), answer, "", &mut out);
+        self.failures
+            .extend(out.into_iter().map(|key| format!("{file}: {key}")));
+    }
+
+    /// GETs `path` at `version` (asserting 200) and checks it against template `file`.
+    async fn read(&mut self, version: &str, path: &str, file: &str) -> Value {
+        let (status, _, body) = self
+            .app
+            .compute(Method::GET, path)
+            .version(version)
+            .send()
+            .await;
+        assert_eq!(status, 200, "{path}: {body}");
+        self.check(file, &body);
+        body
+    }
+
+    /// Sends `body` to `path` at `version` and checks the answer against template `file`.
+    async fn write(
+        &mut self,
+        (method, path): (Method, &str),
+        version: &str,
+        body: Value,
+        file: &str,
+    ) -> Value {
+        let (_, _, answer) = self
+            .app
+            .compute(method, path)
+            .version(version)
+            .json(body)
+            .send()
+            .await;
+        self.check(file, &answer);
+        answer
+    }
 }
 
-#[actix_web::test]
-async fn every_key_of_nova_s_samples_is_answered() {
-    let root = samples();
-    let app = TestApp::spawn().await;
-    one_host_four_nodes(&app).await;
-    let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
-    let mut failures = Vec::new();
-
-    let versions: Value = app.get("/compute").await.json().await.unwrap();
-    check(
-        &root,
-        "versions/versions-get-resp.json.tpl",
-        &versions,
-        &mut failures,
-    );
-    let version: Value = app.get("/compute/v2.1").await.json().await.unwrap();
-    check(
-        &root,
-        "versions/v21-version-get-resp.json.tpl",
-        &version,
-        &mut failures,
-    );
-
-    let (_, _, created) = app
-        .compute(Method::POST, "/servers")
-        .version("2.100")
-        .json(
-            json!({"server": {"name": "sample", "imageRef": "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1",
-                                "flavorRef": flavor, "networks": "none"}}),
+async fn versions_and_servers(samples: &mut Samples, flavor: &str) {
+    let versions: Value = samples.app.get("/compute").await.json().await.unwrap();
+    samples.check("versions/versions-get-resp.json.tpl", &versions);
+    let version: Value = samples.app.get("/compute/v2.1").await.json().await.unwrap();
+    samples.check("versions/v21-version-get-resp.json.tpl", &version);
+    let server = json!({"server": {"name": "sample", "flavorRef": flavor, "networks": "none",
+                                   "imageRef": "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1"}});
+    let created = samples
+        .write(
+            (Method::POST, "/servers"),
+            "2.100",
+            server,
+            "servers/v2.100/server-create-resp.json.tpl",
         )
-        .send()
         .await;
-    check(
-        &root,
-        "servers/v2.100/server-create-resp.json.tpl",
-        &created,
-        &mut failures,
-    );
     let id = created["server"]["id"].as_str().unwrap().to_owned();
+    let app = &samples.app;
     eventually_async(Duration::from_secs(30), "ACTIVE", || async {
-        (get(&app, "2.100", &format!("/servers/{id}")).await["server"]["status"] == "ACTIVE")
-            .then_some(())
+        let (_, _, shown) = app
+            .compute(Method::GET, &format!("/servers/{id}"))
+            .version("2.100")
+            .send()
+            .await;
+        (shown["server"]["status"] == "ACTIVE").then_some(())
     })
     .await;
-    let shown = get(&app, "2.100", &format!("/servers/{id}")).await;
-    check(
-        &root,
-        "servers/v2.100/server-get-resp.json.tpl",
-        &shown,
-        &mut failures,
-    );
-    let detail = get(&app, "2.100", "/servers/detail?limit=1").await;
-    check(
-        &root,
-        "servers/v2.100/servers-details-resp.json.tpl",
-        &detail,
-        &mut failures,
-    );
-    let list = get(&app, "2.100", "/servers?limit=1").await;
-    check(
-        &root,
-        "servers/v2.100/servers-list-resp.json.tpl",
-        &list,
-        &mut failures,
-    );
+    for (path, file) in [
+        (format!("/servers/{id}"), "server-get-resp"),
+        ("/servers/detail?limit=1".to_owned(), "servers-details-resp"),
+        ("/servers?limit=1".to_owned(), "servers-list-resp"),
+    ] {
+        samples
+            .read("2.100", &path, &format!("servers/v2.100/{file}.json.tpl"))
+            .await;
+    }
+}
 
-    let (_, _, made) = app
-        .compute(Method::POST, "/flavors")
-        .version("2.61")
-        .json(
-            json!({"flavor": {"name": "sample", "ram": 1024, "vcpus": 2, "disk": 10, "id": "s1",
-                                "rxtx_factor": 2.0, "description": "test description"}}),
+async fn flavors(samples: &mut Samples, flavor: &str) {
+    let sample = json!({"flavor": {"name": "sample", "ram": 1024, "vcpus": 2, "disk": 10, "id": "s1",
+                                   "rxtx_factor": 2.0, "description": "test description"}});
+    let file = "flavor-manage/v2.61/flavor-create-post-resp.json.tpl";
+    samples
+        .write((Method::POST, "/flavors"), "2.61", sample, file)
+        .await;
+    for (path, file) in [
+        (
+            format!("/flavors/{flavor}"),
+            "flavors/v2.61/flavor-get-resp",
+        ),
+        (
+            "/flavors/detail?limit=1".to_owned(),
+            "flavors/v2.61/flavors-detail-resp",
+        ),
+        (
+            "/flavors?limit=1".to_owned(),
+            "flavors/v2.61/flavors-list-resp",
+        ),
+        (
+            format!("/flavors/{flavor}/os-extra_specs"),
+            "flavor-extra-specs/flavor-extra-specs-list-resp",
+        ),
+    ] {
+        samples
+            .read("2.61", &path, &format!("{file}.json.tpl"))
+            .await;
+    }
+    let (_, _, spec) = samples
+        .app
+        .compute(
+            Method::GET,
+            &format!("/flavors/{flavor}/os-extra_specs/resources:VCPU"),
         )
+        .version("2.61")
         .send()
         .await;
-    check(
-        &root,
-        "flavor-manage/v2.61/flavor-create-post-resp.json.tpl",
-        &made,
-        &mut failures,
-    );
-    let shown = get(&app, "2.61", &format!("/flavors/{flavor}")).await;
-    check(
-        &root,
-        "flavors/v2.61/flavor-get-resp.json.tpl",
-        &shown,
-        &mut failures,
-    );
-    let detail = get(&app, "2.61", "/flavors/detail?limit=1").await;
-    check(
-        &root,
-        "flavors/v2.61/flavors-detail-resp.json.tpl",
-        &detail,
-        &mut failures,
-    );
-    let list = get(&app, "2.61", "/flavors?limit=1").await;
-    check(
-        &root,
-        "flavors/v2.61/flavors-list-resp.json.tpl",
-        &list,
-        &mut failures,
-    );
-    let specs = get(&app, "2.61", &format!("/flavors/{flavor}/os-extra_specs")).await;
-    check(
-        &root,
-        "flavor-extra-specs/flavor-extra-specs-list-resp.json.tpl",
-        &specs,
-        &mut failures,
-    );
-    let spec = get(
-        &app,
-        "2.61",
-        &format!("/flavors/{flavor}/os-extra_specs/resources:VCPU"),
-    )
-    .await;
-    check(
-        &root,
+    samples.check(
         "flavor-extra-specs/flavor-extra-specs-get-resp.json.tpl",
         &json!({"hw:numa_nodes": spec["resources:VCPU"]}),
-        &mut failures,
     );
+}
 
-    let services = get(&app, "2.53", "/os-services").await;
-    check(
-        &root,
-        "os-services/v2.53/services-list-get-resp.json.tpl",
-        &services,
-        &mut failures,
-    );
+async fn services_and_hypervisors(samples: &mut Samples) {
+    let services = samples
+        .read(
+            "2.53",
+            "/os-services",
+            "os-services/v2.53/services-list-get-resp.json.tpl",
+        )
+        .await;
     let service = services["services"][0]["id"].as_str().unwrap().to_owned();
+    let path = format!("/os-services/{service}");
     for (body, file) in [
         (
             json!({"status": "disabled", "disabled_reason": "maintenance"}),
@@ -219,73 +217,64 @@ async fn every_key_of_nova_s_samples_is_answered() {
         (json!({"status": "enabled"}), "service-enable-put-resp"),
         (json!({"forced_down": false}), "service-force-down-put-resp"),
     ] {
-        let (_, _, answer) = app
-            .compute(Method::PUT, &format!("/os-services/{service}"))
-            .version("2.53")
-            .json(body)
-            .send()
+        let file = format!("os-services/v2.53/{file}.json.tpl");
+        samples
+            .write((Method::PUT, &path), "2.53", body, &file)
             .await;
-        check(
-            &root,
-            &format!("os-services/v2.53/{file}.json.tpl"),
-            &answer,
-            &mut failures,
-        );
     }
-
-    let list = get(&app, "2.88", "/os-hypervisors?limit=1").await;
-    check(
-        &root,
-        "os-hypervisors/v2.88/hypervisors-list-resp.json.tpl",
-        &list,
-        &mut failures,
-    );
-    let detail = get(&app, "2.88", "/os-hypervisors/detail?limit=1").await;
-    check(
-        &root,
-        "os-hypervisors/v2.88/hypervisors-detail-resp.json.tpl",
-        &detail,
-        &mut failures,
-    );
-    let node = detail["hypervisors"][0]["id"].as_str().unwrap().to_owned();
-    let shown = get(&app, "2.88", &format!("/os-hypervisors/{node}")).await;
-    check(
-        &root,
-        "os-hypervisors/v2.88/hypervisors-show-resp.json.tpl",
-        &shown,
-        &mut failures,
-    );
-
-    let (_, _, imported) = app
-        .compute(Method::POST, "/os-keypairs")
-        .version("2.92")
-        .json(json!({"keypair": {"name": "sample", "public_key": crate::compute_keypairs::KEY}}))
-        .send()
+    let hypervisors = "os-hypervisors/v2.88";
+    samples
+        .read(
+            "2.88",
+            "/os-hypervisors?limit=1",
+            &format!("{hypervisors}/hypervisors-list-resp.json.tpl"),
+        )
         .await;
-    check(
-        &root,
-        "os-keypairs/v2.92/keypairs-import-post-resp.json.tpl",
-        &imported,
-        &mut failures,
-    );
-    let limits = get(&app, "2.57", "/limits").await;
-    check(
-        &root,
-        "limits/v2.57/limit-get-resp.json.tpl",
-        &limits,
-        &mut failures,
-    );
-    let quotas = get(&app, "2.57", "/os-quota-sets/admin").await;
-    check(
-        &root,
-        "os-quota-sets/v2.57/quotas-show-get-resp.json.tpl",
-        &quotas,
-        &mut failures,
-    );
+    let detail = samples
+        .read(
+            "2.88",
+            "/os-hypervisors/detail?limit=1",
+            &format!("{hypervisors}/hypervisors-detail-resp.json.tpl"),
+        )
+        .await;
+    let node = detail["hypervisors"][0]["id"].as_str().unwrap().to_owned();
+    let file = format!("{hypervisors}/hypervisors-show-resp.json.tpl");
+    samples
+        .read("2.88", &format!("/os-hypervisors/{node}"), &file)
+        .await;
+}
 
+async fn keypairs_limits_and_quotas(samples: &mut Samples) {
+    let key = json!({"keypair": {"name": "sample", "public_key": crate::compute_keypairs::KEY}});
+    let file = "os-keypairs/v2.92/keypairs-import-post-resp.json.tpl";
+    samples
+        .write((Method::POST, "/os-keypairs"), "2.92", key, file)
+        .await;
+    samples
+        .read("2.57", "/limits", "limits/v2.57/limit-get-resp.json.tpl")
+        .await;
+    let file = "os-quota-sets/v2.57/quotas-show-get-resp.json.tpl";
+    samples.read("2.57", "/os-quota-sets/admin", file).await;
+}
+
+#[actix_web::test]
+async fn every_key_of_nova_s_samples_is_answered() {
+    let root = samples();
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
+    let mut samples = Samples {
+        root,
+        app,
+        failures: Vec::new(),
+    };
+    versions_and_servers(&mut samples, &flavor).await;
+    flavors(&mut samples, &flavor).await;
+    services_and_hypervisors(&mut samples).await;
+    keypairs_limits_and_quotas(&mut samples).await;
     assert!(
-        failures.is_empty(),
+        samples.failures.is_empty(),
         "keys of Nova's samples missing:\n{}",
-        failures.join("\n")
+        samples.failures.join("\n")
     );
 }

@@ -1,4 +1,4 @@
-//! The constraints that carry DESIGN.md's invariants hold in PostgreSQL itself.
+//! The constraints that carry the invariants of docs/design.md hold in PostgreSQL itself.
 
 use diesel::{PgConnection, RunQueryDsl};
 use ringmaster::db::DbError;

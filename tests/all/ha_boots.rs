@@ -9,7 +9,7 @@ use ringmaster::db::compute_nodes::NodeMove;
 use ringmaster::domain::ring::MoveReason;
 
 use crate::ha_guarantees::{boot_at_once, count};
-use crate::helpers::{TestDb, TestDeployment, quiet_settings};
+use crate::helpers::{TestDb, TestDeployment, start_actors};
 
 /// Item 11: a boot asking for k PCI devices is offered only nodes with k free devices.
 #[actix_web::test]
@@ -71,8 +71,8 @@ async fn an_unlocked_node_is_schedulable_at_once() {
 async fn one_host_name_runs_in_one_process_at_a_time() {
     let db = TestDb::new();
     let clock = std::sync::Arc::new(ringmaster::domain::clock::SystemClock::new());
-    let first = ringmaster::actors::spawn_all(db.pool(), clock.clone(), quiet_settings(), None);
-    let second = ringmaster::actors::spawn_all(db.pool(), clock.clone(), quiet_settings(), None);
+    let first = start_actors(db.pool(), clock.clone()).await;
+    let second = start_actors(db.pool(), clock.clone()).await;
     first.hosts.start("cmp-1").await.unwrap();
     let refused = second.hosts.start("cmp-1").await;
     let message = refused
@@ -214,7 +214,7 @@ async fn a_pass_that_finds_nothing_changed_writes_nothing() {
 #[actix_web::test]
 async fn a_boot_lands_on_a_host_another_process_runs() {
     let d = TestDeployment::start(&["cmp-1"], 0).await;
-    let other = ringmaster::actors::spawn_all(d.db.pool(), d.clock.clone(), quiet_settings(), None);
+    let other = start_actors(d.db.pool(), d.clock.clone()).await;
     let remote = other.hosts.start("cmp-2").await.unwrap();
     assert!(
         remote
@@ -253,7 +253,7 @@ async fn a_boot_lands_on_a_host_another_process_runs() {
 #[actix_web::test]
 async fn a_boot_handed_to_a_stopped_process_is_settled_by_the_nodes_new_owner() {
     let d = TestDeployment::start(&["cmp-1"], 0).await;
-    let other = ringmaster::actors::spawn_all(d.db.pool(), d.clock.clone(), quiet_settings(), None);
+    let other = start_actors(d.db.pool(), d.clock.clone()).await;
     let remote = other.hosts.start("cmp-2").await.unwrap();
     d.heartbeat(&["cmp-1"]).await;
     ringmaster::db::hosts::drain_host(&mut d.db.conn(), "cmp-1", d.clock_now()).unwrap();

@@ -14,7 +14,7 @@ use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_alloca
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
-use crate::helpers::{TestDeployment, quiet_settings};
+use crate::helpers::{TestDeployment, quiet_settings, start_actors};
 
 pub(crate) const THREE: [&str; 3] = ["cmp-1", "cmp-2", "cmp-3"];
 
@@ -175,7 +175,7 @@ async fn a_frozen_leader_loses_its_lease_and_its_late_moves_are_refused() {
     let d = TestDeployment::start(&THREE, 6).await;
     let old_lease = d.lease().await;
     // A second process on the same database and clock.
-    let other = ringmaster::actors::spawn_all(d.db.pool(), d.clock.clone(), quiet_settings(), None);
+    let other = start_actors(d.db.pool(), d.clock.clone()).await;
     let follower = other.rebalancer.send(RebalanceNow).await.unwrap().unwrap();
     assert!(!follower.leader, "one leader while the lease is renewed");
 

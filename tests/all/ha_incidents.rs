@@ -1,5 +1,5 @@
 //! The incidents behind ringmaster's HA core, replayed on real actors, a real database and a
-//! manual clock. The invariants of DESIGN.md are audited after every step.
+//! manual clock. The invariants of docs/design.md are audited after every step.
 
 use ringmaster::actors::compute_host::{DestroyInstance, HostError, UpdateAvailableResource};
 use ringmaster::actors::ironic::{DeleteNode, LockNode};

@@ -19,6 +19,7 @@ mod api_session;
 mod archive;
 mod browser;
 mod browser_login;
+mod browser_states;
 mod cli_archive;
 mod cli_commands;
 mod cli_config;

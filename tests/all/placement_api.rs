@@ -66,19 +66,21 @@ async fn everything_else_needs_an_admin_token() {
             .unwrap()
             .starts_with("req-")
     );
-    let (status, _, _) = app
-        .placement(reqwest::Method::GET, "/placement/resource_classes")
-        .version("1.2")
-        .token("user")
-        .send()
-        .await;
+    let status = status_of(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_classes",
+        ("1.2", "user"),
+    )
+    .await;
     assert_eq!(status, 403);
-    let (status, _, _) = app
-        .placement(reqwest::Method::GET, "/placement/resource_classes")
-        .version("1.2")
-        .token("admin")
-        .send()
-        .await;
+    let status = status_of(
+        &app,
+        reqwest::Method::GET,
+        "/placement/resource_classes",
+        ("1.2", "admin"),
+    )
+    .await;
     assert_eq!(status, 200);
 }
 
@@ -131,12 +133,7 @@ async fn custom_resource_classes_and_traits_come_and_go() {
         .send()
         .await;
     assert_eq!(status, 400);
-    assert!(
-        body["errors"][0]["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("JSON does not validate")
-    );
+    assert!(detail(&body).starts_with("JSON does not validate"));
     let (status, _, _) = app
         .placement(
             reqwest::Method::PUT,
@@ -147,12 +144,13 @@ async fn custom_resource_classes_and_traits_come_and_go() {
         .send()
         .await;
     assert_eq!(status, 204, "already there");
-    let (status, _, _) = app
-        .placement(reqwest::Method::DELETE, "/placement/resource_classes/VCPU")
-        .version("1.2")
-        .token("admin")
-        .send()
-        .await;
+    let status = status_of(
+        &app,
+        reqwest::Method::DELETE,
+        "/placement/resource_classes/VCPU",
+        ("1.2", "admin"),
+    )
+    .await;
     assert_eq!(status, 400, "standard classes stay");
     let (status, _, _) = app
         .placement(
@@ -175,12 +173,13 @@ async fn custom_resource_classes_and_traits_come_and_go() {
         .await;
     assert_eq!(status, 404);
 
-    let (status, _, _) = app
-        .placement(reqwest::Method::PUT, "/placement/traits/CUSTOM_FAST")
-        .version("1.6")
-        .token("admin")
-        .send()
-        .await;
+    let status = status_of(
+        &app,
+        reqwest::Method::PUT,
+        "/placement/traits/CUSTOM_FAST",
+        ("1.6", "admin"),
+    )
+    .await;
     assert_eq!(status, 201);
     let (status, _, body) = app
         .placement(
@@ -202,19 +201,21 @@ async fn custom_resource_classes_and_traits_come_and_go() {
         (status, body["traits"].as_array().unwrap().len()),
         (200, 378)
     );
-    let (status, _, _) = app
-        .placement(reqwest::Method::GET, "/placement/traits")
-        .version("1.5")
-        .token("admin")
-        .send()
-        .await;
+    let status = status_of(
+        &app,
+        reqwest::Method::GET,
+        "/placement/traits",
+        ("1.5", "admin"),
+    )
+    .await;
     assert_eq!(status, 404, "traits arrived in 1.6");
-    let (status, _, _) = app
-        .placement(reqwest::Method::DELETE, "/placement/traits/CUSTOM_FAST")
-        .version("1.6")
-        .token("admin")
-        .send()
-        .await;
+    let status = status_of(
+        &app,
+        reqwest::Method::DELETE,
+        "/placement/traits/CUSTOM_FAST",
+        ("1.6", "admin"),
+    )
+    .await;
     assert_eq!(status, 204);
     let (status, headers, _) = app
         .placement(reqwest::Method::POST, "/placement/traits")
@@ -296,12 +297,7 @@ async fn resource_providers_form_trees_and_keep_their_names_unique() {
         .send()
         .await;
     assert_eq!(status, 400);
-    assert!(
-        body["errors"][0]["detail"]
-            .as_str()
-            .unwrap()
-            .starts_with("Invalid query string parameters")
-    );
+    assert!(detail(&body).starts_with("Invalid query string parameters"));
 
     let (status, _, body) = app
         .placement(
@@ -371,4 +367,24 @@ async fn resource_providers_form_trees_and_keep_their_names_unique() {
         .send()
         .await;
     assert_eq!((status, body), (200, json!({"resource_providers": []})));
+}
+
+/// The status Placement answers `method path` sent at microversion `version` with `token`.
+async fn status_of(
+    app: &TestApp,
+    method: reqwest::Method,
+    path: &str,
+    (version, token): (&str, &str),
+) -> u16 {
+    app.placement(method, path)
+        .version(version)
+        .token(token)
+        .send()
+        .await
+        .0
+}
+
+/// The `detail` of the first error of a Placement error body.
+fn detail(body: &Value) -> &str {
+    body["errors"][0]["detail"].as_str().unwrap_or_default()
 }

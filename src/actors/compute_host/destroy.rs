@@ -25,19 +25,7 @@ pub struct DestroyInstance {
     pub defer_pci_free: bool,
 }
 
-impl Handler<DestroyInstance> for ComputeHost {
-    type Result = AtomicResponse<Self, Result<(), HostError>>;
-
-    fn handle(&mut self, message: DestroyInstance, _: &mut Self::Context) -> Self::Result {
-        if let Err(fenced) = self.require_lease() {
-            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
-        }
-        let build = self.build();
-        AtomicResponse::new(Box::pin(
-            async move { build.destroy(message).await }.into_actor(self),
-        ))
-    }
-}
+leased_work!(DestroyInstance => destroy);
 
 impl Build {
     async fn destroy(&self, message: DestroyInstance) -> Result<(), HostError> {

@@ -19,19 +19,7 @@ pub struct PowerServer {
     pub action: PowerAction,
 }
 
-impl Handler<PowerServer> for ComputeHost {
-    type Result = AtomicResponse<Self, Result<(), HostError>>;
-
-    fn handle(&mut self, message: PowerServer, _: &mut Self::Context) -> Self::Result {
-        if let Err(fenced) = self.require_lease() {
-            return AtomicResponse::new(Box::pin(fut::ready(Err(fenced))));
-        }
-        let build = self.build();
-        AtomicResponse::new(Box::pin(
-            async move { build.power(message).await }.into_actor(self),
-        ))
-    }
-}
+leased_work!(PowerServer => power);
 
 impl Build {
     async fn power(&self, message: PowerServer) -> Result<(), HostError> {

@@ -97,38 +97,23 @@ mod tests {
 
     #[test]
     fn each_severity_has_its_level_and_continuations_keep_the_one_before() {
-        assert_eq!(
-            level_of("[12] LOG:  database system is ready to accept connections"),
-            Some(log::Level::Info)
-        );
-        assert_eq!(
-            level_of("[12] PANIC:  could not write"),
-            Some(log::Level::Error)
-        );
-        assert_eq!(
-            level_of("[12] FATAL:  password authentication failed"),
-            Some(log::Level::Warn)
-        );
-        assert_eq!(
-            level_of("[12] FATAL:  the database system is starting up"),
-            Some(log::Level::Debug)
-        );
-        assert_eq!(
-            level_of("[12] WARNING:  no transaction in progress"),
-            Some(log::Level::Warn)
-        );
-        assert_eq!(
-            level_of("[12] ERROR:  deadlock detected"),
-            Some(log::Level::Debug)
-        );
-        assert_eq!(
-            level_of("[12] DEBUG2:  checkpointer"),
-            Some(log::Level::Debug)
-        );
-        assert_eq!(
-            level_of("[12] DETAIL:  Process 1 waits for ShareLock"),
-            None
-        );
+        use log::Level::{Debug, Error, Info, Warn};
+        let cases = [
+            (
+                "LOG:  database system is ready to accept connections",
+                Some(Info),
+            ),
+            ("PANIC:  could not write", Some(Error)),
+            ("FATAL:  password authentication failed", Some(Warn)),
+            ("FATAL:  the database system is starting up", Some(Debug)),
+            ("WARNING:  no transaction in progress", Some(Warn)),
+            ("ERROR:  deadlock detected", Some(Debug)),
+            ("DEBUG2:  checkpointer", Some(Debug)),
+            ("DETAIL:  Process 1 waits for ShareLock", None),
+        ];
+        for (line, level) in cases {
+            assert_eq!(level_of(&format!("[12] {line}")), level, "{line}");
+        }
         assert_eq!(level_of("\tcontinued"), None);
     }
 

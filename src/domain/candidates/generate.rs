@@ -6,8 +6,6 @@
 //! `randomize_allocation_candidates`) the capped set is made and `limit` of it drawn at random.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::fmt;
-use std::str::FromStr;
 
 use super::search::{Search, Slot, Stopped};
 use super::{Candidate, Context, GroupOptions, Outcome, Partial, Request};
@@ -22,35 +20,10 @@ pub enum Strategy {
     BreadthFirst,
 }
 
-impl Strategy {
-    /// The name Placement's option and ringmaster's flag use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::DepthFirst => "depth-first",
-            Strategy::BreadthFirst => "breadth-first",
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.name())
-    }
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Strategy, String> {
-        match text {
-            "depth-first" => Ok(Strategy::DepthFirst),
-            "breadth-first" => Ok(Strategy::BreadthFirst),
-            other => Err(format!(
-                "unknown strategy {other:?}: depth-first or breadth-first"
-            )),
-        }
-    }
-}
+named_choices!(Strategy, "strategy", {
+    DepthFirst => "depth-first",
+    BreadthFirst => "breadth-first",
+});
 
 /// How candidates are generated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -15,6 +15,18 @@ pub fn quiet_settings() -> ActorSettings {
     ActorSettings::driven_by_messages(chrono::Duration::seconds(10))
 }
 
+/// Another process's actors on the same database, started as every process starts them
+/// (`app::start_deployment`), driven by messages (`quiet_settings`), on `clock`.
+pub async fn start_actors(
+    pool: ringmaster::db::Pool,
+    clock: ringmaster::domain::clock::SharedClock,
+) -> ringmaster::actors::Actors {
+    let deployment = ringmaster::config::DeploymentConfig::actors_only(quiet_settings());
+    ringmaster::app::start_deployment(pool, clock, &deployment)
+        .await
+        .unwrap()
+}
+
 /// The real HTTP server on a random loopback port, over a database of its own.
 pub struct TestApp {
     pub address: String,
@@ -103,7 +115,7 @@ impl TestApp {
 }
 
 impl Drop for TestApp {
-    /// Stops the server and checks every invariant of DESIGN.md on what the test left (unless
+    /// Stops the server and checks every invariant of docs/design.md on what the test left (unless
     /// the test already failed).
     fn drop(&mut self) {
         // Stopping is asynchronous; the test's actix system ends right after anyway.

@@ -193,6 +193,23 @@ pub fn run_to_end(command: &mut Command) -> (Option<i32>, String, String) {
     )
 }
 
+/// Runs `command` with `input` on its standard input, to its end; returns what it wrote.
+pub fn run_with_input(command: &mut Command, input: &str) -> std::process::Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("{command:?}: {error}"));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Asserts that stderr holds exactly one error line, mentioning `needle`, and no panic.
 pub fn assert_one_error_line(stderr: &[String], needle: &str) {
     let errors: Vec<&String> = stderr

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Nested-provider Placement workload, for any Placement URL (stdlib only).
 
-The companion of ../shared/placement/bench.py for trees: T compute nodes, each a root with
+The companion of scripts/placement/bench.py for trees: T compute nodes, each a root with
 two NUMA children (VCPU 16, MEMORY_MB 32768 each, trait HW_NUMA_ROOT), all in one aggregate
 with a sharing storage pool (DISK_GB, MISC_SHARES_VIA_AGGREGATE). Phases, at concurrency C:
 

@@ -23,6 +23,16 @@ pub(crate) async fn send(
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
+/// The status `method path` (no body) is answered with.
+pub(crate) async fn status(app: &TestApp, method: reqwest::Method, path: &str) -> u16 {
+    send(app, method, path, None).await.0
+}
+
+/// How many items the listing at `path` holds.
+pub(crate) async fn count(app: &TestApp, path: &str) -> usize {
+    get(app, path).await.as_array().map_or(0, Vec::len)
+}
+
 pub(crate) async fn get(app: &TestApp, path: &str) -> Value {
     let (status, body) = send(app, reqwest::Method::GET, path, None).await;
     assert_eq!(status, 200, "{path}: {body}");
@@ -71,38 +81,16 @@ async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
     let app = TestApp::spawn().await;
     let enrolled = one_host_four_nodes(&app).await;
 
-    let hosts = get(&app, "/api/v1/hosts").await;
-    assert_eq!(hosts[0]["host"], "cmp-1");
-    assert_eq!(hosts[0]["state"], "up");
-    assert_eq!(hosts[0]["nodes"], 4);
-    assert!(hosts[0]["last_seen_up"].is_string());
+    listings_show_one_host_and_its_four_nodes(&app, &enrolled).await;
 
-    let nodes = get(&app, "/api/v1/nodes").await;
-    assert_eq!(nodes.as_array().unwrap().len(), 4);
-    for node in nodes.as_array().unwrap() {
-        assert!(enrolled.contains(&node["uuid"].as_str().unwrap().to_owned()));
-        assert_eq!(node["resource_class"], "baremetal");
-        assert_eq!(node["host"], "cmp-1");
-        assert_eq!(node["compute_node_uuid"], node["resource_provider_uuid"]);
-        assert_eq!(node["owner_epoch"], 1);
-        assert_eq!(node["instance_uuid"], Value::Null);
-        assert_eq!(node["provision_state"], "available");
-    }
-
-    let ring = get(&app, "/api/v1/ring").await;
-    assert_eq!(ring["algorithm"], "default");
-    assert_eq!(ring["members"], json!(["cmp-1"]));
-    assert_eq!(ring["counts"], json!({"cmp-1": 4}));
-    assert_eq!(ring["version"], 1);
-
-    let (status, instance) = send(
+    let (created, instance) = send(
         &app,
         reqwest::Method::POST,
         "/api/v1/instances",
         Some(json!({"name": "vm-1", "resource_class": "baremetal"})),
     )
     .await;
-    assert_eq!(status, 201, "{instance}");
+    assert_eq!(created, 201, "{instance}");
     assert_eq!(instance["name"], "vm-1");
     assert_eq!(instance["host"], "cmp-1");
     assert_eq!(instance["vm_state"], "active");
@@ -132,14 +120,12 @@ async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
         .find(|uuid| **uuid != instance["node"])
         .unwrap();
     assert_eq!(
-        send(
+        status(
             &app,
             reqwest::Method::POST,
-            &format!("/api/v1/nodes/{free}/lock"),
-            None
+            &format!("/api/v1/nodes/{free}/lock")
         )
-        .await
-        .0,
+        .await,
         204
     );
     let locked = get(&app, "/api/v1/nodes").await;
@@ -151,39 +137,33 @@ async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
             .any(|node| node["uuid"] == json!(free) && node["locked"] == true)
     );
     assert_eq!(
-        send(
+        status(
             &app,
             reqwest::Method::POST,
-            &format!("/api/v1/nodes/{free}/unlock"),
-            None
+            &format!("/api/v1/nodes/{free}/unlock")
         )
-        .await
-        .0,
+        .await,
         204
     );
 
     let uuid = instance["uuid"].as_str().unwrap();
     assert_eq!(
-        send(
+        status(
             &app,
             reqwest::Method::DELETE,
-            &format!("/api/v1/instances/{uuid}"),
-            None
+            &format!("/api/v1/instances/{uuid}")
         )
-        .await
-        .0,
+        .await,
         204
     );
     assert_eq!(get(&app, "/api/v1/instances").await, json!([]));
     assert_eq!(
-        send(
+        status(
             &app,
             reqwest::Method::DELETE,
-            &format!("/api/v1/nodes/{free}"),
-            None
+            &format!("/api/v1/nodes/{free}")
         )
-        .await
-        .0,
+        .await,
         204
     );
     assert_eq!(
@@ -197,55 +177,62 @@ async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
         json!({"ok": true, "violations": [], "by_invariant": []})
     );
 
+    a_host_crashes_starts_again_and_drains(&app).await;
+}
+
+/// Hosts, nodes and ring as `one_host_four_nodes` left them.
+async fn listings_show_one_host_and_its_four_nodes(app: &TestApp, enrolled: &[String]) {
+    let hosts = get(app, "/api/v1/hosts").await;
+    assert_eq!(hosts[0]["host"], "cmp-1");
+    assert_eq!(hosts[0]["state"], "up");
+    assert_eq!(hosts[0]["nodes"], 4);
+    assert!(hosts[0]["last_seen_up"].is_string());
+
+    let nodes = get(app, "/api/v1/nodes").await;
+    assert_eq!(nodes.as_array().unwrap().len(), 4);
+    for node in nodes.as_array().unwrap() {
+        assert!(enrolled.contains(&node["uuid"].as_str().unwrap().to_owned()));
+        assert_eq!(node["resource_class"], "baremetal");
+        assert_eq!(node["host"], "cmp-1");
+        assert_eq!(node["compute_node_uuid"], node["resource_provider_uuid"]);
+        assert_eq!(node["owner_epoch"], 1);
+        assert_eq!(node["instance_uuid"], Value::Null);
+        assert_eq!(node["provision_state"], "available");
+    }
+
+    let ring = get(app, "/api/v1/ring").await;
+    assert_eq!(ring["algorithm"], "default");
+    assert_eq!(ring["members"], json!(["cmp-1"]));
+    assert_eq!(ring["counts"], json!({"cmp-1": 4}));
+    assert_eq!(ring["version"], 1);
+}
+
+/// A crash (404 for a host not running here), a start and a drain, each through the API.
+async fn a_host_crashes_starts_again_and_drains(app: &TestApp) {
     assert_eq!(
-        send(
-            &app,
-            reqwest::Method::POST,
-            "/api/v1/hosts/cmp-1/crash",
-            None
-        )
-        .await
-        .0,
+        status(app, reqwest::Method::POST, "/api/v1/hosts/cmp-1/crash").await,
         202
     );
     assert_eq!(
-        send(
-            &app,
-            reqwest::Method::POST,
-            "/api/v1/hosts/cmp-1/crash",
-            None
-        )
-        .await
-        .0,
+        status(app, reqwest::Method::POST, "/api/v1/hosts/cmp-1/crash").await,
         404
     );
     assert_eq!(
-        send(
-            &app,
-            reqwest::Method::POST,
-            "/api/v1/hosts/cmp-1/start",
-            None
-        )
-        .await
-        .0,
+        status(app, reqwest::Method::POST, "/api/v1/hosts/cmp-1/start").await,
         202
     );
     assert_eq!(
-        send(
-            &app,
-            reqwest::Method::POST,
-            "/api/v1/hosts/cmp-1/drain",
-            None
-        )
-        .await
-        .0,
+        status(app, reqwest::Method::POST, "/api/v1/hosts/cmp-1/drain").await,
         202
     );
-    assert_eq!(get(&app, "/api/v1/hosts").await[0]["state"], "disabled");
+    assert_eq!(get(app, "/api/v1/hosts").await[0]["state"], "disabled");
 }
 
 #[actix_web::test]
 async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
+    const GET: reqwest::Method = reqwest::Method::GET;
+    const POST: reqwest::Method = reqwest::Method::POST;
+    const DELETE: reqwest::Method = reqwest::Method::DELETE;
     let app = TestApp::spawn().await;
     one_host_four_nodes(&app).await;
     let nodes_before = get(&app, "/api/v1/nodes").await;
@@ -253,104 +240,49 @@ async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
     let unknown = "9b2f3c1e-0000-4000-8000-000000000000";
 
     let cases: Vec<(reqwest::Method, String, Option<Value>, u16)> = vec![
+        (POST, "/api/v1/hosts".into(), Some(json!({"host": ""})), 400),
         (
-            reqwest::Method::POST,
-            "/api/v1/hosts".into(),
-            Some(json!({"host": ""})),
-            400,
-        ),
-        (
-            reqwest::Method::POST,
+            POST,
             "/api/v1/hosts".into(),
             Some(json!({"host": "a b"})),
             400,
         ),
         (
-            reqwest::Method::POST,
+            POST,
             "/api/v1/hosts".into(),
             Some(json!({"hots": "cmp-9"})),
             400,
         ),
+        (POST, "/api/v1/nodes".into(), Some(json!({"count": 0})), 400),
+        (POST, "/api/v1/nodes".into(), Some(json!({})), 400),
         (
-            reqwest::Method::POST,
-            "/api/v1/nodes".into(),
-            Some(json!({"count": 0})),
-            400,
-        ),
-        (
-            reqwest::Method::POST,
-            "/api/v1/nodes".into(),
-            Some(json!({})),
-            400,
-        ),
-        (
-            reqwest::Method::POST,
+            POST,
             "/api/v1/nodes".into(),
             Some(json!({"count": 2, "resource_class": "bad class"})),
             400,
         ),
         (
-            reqwest::Method::POST,
+            POST,
             "/api/v1/nodes".into(),
             Some(json!({"nodes": [{"uuid": "nope", "resource_class": "x"}]})),
             400,
         ),
+        (POST, "/api/v1/nodes/not-a-uuid/lock".into(), None, 400),
+        (POST, format!("/api/v1/nodes/{unknown}/lock"), None, 404),
+        (DELETE, format!("/api/v1/nodes/{unknown}"), None, 404),
+        (DELETE, format!("/api/v1/instances/{unknown}"), None, 404),
+        (POST, "/api/v1/hosts/nobody/crash".into(), None, 404),
+        (POST, "/api/v1/hosts/nobody/start".into(), None, 404),
+        (POST, "/api/v1/hosts/nobody/drain".into(), None, 404),
+        (GET, "/api/v1/moves?limit=0".into(), None, 400),
         (
-            reqwest::Method::POST,
-            "/api/v1/nodes/not-a-uuid/lock".into(),
-            None,
-            400,
-        ),
-        (
-            reqwest::Method::POST,
-            format!("/api/v1/nodes/{unknown}/lock"),
-            None,
-            404,
-        ),
-        (
-            reqwest::Method::DELETE,
-            format!("/api/v1/nodes/{unknown}"),
-            None,
-            404,
-        ),
-        (
-            reqwest::Method::DELETE,
-            format!("/api/v1/instances/{unknown}"),
-            None,
-            404,
-        ),
-        (
-            reqwest::Method::POST,
-            "/api/v1/hosts/nobody/crash".into(),
-            None,
-            404,
-        ),
-        (
-            reqwest::Method::POST,
-            "/api/v1/hosts/nobody/start".into(),
-            None,
-            404,
-        ),
-        (
-            reqwest::Method::POST,
-            "/api/v1/hosts/nobody/drain".into(),
-            None,
-            404,
-        ),
-        (
-            reqwest::Method::GET,
-            "/api/v1/moves?limit=0".into(),
-            None,
-            400,
-        ),
-        (
-            reqwest::Method::POST,
+            POST,
             "/api/v1/instances".into(),
             Some(json!({"name": "vm", "resource_class": "gold"})),
             409,
         ),
         (
-            reqwest::Method::POST,
+            POST,
             "/api/v1/instances".into(),
             Some(json!({"name": "", "resource_class": "baremetal"})),
             400,

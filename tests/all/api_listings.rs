@@ -5,7 +5,7 @@ use ringmaster::actors::compute_host::Heartbeat;
 use ringmaster::actors::rebalancer::RebalanceNow;
 use serde_json::{Value, json};
 
-use crate::api_admin::{get, one_host_four_nodes, send};
+use crate::api_admin::{count, get, one_host_four_nodes, send};
 use crate::helpers::TestApp;
 
 /// Issue 13, item 5: nodes and instances come a page at a time (`limit`, `marker`) and
@@ -35,23 +35,14 @@ async fn listings_page_filter_compress_and_sort_hosts_naturally() {
     assert_eq!(rest.as_array().unwrap().len(), 1);
     assert_eq!(rest[0]["uuid"], sorted[3].as_str());
     assert_eq!(
-        get(
+        count(
             &app,
             "/api/v1/nodes?host=cmp-1&state=available&resource_class=baremetal"
         )
-        .await
-        .as_array()
-        .unwrap()
-        .len(),
+        .await,
         4
     );
-    assert!(
-        get(&app, "/api/v1/nodes?host=cmp-9")
-            .await
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(count(&app, "/api/v1/nodes?host=cmp-9").await == 0);
     for bad in [
         "/api/v1/nodes?limit=0",
         "/api/v1/nodes?limit=10001",
@@ -73,21 +64,16 @@ async fn listings_page_filter_compress_and_sort_hosts_naturally() {
     .await;
     assert_eq!(status, 201, "{booted}");
     assert_eq!(
-        get(&app, "/api/v1/instances?state=active&host=cmp-1&limit=10")
-            .await
-            .as_array()
-            .unwrap()
-            .len(),
+        count(&app, "/api/v1/instances?state=active&host=cmp-1&limit=10").await,
         1
     );
-    assert!(
-        get(&app, "/api/v1/instances?state=error")
-            .await
-            .as_array()
-            .unwrap()
-            .is_empty()
-    );
+    assert!(count(&app, "/api/v1/instances?state=error").await == 0);
 
+    answers_are_compressed_when_asked(&app).await;
+    hosts_sort_naturally(&app).await;
+}
+
+async fn answers_are_compressed_when_asked(app: &TestApp) {
     let compressed = app
         .client
         .get(app.url("/api/v1/nodes"))
@@ -107,10 +93,12 @@ async fn listings_page_filter_compress_and_sort_hosts_naturally() {
         .await
         .unwrap();
     assert!(plain.headers().get("content-encoding").is_none());
+}
 
+async fn hosts_sort_naturally(app: &TestApp) {
     for host in ["cmp-10", "cmp-2"] {
         let (status, _) = send(
-            &app,
+            app,
             reqwest::Method::POST,
             "/api/v1/hosts",
             Some(json!({"host": host})),
@@ -118,7 +106,7 @@ async fn listings_page_filter_compress_and_sort_hosts_naturally() {
         .await;
         assert_eq!(status, 201);
     }
-    let hosts: Vec<String> = get(&app, "/api/v1/hosts")
+    let hosts: Vec<String> = get(app, "/api/v1/hosts")
         .await
         .as_array()
         .unwrap()
@@ -168,20 +156,12 @@ async fn the_dashboard_reads_pages_totals_usage_and_a_timeline() {
         "a uuid prefix finds its node"
     );
     assert_eq!(
-        get(&app, "/api/v1/nodes?search=cmp-1")
-            .await
-            .as_array()
-            .unwrap()
-            .len(),
+        count(&app, "/api/v1/nodes?search=cmp-1").await,
         4,
         "a host name finds its nodes"
     );
     assert!(
-        get(&app, "/api/v1/nodes?search=%25")
-            .await
-            .as_array()
-            .unwrap()
-            .is_empty(),
+        count(&app, "/api/v1/nodes?search=%25").await == 0,
         "a LIKE wildcard is taken literally"
     );
     for bad in [
@@ -215,9 +195,13 @@ async fn the_dashboard_reads_pages_totals_usage_and_a_timeline() {
     let ring = get(&app, "/api/v1/ring").await;
     assert_eq!(ring["nodes"], 4);
 
-    // cmp-2 joins and takes its share; cmp-1 drains and cmp-2 takes the rest: one entry each.
+    a_join_and_a_drain_are_one_timeline_entry_each(&app).await;
+}
+
+/// cmp-2 joins and takes its share; cmp-1 drains and cmp-2 takes the rest: one entry each.
+async fn a_join_and_a_drain_are_one_timeline_entry_each(app: &TestApp) {
     let (status, _) = send(
-        &app,
+        app,
         reqwest::Method::POST,
         "/api/v1/hosts",
         Some(json!({"host": "cmp-2"})),
@@ -232,10 +216,10 @@ async fn the_dashboard_reads_pages_totals_usage_and_a_timeline() {
         .await
         .unwrap()
         .unwrap();
-    let ring = get(&app, "/api/v1/ring").await;
+    let ring = get(app, "/api/v1/ring").await;
     let joined = ring["counts"]["cmp-2"].as_i64().unwrap_or(0);
     let (status, _) = send(
-        &app,
+        app,
         reqwest::Method::POST,
         "/api/v1/hosts/cmp-1/drain",
         None,
@@ -248,7 +232,7 @@ async fn the_dashboard_reads_pages_totals_usage_and_a_timeline() {
         .await
         .unwrap()
         .unwrap();
-    let timeline = get(&app, "/api/v1/timeline").await;
+    let timeline = get(app, "/api/v1/timeline").await;
     let summaries: Vec<&str> = timeline
         .as_array()
         .unwrap()

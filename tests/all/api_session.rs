@@ -33,7 +33,16 @@ async fn a_session_cookie_reads_streams_and_writes_with_its_csrf_token_until_log
     let info: Value = app.get("/api/v1/session").await.json().await.unwrap();
     assert_eq!(info["auth"], "admin-token");
     assert_eq!(info["logged_in"], false);
+    let (cookie, csrf) = log_in(&app).await;
+    let stream = reads_and_the_stream_take_the_cookie_alone(&app, &cookie).await;
+    a_change_needs_the_csrf_token_too(&app, &cookie, &csrf).await;
+    logout_ends_the_session_and_its_stream(&app, &cookie, stream).await;
+}
 
+/// A wrong token gets no cookie; the right one the session cookie (HttpOnly, SameSite=Strict,
+/// not Secure over plain http) and the CSRF cookie the page reads; returns the Cookie header
+/// of both and the CSRF token.
+async fn log_in(app: &TestApp) -> (String, String) {
     let wrong = app
         .client
         .post(app.url("/api/v1/session"))
@@ -82,12 +91,18 @@ async fn a_session_cookie_reads_streams_and_writes_with_its_csrf_token_until_log
     assert_eq!(body["csrf"], csrf.as_str());
     assert!(!session.contains(TOKEN) && session.len() >= 64);
     let cookie = format!("ringmaster_session={session}; ringmaster_csrf={csrf}");
+    (cookie, csrf)
+}
 
-    // Reads and the stream with the cookie alone.
+/// Reads and the event stream go with the cookie alone; returns the open stream.
+async fn reads_and_the_stream_take_the_cookie_alone(
+    app: &TestApp,
+    cookie: &str,
+) -> reqwest::Response {
     let hosts = app
         .client
         .get(app.url("/api/v1/hosts"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .send()
         .await
         .unwrap();
@@ -95,7 +110,7 @@ async fn a_session_cookie_reads_streams_and_writes_with_its_csrf_token_until_log
     let info: Value = app
         .client
         .get(app.url("/api/v1/session"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .send()
         .await
         .unwrap()
@@ -107,18 +122,21 @@ async fn a_session_cookie_reads_streams_and_writes_with_its_csrf_token_until_log
     let stream = app
         .client
         .get(app.url("/api/v1/events"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .send()
         .await
         .unwrap();
     assert_eq!(stream.status(), 200);
+    stream
+}
 
-    // A change: the cookie alone is not enough (a forged cross-site request has no CSRF token).
+/// A change: the cookie alone is not enough (a forged cross-site request has no CSRF token).
+async fn a_change_needs_the_csrf_token_too(app: &TestApp, cookie: &str, csrf: &str) {
     let create = |csrf: Option<&str>| {
         let mut request = app
             .client
             .post(app.url("/api/v1/hosts"))
-            .header("cookie", &cookie)
+            .header("cookie", cookie)
             .json(&json!({"host": "cmp-session"}));
         if let Some(csrf) = csrf {
             request = request.header("x-csrf-token", csrf);
@@ -127,13 +145,19 @@ async fn a_session_cookie_reads_streams_and_writes_with_its_csrf_token_until_log
     };
     assert_eq!(create(None).await.unwrap().status(), 403);
     assert_eq!(create(Some("forged")).await.unwrap().status(), 403);
-    assert_eq!(create(Some(&csrf)).await.unwrap().status(), 201);
+    assert_eq!(create(Some(csrf)).await.unwrap().status(), 201);
+}
 
-    // Logout: the session is gone, the open stream ends with session-ended.
+/// Logout: the session is gone, the open stream ends with session-ended.
+async fn logout_ends_the_session_and_its_stream(
+    app: &TestApp,
+    cookie: &str,
+    stream: reqwest::Response,
+) {
     let logout = app
         .client
         .delete(app.url("/api/v1/session"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .send()
         .await
         .unwrap();
@@ -158,7 +182,7 @@ async fn a_session_cookie_reads_streams_and_writes_with_its_csrf_token_until_log
     let after = app
         .client
         .get(app.url("/api/v1/hosts"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .send()
         .await
         .unwrap();

@@ -274,9 +274,14 @@ fn bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds()
         2
     );
 
-    // An update of a device that does not exist is an error, never an insert.
+    an_update_of_a_missing_device_inserts_nothing(&mut conn, compute_node);
+    a_compute_node_waits_for_its_live_devices(&db, &mut conn);
+}
+
+/// An update of a device that does not exist is an error, never an insert.
+fn an_update_of_a_missing_device_inserts_nothing(conn: &mut PgConnection, compute_node: i64) {
     let missing = ringmaster::db::pci::update_device(
-        &mut conn,
+        conn,
         compute_node,
         "0000:ff:00.0",
         "available",
@@ -287,24 +292,26 @@ fn bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds()
         matches!(missing, Err(ringmaster::db::DbError::NotFound(_))),
         "{missing:?}"
     );
-    assert_eq!(count(&mut conn, "SELECT count(*) AS n FROM pci_devices"), 2);
+    assert_eq!(count(conn, "SELECT count(*) AS n FROM pci_devices"), 2);
+}
 
-    // A soft-deleted compute node waits while live devices reference it.
+/// A soft-deleted compute node waits while live devices reference it.
+fn a_compute_node_waits_for_its_live_devices(db: &TestDb, conn: &mut PgConnection) {
     exec(
-        &mut conn,
+        conn,
         "UPDATE compute_nodes SET deleted = id, deleted_at = now()",
     );
-    assert_eq!(archive(&db, &options(1000)).get("compute_nodes"), None);
+    assert_eq!(archive(db, &options(1000)).get("compute_nodes"), None);
     exec(
-        &mut conn,
+        conn,
         "UPDATE pci_devices SET deleted = id, deleted_at = now()",
     );
-    let moved = archive(&db, &options(1000));
+    let moved = archive(db, &options(1000));
     assert_eq!(
         (moved.get("pci_devices"), moved.get("compute_nodes")),
         (Some(&2), Some(&1))
     );
-    audit_clean(&mut conn);
+    audit_clean(conn);
 }
 
 #[test]

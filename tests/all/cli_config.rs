@@ -78,65 +78,67 @@ fn one_setting_from_all_four_sources_the_stronger_wins() {
     assert!(stdout.contains("# configuration file: none"), "{stdout}");
 }
 
+/// Broken files: (text, the line named, what the error says).
+const FILE_ERRORS: &[(&str, &str, &str)] = &[
+    ("[http]\nbind = \"127.0.0.1:0\n", ":2:", "string"),
+    ("[htp]\nbind = \"x\"\n", ":1:", "unknown section [htp]"),
+    (
+        "bind = \"x\"\n",
+        ":1:",
+        "bind is outside any section: it belongs under [http]",
+    ),
+    (
+        "[http]\n\nbnd = \"x\"\n",
+        ":3:",
+        "unknown key bnd in [http]",
+    ),
+    ("[http]\nurl = \"x\"\n", ":2:", "unknown key url in [http]"),
+    (
+        "[http]\nbind = 8080\n",
+        ":2:",
+        "[http] bind: expected a string, found an integer",
+    ),
+    (
+        "[hosts]\nnodes = \"ten\"\n",
+        ":2:",
+        "[hosts] nodes: expected an integer",
+    ),
+    (
+        "[http]\nmetrics-public = \"yes\"\n",
+        ":2:",
+        "expected a boolean",
+    ),
+    (
+        "[hosts]\nservice-down-time = \"10 parsecs\"\n",
+        ":2:",
+        "[hosts] service-down-time: invalid value '10 parsecs'",
+    ),
+    (
+        "[http]\nmax-event-streams = 0\n",
+        ":2:",
+        "[http] max-event-streams: invalid value '0'",
+    ),
+    (
+        "[hosts]\nring = \"round\"\n",
+        ":2:",
+        "[hosts] ring: invalid value 'round'",
+    ),
+    (
+        "[ironic]\nurl = \"http://a\"\nironic-url = \"http://b\"\n",
+        ":3:",
+        "[ironic] url is given twice",
+    ),
+    (
+        "[http]\nbind = [\"a\", \"b\"]\n",
+        ":2:",
+        "expected a string, found an array",
+    ),
+];
+
 #[test]
 fn every_error_in_a_file_is_one_line_naming_the_file_the_line_and_the_key() {
     let dir = TempDir::new("config-errors");
-    let cases: &[(&str, &str, &str)] = &[
-        ("[http]\nbind = \"127.0.0.1:0\n", ":2:", "string"),
-        ("[htp]\nbind = \"x\"\n", ":1:", "unknown section [htp]"),
-        (
-            "bind = \"x\"\n",
-            ":1:",
-            "bind is outside any section: it belongs under [http]",
-        ),
-        (
-            "[http]\n\nbnd = \"x\"\n",
-            ":3:",
-            "unknown key bnd in [http]",
-        ),
-        ("[http]\nurl = \"x\"\n", ":2:", "unknown key url in [http]"),
-        (
-            "[http]\nbind = 8080\n",
-            ":2:",
-            "[http] bind: expected a string, found an integer",
-        ),
-        (
-            "[hosts]\nnodes = \"ten\"\n",
-            ":2:",
-            "[hosts] nodes: expected an integer",
-        ),
-        (
-            "[http]\nmetrics-public = \"yes\"\n",
-            ":2:",
-            "expected a boolean",
-        ),
-        (
-            "[hosts]\nservice-down-time = \"10 parsecs\"\n",
-            ":2:",
-            "[hosts] service-down-time: invalid value '10 parsecs'",
-        ),
-        (
-            "[http]\nmax-event-streams = 0\n",
-            ":2:",
-            "[http] max-event-streams: invalid value '0'",
-        ),
-        (
-            "[hosts]\nring = \"round\"\n",
-            ":2:",
-            "[hosts] ring: invalid value 'round'",
-        ),
-        (
-            "[ironic]\nurl = \"http://a\"\nironic-url = \"http://b\"\n",
-            ":3:",
-            "[ironic] url is given twice",
-        ),
-        (
-            "[http]\nbind = [\"a\", \"b\"]\n",
-            ":2:",
-            "expected a string, found an array",
-        ),
-    ];
-    for (text, line, needle) in cases {
+    for (text, line, needle) in FILE_ERRORS {
         let file = write(&dir, "bad.toml", text);
         let at = format!("{}{line}", file.display());
         for args in [&["serve"][..], &["config", "show"][..]] {

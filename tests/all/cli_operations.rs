@@ -66,61 +66,9 @@ fn upgrade_check_exits_0_1_or_2() {
             .map(|check| (check.to_owned(), "Success".to_owned()))
     );
 
-    // A live process of an older version: a warning naming it.
-    let holder = uuid::Uuid::new_v4();
-    let mut presence = PgConnection::establish(db.url()).unwrap();
-    diesel::sql_query(format!("SET application_name = 'ringmaster {holder}'"))
-        .execute(&mut presence)
-        .unwrap();
-    diesel::sql_query(format!(
-        "INSERT INTO ringmaster_processes (holder, version, hostname, pid, started_at)
-         VALUES ('{holder}', '0.0.9', 'old-box', 4242, now())"
-    ))
-    .execute(&mut db.conn())
-    .unwrap();
-    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
-    assert_eq!(code, Some(1), "{stdout}");
-    assert!(results(&stdout).contains(&("Processes".to_owned(), "Warning".to_owned())));
-    assert!(
-        stdout.contains("0.0.9 on old-box (pid 4242, no hosts)"),
-        "{stdout}"
-    );
-    drop(presence);
-    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
-    assert_eq!(code, Some(0), "a process gone is not counted: {stdout}");
-
-    // The newest migration not applied yet: a warning; the invariants are not checked.
+    a_live_process_of_another_version_is_a_warning(&db);
     let mut conn = db.conn();
-    let (_, newest, _) = run(&db, &["db", "version"]);
-    let newest = newest.trim().to_owned();
-    diesel::sql_query(
-        "DELETE FROM __diesel_schema_migrations
-          WHERE version = (SELECT max(version) FROM __diesel_schema_migrations)",
-    )
-    .execute(&mut conn)
-    .unwrap();
-    let (code, stdout, _) = run(&db, &["upgrade", "check"]);
-    assert_eq!(code, Some(1), "{stdout}");
-    assert!(stdout.contains("1 pending"), "{stdout}");
-
-    // `db version` reads without migrating: the older version, a warning naming what is pending.
-    let (code, stdout, stderr) = run(&db, &["db", "version"]);
-    assert_eq!(code, Some(0), "{stderr:?}");
-    assert!(
-        stdout.trim() < newest.as_str(),
-        "the version before {newest}: {stdout}"
-    );
-    let pending = format!("1 migrations pending ({newest})");
-    assert!(
-        stderr.iter().any(|line| line.contains(&pending)),
-        "{stderr:?}"
-    );
-    let still_missing = format!("__diesel_schema_migrations WHERE version = '{newest}'");
-    assert_eq!(
-        count(&mut conn, &still_missing),
-        0,
-        "db version applied nothing"
-    );
+    pending_migrations_are_a_warning_and_db_version_applies_none(&db, &mut conn);
 
     // A migration this binary does not know: a failure.
     diesel::sql_query(
@@ -154,6 +102,65 @@ fn upgrade_check_exits_0_1_or_2() {
         results(&stdout),
         vec![("Database".to_owned(), "Failure".to_owned())]
     );
+}
+
+/// A live process of an older version: a warning naming it; gone, it is not counted.
+fn a_live_process_of_another_version_is_a_warning(db: &TestDb) {
+    let holder = uuid::Uuid::new_v4();
+    let mut presence = PgConnection::establish(db.url()).unwrap();
+    diesel::sql_query(format!("SET application_name = 'ringmaster {holder}'"))
+        .execute(&mut presence)
+        .unwrap();
+    diesel::sql_query(format!(
+        "INSERT INTO ringmaster_processes (holder, version, hostname, pid, started_at)
+         VALUES ('{holder}', '0.0.9', 'old-box', 4242, now())"
+    ))
+    .execute(&mut db.conn())
+    .unwrap();
+    let (code, stdout, _) = run(db, &["upgrade", "check"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(results(&stdout).contains(&("Processes".to_owned(), "Warning".to_owned())));
+    assert!(
+        stdout.contains("0.0.9 on old-box (pid 4242, no hosts)"),
+        "{stdout}"
+    );
+    drop(presence);
+    let (code, stdout, _) = run(db, &["upgrade", "check"]);
+    assert_eq!(code, Some(0), "a process gone is not counted: {stdout}");
+}
+
+/// The newest migration not applied yet: a warning (the invariants are not checked); `db
+/// version` reads without migrating: the older version, a warning naming what is pending.
+fn pending_migrations_are_a_warning_and_db_version_applies_none(
+    db: &TestDb,
+    conn: &mut PgConnection,
+) {
+    let (_, newest, _) = run(db, &["db", "version"]);
+    let newest = newest.trim().to_owned();
+    diesel::sql_query(
+        "DELETE FROM __diesel_schema_migrations
+          WHERE version = (SELECT max(version) FROM __diesel_schema_migrations)",
+    )
+    .execute(conn)
+    .unwrap();
+    let (code, stdout, _) = run(db, &["upgrade", "check"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("1 pending"), "{stdout}");
+
+    // `db version` reads without migrating: the older version, a warning naming what is pending.
+    let (code, stdout, stderr) = run(db, &["db", "version"]);
+    assert_eq!(code, Some(0), "{stderr:?}");
+    assert!(
+        stdout.trim() < newest.as_str(),
+        "the version before {newest}: {stdout}"
+    );
+    let pending = format!("1 migrations pending ({newest})");
+    assert!(
+        stderr.iter().any(|line| line.contains(&pending)),
+        "{stderr:?}"
+    );
+    let still_missing = format!("__diesel_schema_migrations WHERE version = '{newest}'");
+    assert_eq!(count(conn, &still_missing), 0, "db version applied nothing");
 }
 
 /// An empty database (nothing migrated) is "not initialized", not a raw SQL error.
@@ -287,21 +294,7 @@ fn destructive_commands_refuse_a_live_deployment_and_ask_on_a_terminal() {
 #[test]
 fn a_dump_restores_into_a_fresh_data_dir_and_passes_the_audit() {
     let (dir, mut demo, address) = start_demo_with("dump", &["--nodes", "8"]);
-    eventually(
-        Duration::from_secs(30),
-        "8 providers with inventory",
-        || {
-            let (_, body) = http(&address, "GET", "/api/v1/providers");
-            let providers: Value = serde_json::from_str(&body).ok()?;
-            (providers
-                .as_array()?
-                .iter()
-                .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
-                .count()
-                == 8)
-                .then_some(())
-        },
-    );
+    eight_providers_with_inventory(&address);
     for index in 0..3 {
         let (status, body) = http_json(
             &address,
@@ -340,35 +333,13 @@ fn a_dump_restores_into_a_fresh_data_dir_and_passes_the_audit() {
 
     let (code, stdout, _) = run_to_end(ringmaster().arg("audit").arg("--data-dir").arg(&target));
     assert_eq!(code, Some(0), "{stdout}");
-    let counts = |data_dir: &std::path::Path| {
-        let cluster = ringmaster::db::cluster::Cluster::start_or_join(
-            &ringmaster::db::cluster::ClusterOptions {
-                data_dir: data_dir.to_path_buf(),
-                bin_dir: None,
-                throwaway: false,
-            },
-        )
-        .unwrap();
-        let mut conn = PgConnection::establish(&cluster.url("ringmaster")).unwrap();
-        let counts: Vec<i64> = [
-            "compute_nodes WHERE deleted = 0",
-            "instances WHERE deleted = 0 AND vm_state = 'active'",
-            "allocations",
-            "resource_providers",
-        ]
-        .iter()
-        .map(|table| count(&mut conn, table))
-        .collect();
-        drop(conn);
-        counts
-    };
-    let restored = counts(&target);
+    let restored = live_counts(&target);
     assert_eq!(
         restored,
         vec![8, 3, 3, 8],
         "nodes, instances, allocations, providers"
     );
-    assert_eq!(counts(&source), restored, "the same as the source");
+    assert_eq!(live_counts(&source), restored, "the same as the source");
 
     // A file that is not a dump: a clear error, the restored database untouched.
     let garbage = fresh.path.join("garbage.dump");
@@ -382,9 +353,51 @@ fn a_dump_restores_into_a_fresh_data_dir_and_passes_the_audit() {
     );
     assert_eq!(code, Some(1));
     assert_one_error_line(&lines(&stderr), "pg_restore cannot read");
-    assert_eq!(counts(&target), restored);
+    assert_eq!(live_counts(&target), restored);
     demo.interrupt();
     demo.wait_exit(Duration::from_secs(30));
+}
+
+/// Live compute nodes, active instances, allocations and providers of the database of
+/// `data_dir` (its server started, or joined).
+fn live_counts(data_dir: &std::path::Path) -> Vec<i64> {
+    let cluster =
+        ringmaster::db::cluster::Cluster::start_or_join(&ringmaster::db::cluster::ClusterOptions {
+            data_dir: data_dir.to_path_buf(),
+            bin_dir: None,
+            throwaway: false,
+        })
+        .unwrap();
+    let mut conn = PgConnection::establish(&cluster.url("ringmaster")).unwrap();
+    let counts: Vec<i64> = [
+        "compute_nodes WHERE deleted = 0",
+        "instances WHERE deleted = 0 AND vm_state = 'active'",
+        "allocations",
+        "resource_providers",
+    ]
+    .iter()
+    .map(|table| count(&mut conn, table))
+    .collect();
+    drop(conn);
+    counts
+}
+
+fn eight_providers_with_inventory(address: &str) {
+    eventually(
+        Duration::from_secs(30),
+        "8 providers with inventory",
+        || {
+            let (_, body) = http(address, "GET", "/api/v1/providers");
+            let providers: Value = serde_json::from_str(&body).ok()?;
+            (providers
+                .as_array()?
+                .iter()
+                .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
+                .count()
+                == 8)
+                .then_some(())
+        },
+    );
 }
 
 #[test]

@@ -127,22 +127,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "bad_input_is_a_4xx_envelope_and_changes_nothing",
     ),
     (
-        "tests/all/api_listings.rs",
-        "listings_page_filter_compress_and_sort_hosts_naturally",
-    ),
-    (
-        "tests/all/api_listings.rs",
-        "the_dashboard_reads_pages_totals_usage_and_a_timeline",
-    ),
-    (
-        "tests/all/api_session.rs",
-        "a_session_cookie_reads_streams_and_writes_with_its_csrf_token_until_logout",
-    ),
-    (
-        "tests/all/archive.rs",
-        "bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds",
-    ),
-    (
         "tests/all/browser.rs",
         "the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash",
     ),
@@ -151,28 +135,8 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "the_dashboard_logs_in_through_keystone_or_with_the_admin_token",
     ),
     (
-        "tests/all/cli_commands.rs",
-        "ironic_flags_are_checked_by_name",
-    ),
-    (
-        "tests/all/cli_config.rs",
-        "every_error_in_a_file_is_one_line_naming_the_file_the_line_and_the_key",
-    ),
-    (
         "tests/all/cli_observability.rs",
         "a_failover_shows_in_the_metrics_and_in_one_log_line",
-    ),
-    (
-        "tests/all/cli_operations.rs",
-        "upgrade_check_exits_0_1_or_2",
-    ),
-    (
-        "tests/all/cli_operations.rs",
-        "a_dump_restores_into_a_fresh_data_dir_and_passes_the_audit",
-    ),
-    (
-        "tests/all/compute_flavors.rs",
-        "malformed_flavors_are_refused_and_nothing_is_written",
     ),
     (
         "tests/all/compute_ironic.rs",
@@ -185,10 +149,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     (
         "tests/all/compute_servers.rs",
         "a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s",
-    ),
-    (
-        "tests/all/compute_servers.rs",
-        "malformed_creates_are_refused_and_claim_nothing",
     ),
     (
         "tests/all/compute_services.rs",
@@ -223,10 +183,6 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_on_it",
     ),
     (
-        "tests/all/ironic_listing.rs",
-        "three_processes_list_ironic_once_per_interval_and_the_lease_moves_when_its_holder_dies",
-    ),
-    (
         "tests/all/ironic_source.rs",
         "nodes_of_a_real_ironic_are_claimed_booted_moved_without_a_request_and_torn_down",
     ),
@@ -259,24 +215,8 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "inventories_are_generation_checked_and_validated",
     ),
     (
-        "tests/all/placement_inventories.rs",
-        "provider_lists_filter_by_required_traits_and_free_resources",
-    ),
-    (
-        "tests/all/security.rs",
-        "nul_bytes_and_over_long_names_are_refused_by_field_and_write_nothing",
-    ),
-    (
         "tests/all/security_secrets.rs",
         "no_secret_reaches_the_log_even_at_trace",
-    ),
-    (
-        "tests/all/shared_writers.rs",
-        "every_caller_of_the_fence_writes_nothing_for_a_node_that_moved",
-    ),
-    (
-        "tests/all/tls.rs",
-        "the_listener_serves_https_and_rotates_its_certificate_on_sighup",
     ),
     (
         "tests/all/tls.rs",

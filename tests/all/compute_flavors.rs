@@ -385,6 +385,12 @@ async fn malformed_flavors_are_refused_and_nothing_is_written() {
         "nothing was written"
     );
 
+    a_duplicate_name_and_bad_queries_are_refused(&app, &good).await;
+}
+
+/// A second flavor of one name is 409; bad list queries are 400 (unknown parameters only from
+/// 2.75).
+async fn a_duplicate_name_and_bad_queries_are_refused(app: &TestApp, good: &Value) {
     let (status, _, _) = app
         .compute(Method::POST, "/flavors")
         .json(json!({"flavor": good.clone()}))

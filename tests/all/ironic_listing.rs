@@ -99,20 +99,7 @@ fn three_processes_list_ironic_once_per_interval_and_the_lease_moves_when_its_ho
         assert_eq!(listing["error"], Value::Null);
     }
 
-    // Maintenance in Ironic reaches the owner, in whichever process it runs.
-    let node = get_json(&processes[0].1, "/api/v1/nodes")[0]["uuid"]
-        .as_str()
-        .map(str::to_owned)
-        .unwrap_or_default();
-    ironic.set(node.parse().unwrap_or_default(), "maintenance", json!(true));
-    eventually(Duration::from_secs(20), "the node reserved", || {
-        let listed = get_json(&processes[0].1, "/api/v1/nodes");
-        listed
-            .as_array()?
-            .iter()
-            .any(|each| each["uuid"] == node.as_str() && each["maintenance"] == true)
-            .then_some(())
-    });
+    maintenance_in_ironic_reaches_the_owner(&ironic, &processes[0].1);
 
     // The holder dies without a word: another process lists within the down time (2 s).
     let (old_holder, old_epoch, _, old_expiry) = lease(&db);
@@ -144,6 +131,23 @@ fn three_processes_list_ironic_once_per_interval_and_the_lease_moves_when_its_ho
     });
     let audit = get_json(&processes[0].1, "/api/v1/audit");
     assert_eq!(audit["ok"], true, "{audit}");
+}
+
+/// Maintenance set in Ironic reaches the node's owner, in whichever process it runs.
+fn maintenance_in_ironic_reaches_the_owner(ironic: &StandinIronic, address: &str) {
+    let node = get_json(address, "/api/v1/nodes")[0]["uuid"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_default();
+    ironic.set(node.parse().unwrap_or_default(), "maintenance", json!(true));
+    eventually(Duration::from_secs(20), "the node reserved", || {
+        let listed = get_json(address, "/api/v1/nodes");
+        listed
+            .as_array()?
+            .iter()
+            .any(|each| each["uuid"] == node.as_str() && each["maintenance"] == true)
+            .then_some(())
+    });
 }
 
 fn driver(url: &str, db: &TestDb) -> IronicDriver {

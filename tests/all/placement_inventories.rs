@@ -282,57 +282,44 @@ async fn provider_lists_filter_by_required_traits_and_free_resources() {
             .map(|rp| rp["name"].as_str().unwrap().to_owned())
             .collect()
     };
-    let (status, _, body) = app
-        .placement(
-            reqwest::Method::GET,
-            "/placement/resource_providers?required=HW_CPU_X86_AVX2",
-        )
-        .version("1.18")
-        .token("admin")
-        .send()
-        .await;
+    let (status, body) = admin_get(
+        &app,
+        "/placement/resource_providers?required=HW_CPU_X86_AVX2",
+        "1.18",
+    )
+    .await;
     assert_eq!((status, names(&body)), (200, vec!["fast".to_owned()]));
-    let (_, _, body) = app
-        .placement(
-            reqwest::Method::GET,
-            "/placement/resource_providers?required=!HW_CPU_X86_AVX2",
-        )
-        .version("1.22")
-        .token("admin")
-        .send()
-        .await;
+    let (_, body) = admin_get(
+        &app,
+        "/placement/resource_providers?required=!HW_CPU_X86_AVX2",
+        "1.22",
+    )
+    .await;
     assert_eq!(names(&body), vec!["slow".to_owned()]);
-    let (_, _, body) = app
-        .placement(
-            reqwest::Method::GET,
-            "/placement/resource_providers?resources=VCPU:4",
-        )
-        .version("1.4")
-        .token("admin")
-        .send()
-        .await;
+    let (_, body) = admin_get(
+        &app,
+        "/placement/resource_providers?resources=VCPU:4",
+        "1.4",
+    )
+    .await;
     assert_eq!(names(&body), vec!["fast".to_owned()]);
-    let (status, _, body) = app
-        .placement(
-            reqwest::Method::GET,
-            "/placement/resource_providers?required=BOGUS",
-        )
-        .version("1.18")
-        .token("admin")
-        .send()
-        .await;
+    let (status, body) =
+        admin_get(&app, "/placement/resource_providers?required=BOGUS", "1.18").await;
     assert_eq!(
         (status, body["errors"][0]["detail"].clone()),
         (400, json!("No such trait(s): BOGUS."))
     );
-    let (status, _, _) = app
-        .placement(
-            reqwest::Method::GET,
-            "/placement/resource_providers?required=X",
-        )
-        .version("1.17")
+    let (status, _) = admin_get(&app, "/placement/resource_providers?required=X", "1.17").await;
+    assert_eq!(status, 400, "required arrived in 1.18");
+}
+
+/// An admin's GET of `path` at microversion `version`: (status, body).
+async fn admin_get(app: &TestApp, path: &str, version: &str) -> (u16, Value) {
+    let (status, _, body) = app
+        .placement(reqwest::Method::GET, path)
+        .version(version)
         .token("admin")
         .send()
         .await;
-    assert_eq!(status, 400, "required arrived in 1.18");
+    (status, body)
 }

@@ -320,6 +320,19 @@ async fn nul_bytes_and_over_long_names_are_refused_by_field_and_write_nothing() 
         let message = answer["error"]["message"].as_str().unwrap();
         assert!(message.contains(says), "{path}: {message}");
     }
+    placement_refuses_nul_characters_wherever_they_are(&app).await;
+    let nodes: Vec<Value> = app.get("/api/v1/nodes").await.json().await.unwrap();
+    assert!(nodes.is_empty(), "nothing enrolled");
+    let (_, _, providers) = app
+        .placement(Method::GET, "/placement/resource_providers")
+        .token("admin")
+        .send()
+        .await;
+    assert_eq!(providers["resource_providers"], json!([]));
+}
+
+/// Placement refuses a NUL character in a body, a path or a query, naming it.
+async fn placement_refuses_nul_characters_wherever_they_are(app: &TestApp) {
     let consumer = uuid::Uuid::new_v4();
     let placement = [
         (
@@ -362,14 +375,6 @@ async fn nul_bytes_and_over_long_names_are_refused_by_field_and_write_nothing() 
             "{path}: {answer}"
         );
     }
-    let nodes: Vec<Value> = app.get("/api/v1/nodes").await.json().await.unwrap();
-    assert!(nodes.is_empty(), "nothing enrolled");
-    let (_, _, providers) = app
-        .placement(Method::GET, "/placement/resource_providers")
-        .token("admin")
-        .send()
-        .await;
-    assert_eq!(providers["resource_providers"], json!([]));
 }
 
 #[actix_web::test]

@@ -167,8 +167,35 @@ async fn every_caller_of_the_fence_writes_nothing_for_a_node_that_moved() {
         matches!(destroyed, Err(HostError::NotOwner { .. })),
         "{destroyed:?}"
     );
-    // An inventory report (`hold_one`).
     let compute_node = view.compute_node_uuid.unwrap();
+    a_report_and_an_orphan_delete_of_the_old_owner_write_nothing(
+        &d,
+        (&node, compute_node),
+        &old_host,
+        old_epoch,
+    )
+    .await;
+
+    assert_eq!(d.allocations(), allocations, "the instance keeps its claim");
+    let after = d
+        .nodes()
+        .into_iter()
+        .find(|view| view.uuid.to_string() == node)
+        .unwrap();
+    assert_eq!(after.host.as_deref(), Some(other_than(&old_host)));
+    assert_eq!(after.compute_node_uuid, view.compute_node_uuid);
+    d.audit();
+}
+
+/// The old owner's inventory report (`hold_one`) and orphan delete (`fence` for update) of a
+/// node that moved: both refused.
+async fn a_report_and_an_orphan_delete_of_the_old_owner_write_nothing(
+    d: &TestDeployment,
+    (node, compute_node): (&str, Uuid),
+    old_host: &str,
+    old_epoch: OwnerEpoch,
+) {
+    // An inventory report (`hold_one`).
     let inventory = ringmaster::domain::node::NodeInventory {
         resource_class: "CUSTOM_BAREMETAL".to_owned(),
         total: 1,
@@ -177,7 +204,7 @@ async fn every_caller_of_the_fence_writes_nothing_for_a_node_that_moved() {
     let reported = ringmaster::db::node_reports::report_inventory(
         &mut d.db.conn(),
         compute_node,
-        &old_host,
+        old_host,
         old_epoch,
         &inventory,
         d.clock_now(),
@@ -190,23 +217,13 @@ async fn every_caller_of_the_fence_writes_nothing_for_a_node_that_moved() {
         .registry
         .send(DeleteOrphan {
             node: node.parse().unwrap(),
-            host: old_host.clone().into(),
+            host: old_host.to_owned().into(),
             epoch: old_epoch,
         })
         .await
         .unwrap()
         .unwrap();
     assert_eq!(orphan, OrphanOutcome::NotOwner);
-
-    assert_eq!(d.allocations(), allocations, "the instance keeps its claim");
-    let after = d
-        .nodes()
-        .into_iter()
-        .find(|view| view.uuid.to_string() == node)
-        .unwrap();
-    assert_eq!(after.host.as_deref(), Some(other_than(&old_host)));
-    assert_eq!(after.compute_node_uuid, view.compute_node_uuid);
-    d.audit();
 }
 
 /// Consumers that are not left without allocations, and whether `consumer` is gone.

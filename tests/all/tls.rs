@@ -131,31 +131,7 @@ async fn the_listener_serves_https_and_rotates_its_certificate_on_sighup() {
         .expect("a client of the test CA gets through");
     assert_eq!(answer.status(), 200);
 
-    let other_ca = TestCa::new("another CA");
-    let other_file = other_ca.write_ca(&dir.path, "other-ca.pem");
-    for (label, client) in [
-        ("another CA", client_trusting(Some(&other_file))),
-        ("the system's store", client_trusting(None)),
-    ] {
-        let refused = client
-            .get(format!("https://{address}/healthz"))
-            .send()
-            .await;
-        assert!(refused.is_err(), "a client trusting {label} is refused");
-    }
-    let mut plain = TcpStream::connect(&address).unwrap();
-    plain
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    // The listener may close the connection before the request is written (a broken pipe):
-    // that too is no answer.
-    let _ = write!(plain, "GET /healthz HTTP/1.0\r\nHost: {address}\r\n\r\n");
-    let mut answer = Vec::new();
-    let _ = plain.read_to_end(&mut answer);
-    assert!(
-        !String::from_utf8_lossy(&answer).contains("200 OK"),
-        "plain HTTP gets no answer from the TLS listener"
-    );
+    only_a_client_of_its_ca_gets_an_answer(&dir, &address).await;
 
     // The open connection is used again just before the rotation, so that the server's
     // keep-alive timeout (5 s) cannot be what closes it on a busy machine.
@@ -195,6 +171,35 @@ async fn the_listener_serves_https_and_rotates_its_certificate_on_sighup() {
     assert_eq!(after.peer_certificate(), second.der);
     serve.interrupt();
     serve.wait_exit(Duration::from_secs(30));
+}
+
+/// A client trusting another CA, or the system's store, is refused; plain HTTP gets no answer.
+async fn only_a_client_of_its_ca_gets_an_answer(dir: &TempDir, address: &str) {
+    let other_ca = TestCa::new("another CA");
+    let other_file = other_ca.write_ca(&dir.path, "other-ca.pem");
+    for (label, client) in [
+        ("another CA", client_trusting(Some(&other_file))),
+        ("the system's store", client_trusting(None)),
+    ] {
+        let refused = client
+            .get(format!("https://{address}/healthz"))
+            .send()
+            .await;
+        assert!(refused.is_err(), "a client trusting {label} is refused");
+    }
+    let mut plain = TcpStream::connect(address).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    // The listener may close the connection before the request is written (a broken pipe):
+    // that too is no answer.
+    let _ = write!(plain, "GET /healthz HTTP/1.0\r\nHost: {address}\r\n\r\n");
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(
+        !String::from_utf8_lossy(&answer).contains("200 OK"),
+        "plain HTTP gets no answer from the TLS listener"
+    );
 }
 
 /// A certificate that is not PEM, or a key that is not the certificate's: one error line

@@ -115,8 +115,17 @@ async fn run(actors: &Actors, url: &str) -> Result<(), Error> {
         idle.requests_total - before,
     );
 
-    // Boots through the scheduler (deploy polled every 100 ms) against deploys sent straight
-    // to Ironic by this program (polled every 20 ms).
+    one_at_a_time(actors, url, &driver).await?;
+    concurrent(actors, url).await
+}
+
+/// Boots through the scheduler (deploy polled every 100 ms) against deploys sent straight
+/// to Ironic by this program (polled every 20 ms), one at a time.
+async fn one_at_a_time(
+    actors: &Actors,
+    url: &str,
+    driver: &ringmaster::actors::node_source::IronicDriver,
+) -> Result<(), Error> {
     let mut boots = Vec::new();
     let before = driver.status().requests_total;
     for index in 0..BOOTS {
@@ -149,7 +158,7 @@ async fn run(actors: &Actors, url: &str) -> Result<(), Error> {
         millis(median(&mut direct.clone())),
         millis(*direct.iter().max().ok_or("deploys")?),
     );
-    concurrent(actors, url).await
+    Ok(())
 }
 
 /// Clients booting at once, and boots per client.

@@ -161,20 +161,7 @@ fn boot(address: &str, uuid: &str, name: &str) -> (u16, serde_json::Value) {
 fn a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_books_nothing() {
     let db = TestDb::new();
     let (_serve, address) = start_serve(db.url(), &["--hosts", "cmp-1", "--nodes", "1"], "warn");
-    eventually(
-        Duration::from_secs(60),
-        "the node available and reported",
-        || {
-            let (_, nodes) = get_json(&address, "/api/v1/nodes");
-            let (_, providers) = get_json(&address, "/api/v1/providers");
-            (nodes[0]["host"] == "cmp-1"
-                && nodes[0]["provision_state"] == "available"
-                && providers[0]["inventory"]
-                    .to_string()
-                    .contains("CUSTOM_BAREMETAL"))
-            .then_some(())
-        },
-    );
+    the_node_is_available_and_reported(&address);
     // The deploy will wait for this lock on the node's row, until its backend is ended.
     let mut holder = db.conn();
     diesel::sql_query("BEGIN").execute(&mut holder).unwrap();
@@ -227,10 +214,32 @@ fn a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_bo
         .unwrap();
     diesel::sql_query("ROLLBACK").execute(&mut holder).unwrap();
 
-    // Settled within seconds of the database's return: error, claim released.
+    settled_at_once_and_a_retry_books_nothing(&db, &address, uuid);
+}
+
+fn the_node_is_available_and_reported(address: &str) {
+    eventually(
+        Duration::from_secs(60),
+        "the node available and reported",
+        || {
+            let (_, nodes) = get_json(address, "/api/v1/nodes");
+            let (_, providers) = get_json(address, "/api/v1/providers");
+            (nodes[0]["host"] == "cmp-1"
+                && nodes[0]["provision_state"] == "available"
+                && providers[0]["inventory"]
+                    .to_string()
+                    .contains("CUSTOM_BAREMETAL"))
+            .then_some(())
+        },
+    );
+}
+
+/// Settled within seconds of the database's return: error, claim released; the retry answers
+/// the same instance and books nothing; another name with the same uuid is refused.
+fn settled_at_once_and_a_retry_books_nothing(db: &TestDb, address: &str, uuid: &str) {
     let path = format!("/api/v1/instances/{uuid}");
     let settled = eventually(Duration::from_secs(20), "the build settled", || {
-        let (status, instance) = get_json(&address, &path);
+        let (status, instance) = get_json(address, &path);
         (status == 200 && instance["vm_state"] != "building").then_some(instance)
     });
     assert_eq!(settled["vm_state"], "error", "{settled}");
@@ -239,18 +248,18 @@ fn a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_bo
         assert_eq!(status, 200, "{body}");
         body["allocations"].as_object().unwrap().len()
     };
-    assert_eq!(allocations(&address), 0, "the claim is released");
+    assert_eq!(allocations(address), 0, "the claim is released");
 
     // The retry answers the same instance and books nothing.
-    let (status, answer) = boot(&address, uuid, "vm-1");
+    let (status, answer) = boot(address, uuid, "vm-1");
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["uuid"], uuid);
     assert_eq!(answer["vm_state"], "error");
-    assert_eq!(allocations(&address), 0);
-    let (_, nodes) = get_json(&address, "/api/v1/nodes");
+    assert_eq!(allocations(address), 0);
+    let (_, nodes) = get_json(address, "/api/v1/nodes");
     assert_eq!(nodes[0]["provision_state"], "available", "{nodes}");
     // Another name with the same uuid is refused.
-    let (status, answer) = boot(&address, uuid, "vm-2");
+    let (status, answer) = boot(address, uuid, "vm-2");
     assert_eq!(status, 409, "{answer}");
     assert!(
         answer["error"]["message"]

@@ -350,10 +350,24 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
     .await;
     assert!(middle["nodesRendered"].as_u64().unwrap() <= 100, "{middle}");
 
-    // Idle: nothing happens, and the page receives little (heartbeat ages are read now and then).
+    an_idle_page_receives_at_most_10_kb_a_second(&driver).await;
+    a_crash_from_the_page_shows_as_down_in_the_picture_and_once_in_the_timeline(&driver).await;
+    let screenshot = driver.screenshot().await;
+    assert!(screenshot.starts_with(b"\x89PNG"), "a PNG screenshot");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dashboard-screenshot.png");
+    std::fs::write(&path, screenshot).unwrap();
+    eprintln!("dashboard screenshot: {}", path.display());
+    driver.quit().await;
+    demo.interrupt();
+    demo.wait_exit(Duration::from_secs(30));
+}
+
+/// Idle: nothing happens, and the page receives little (heartbeat ages are read now and then).
+async fn an_idle_page_receives_at_most_10_kb_a_second(driver: &Driver) {
     // The hosts' first passes over 10,000 nodes may still be sending events on a busy machine:
     // idle starts once no event came for 5 s.
-    let idle_from = quiet(&driver, Duration::from_secs(5), Duration::from_secs(180)).await;
+    let idle_from = quiet(driver, Duration::from_secs(5), Duration::from_secs(180)).await;
     let idle_seconds = 15;
     actix_rt::time::sleep(Duration::from_secs(idle_seconds)).await;
     let idle_to = driver.script(STATE).await;
@@ -367,7 +381,13 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
         per_second <= 10_240.0,
         "an idle page receives at most 10 KB a second, not {per_second:.0} B"
     );
+}
 
+/// cmp-5 crashed from the page (its confirmation accepted): down, its nodes gone from it in the
+/// picture, one timeline entry.
+async fn a_crash_from_the_page_shows_as_down_in_the_picture_and_once_in_the_timeline(
+    driver: &Driver,
+) {
     driver
         .click("button[data-action=crash][data-host=cmp-5]")
         .await;
@@ -375,7 +395,7 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
         .call(reqwest::Method::POST, "/alert/accept", json!({}))
         .await;
     let after = wait_for(
-        &driver,
+        driver,
         "cmp-5 down and its nodes moved",
         Duration::from_secs(60),
         |state| {
@@ -412,16 +432,6 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
         after["firstPaintMs"], after["applyMaxMs"]
     );
     actix_rt::time::sleep(Duration::from_millis(1_200)).await;
-
-    let screenshot = driver.screenshot().await;
-    assert!(screenshot.starts_with(b"\x89PNG"), "a PNG screenshot");
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dashboard-screenshot.png");
-    std::fs::write(&path, screenshot).unwrap();
-    eprintln!("dashboard screenshot: {}", path.display());
-    driver.quit().await;
-    demo.interrupt();
-    demo.wait_exit(Duration::from_secs(30));
 }
 
 /// Whether Chromium and ChromeDriver are here (under CI=true they must be).

@@ -142,7 +142,32 @@ async fn the_dashboard_logs_in_through_keystone_or_with_the_admin_token() {
         "the session cookie is HttpOnly: {cookies}"
     );
 
-    // A crash made elsewhere shows within 2 s: the stream is live.
+    a_crash_made_elsewhere_shows_within_2_s(&driver, &keystone, &address).await;
+
+    // Logout: the stream ends, the login is back.
+    driver.click("#logout").await;
+    wait_for_login(
+        &driver,
+        "the login after logout",
+        Duration::from_secs(5),
+        |state| state["login"] == true && state["connection"] == "logged out",
+    )
+    .await;
+
+    a_reader_sees_no_write_and_an_expired_token_asks_again(&driver).await;
+    demo.interrupt();
+    demo.wait_exit(Duration::from_secs(30));
+
+    admin_token_login(&driver, &dir).await;
+    driver.quit().await;
+}
+
+/// A crash made elsewhere shows within 2 s: the stream is live.
+async fn a_crash_made_elsewhere_shows_within_2_s(
+    driver: &Driver,
+    keystone: &crate::helpers::RealKeystone,
+    address: &str,
+) {
     let admin = keystone.login("admin", "admin-secret", "admin").await;
     let crashed = driver
         .client
@@ -177,7 +202,7 @@ async fn the_dashboard_logs_in_through_keystone_or_with_the_admin_token() {
     )
     .await;
     let started = Instant::now();
-    wait_for_login(&driver, "cmp-2 down", Duration::from_secs(2), |state| {
+    wait_for_login(driver, "cmp-2 down", Duration::from_secs(2), |state| {
         state["cmp2"] == "down"
     })
     .await;
@@ -185,21 +210,15 @@ async fn the_dashboard_logs_in_through_keystone_or_with_the_admin_token() {
         "a crash showed on the page after {} ms",
         started.elapsed().as_millis()
     );
+}
 
-    // Logout: the stream ends, the login is back.
-    driver.click("#logout").await;
-    wait_for_login(
-        &driver,
-        "the login after logout",
-        Duration::from_secs(5),
-        |state| state["login"] == true && state["connection"] == "logged out",
-    )
-    .await;
-
+/// A reader: no write action shows. A token that expires ends the stream (within the cache
+/// lifetime) and asks to log in again.
+async fn a_reader_sees_no_write_and_an_expired_token_asks_again(driver: &Driver) {
     // A reader: no write action shows.
-    log_in_as(&driver, "reader", "reader-secret").await;
+    log_in_as(driver, "reader", "reader-secret").await;
     let state = wait_for_login(
-        &driver,
+        driver,
         "the reader logged in",
         Duration::from_secs(30),
         |state| state["login"] == false && state["hosts"] == 3,
@@ -209,26 +228,21 @@ async fn the_dashboard_logs_in_through_keystone_or_with_the_admin_token() {
     driver.click("#logout").await;
 
     // A token that expires ends the stream (within the cache lifetime) and asks to log in again.
-    log_in_as(&driver, "admin", "admin-secret").await;
+    log_in_as(driver, "admin", "admin-secret").await;
     wait_for_login(
-        &driver,
+        driver,
         "the admin again",
         Duration::from_secs(30),
         |state| state["login"] == false && state["connection"] == "live",
     )
     .await;
     wait_for_login(
-        &driver,
+        driver,
         "the login after the token expired",
         Duration::from_secs(60),
         |state| state["login"] == true,
     )
     .await;
-    demo.interrupt();
-    demo.wait_exit(Duration::from_secs(30));
-
-    admin_token_login(&driver, &dir).await;
-    driver.quit().await;
 }
 
 /// Under an admin token: the page asks for the token, goes live with it, logs out.

@@ -115,10 +115,6 @@ impl<'ast> Visit<'ast> for Functions {
 /// helpers: the list may only shrink — a function split must leave it, and no new one joins.
 const NOT_YET_SPLIT: &[(&str, &str)] = &[
     (
-        "tests/all/adversary_database.rs",
-        "a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_books_nothing",
-    ),
-    (
         "tests/all/api_admin.rs",
         "the_admin_api_drives_a_host_its_nodes_and_an_instance",
     ),
@@ -135,16 +131,8 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "the_dashboard_logs_in_through_keystone_or_with_the_admin_token",
     ),
     (
-        "tests/all/cli_observability.rs",
-        "a_failover_shows_in_the_metrics_and_in_one_log_line",
-    ),
-    (
         "tests/all/compute_ironic.rs",
         "a_server_boots_powers_and_goes_through_a_real_ironic",
-    ),
-    (
-        "tests/all/compute_keypairs.rs",
-        "a_key_pair_is_imported_per_user_and_boots_with_a_server",
     ),
     (
         "tests/all/compute_servers.rs",
@@ -152,55 +140,11 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
     ),
     (
         "tests/all/compute_services.rs",
-        "a_disabled_service_takes_no_build_and_keeps_its_nodes",
-    ),
-    (
-        "tests/all/compute_services.rs",
         "a_deleted_service_s_nodes_keep_their_identity_on_a_live_host",
-    ),
-    (
-        "tests/all/fuzz.rs",
-        "malformed_bodies_get_no_5xx_and_write_nothing",
-    ),
-    (
-        "tests/all/ha_incidents.rs",
-        "bug_1714248_a_dead_hosts_nodes_keep_their_identity_and_stay_schedulable",
-    ),
-    (
-        "tests/all/ha_postgres.rs",
-        "a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node",
-    ),
-    (
-        "tests/all/ironic_builds.rs",
-        "a_failed_build_is_tried_on_alternates_and_failing_nodes_rest_then_come_last",
-    ),
-    (
-        "tests/all/ironic_groups.rs",
-        "each_conductor_group_is_served_by_its_own_hosts_and_a_group_without_a_live_host_is_reported",
     ),
     (
         "tests/all/ironic_keystone.rs",
         "serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_on_it",
-    ),
-    (
-        "tests/all/ironic_source.rs",
-        "nodes_of_a_real_ironic_are_claimed_booted_moved_without_a_request_and_torn_down",
-    ),
-    (
-        "tests/all/ironic_source.rs",
-        "maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_clean",
-    ),
-    (
-        "tests/all/keystone.rs",
-        "keystone_decides_who_may_read_and_write",
-    ),
-    (
-        "tests/all/placement_api.rs",
-        "custom_resource_classes_and_traits_come_and_go",
-    ),
-    (
-        "tests/all/placement_api.rs",
-        "resource_providers_form_trees_and_keep_their_names_unique",
     ),
     (
         "tests/all/placement_candidates.rs",
@@ -215,14 +159,9 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "inventories_are_generation_checked_and_validated",
     ),
     (
-        "tests/all/security_secrets.rs",
-        "no_secret_reaches_the_log_even_at_trace",
-    ),
-    (
         "tests/all/tls.rs",
         "the_https_client_trusts_its_ca_file_and_sends_its_certificate",
     ),
-    ("benches/ironic.rs", "run"),
 ];
 
 #[test]

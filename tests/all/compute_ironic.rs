@@ -57,37 +57,7 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
         config.images.real_ironic = true;
     });
 
-    let (status, flavor) = call(
-        &address,
-        Method::POST,
-        "/flavors",
-        Some(json!({"flavor": {"name": "bm.gold", "ram": 1024, "vcpus": 1, "disk": 10}})),
-    )
-    .await;
-    assert_eq!(status, 200, "{flavor}");
-    let flavor = flavor["flavor"]["id"].as_str().unwrap().to_owned();
-    // At 2.61: Nova's validation (2.86) knows no capabilities:profile.
-    let (status, _) = call_at(
-        &address,
-        "2.61",
-        Method::POST,
-        &format!("/flavors/{flavor}/os-extra_specs"),
-        Some(
-            json!({"extra_specs": {"resources:CUSTOM_BAREMETAL": "1", "resources:VCPU": "0",
-            "resources:MEMORY_MB": "0", "resources:DISK_GB": "0", "trait:CUSTOM_GOLD": "required",
-            "capabilities:profile": "gold"}}),
-        ),
-    )
-    .await;
-    assert_eq!(status, 200);
-    let (status, _) = call(
-        &address,
-        Method::POST,
-        "/os-keypairs",
-        Some(json!({"keypair": {"name": "ops", "public_key": KEY}})),
-    )
-    .await;
-    assert_eq!(status, 201);
+    let flavor = a_gold_flavor_and_a_key(&address).await;
     let (status, created) = call(
         &address,
         Method::POST,
@@ -131,29 +101,13 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
         "{server}"
     );
     assert_eq!(shown_address["version"], 4);
-    let shown = ironic.node(node).await;
-    assert_eq!(shown["provision_state"], "active");
-    assert_eq!(shown["instance_uuid"], id.as_str());
-    // What Nova's patcher sends: the flavor's disks, capabilities and traits, project and
-    // user; and a config drive carrying the key.
-    let info = &shown["instance_info"];
-    assert_eq!(info["root_gb"], 10, "{info}");
-    // A standalone Ironic downloads the image from Glance without Keystone, checking it.
-    assert_eq!(
-        info["image_source"],
-        format!("{}/v2/images/{image}/file", glance.url)
-    );
-    assert_eq!(info["image_os_hash_algo"], shown_image["os_hash_algo"]);
-    assert_eq!(info["image_os_hash_value"], shown_image["os_hash_value"]);
-    assert_eq!(info["swap_mb"], 0);
-    assert_eq!(info["project_id"], "admin");
-    assert_eq!(info["user_id"], "admin");
-    assert_eq!(info["traits"], json!(["CUSTOM_GOLD"]));
-    assert_eq!(info["capabilities"], json!({"profile": "gold"}).to_string());
-    assert!(
-        info.get("configdrive").is_some(),
-        "a config drive was built: {info}"
-    );
+    ironic_got_what_novas_patcher_sends(
+        &ironic,
+        node,
+        &id,
+        (&glance, image.as_str(), &shown_image),
+    )
+    .await;
     d.audit();
 
     for (action, status, power) in [
@@ -180,4 +134,75 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
     let shown = ironic.node(node).await;
     assert_eq!(shown["instance_uuid"], Value::Null);
     d.audit();
+}
+
+/// A flavor of one gold node (its profile capability at 2.61, before Nova's validation knew
+/// none) and a key pair; returns the flavor's id.
+async fn a_gold_flavor_and_a_key(address: &str) -> String {
+    let (status, flavor) = call(
+        address,
+        Method::POST,
+        "/flavors",
+        Some(json!({"flavor": {"name": "bm.gold", "ram": 1024, "vcpus": 1, "disk": 10}})),
+    )
+    .await;
+    assert_eq!(status, 200, "{flavor}");
+    let flavor = flavor["flavor"]["id"].as_str().unwrap().to_owned();
+    // At 2.61: Nova's validation (2.86) knows no capabilities:profile.
+    let (status, _) = call_at(
+        address,
+        "2.61",
+        Method::POST,
+        &format!("/flavors/{flavor}/os-extra_specs"),
+        Some(
+            json!({"extra_specs": {"resources:CUSTOM_BAREMETAL": "1", "resources:VCPU": "0",
+            "resources:MEMORY_MB": "0", "resources:DISK_GB": "0", "trait:CUSTOM_GOLD": "required",
+            "capabilities:profile": "gold"}}),
+        ),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, _) = call(
+        address,
+        Method::POST,
+        "/os-keypairs",
+        Some(json!({"keypair": {"name": "ops", "public_key": KEY}})),
+    )
+    .await;
+    assert_eq!(status, 201);
+    flavor
+}
+
+/// The node is active with the instance, and its instance_info is what Nova's patcher sends:
+/// the flavor's disks, capabilities and traits, project and user, the image Ironic downloads
+/// from Glance (checked) and a config drive carrying the key.
+async fn ironic_got_what_novas_patcher_sends(
+    ironic: &RealIronic,
+    node: uuid::Uuid,
+    id: &str,
+    (glance, image, shown_image): (&RealGlance, &str, &Value),
+) {
+    let shown = ironic.node(node).await;
+    assert_eq!(shown["provision_state"], "active");
+    assert_eq!(shown["instance_uuid"], id);
+    // What Nova's patcher sends: the flavor's disks, capabilities and traits, project and
+    // user; and a config drive carrying the key.
+    let info = &shown["instance_info"];
+    assert_eq!(info["root_gb"], 10, "{info}");
+    // A standalone Ironic downloads the image from Glance without Keystone, checking it.
+    assert_eq!(
+        info["image_source"],
+        format!("{}/v2/images/{image}/file", glance.url)
+    );
+    assert_eq!(info["image_os_hash_algo"], shown_image["os_hash_algo"]);
+    assert_eq!(info["image_os_hash_value"], shown_image["os_hash_value"]);
+    assert_eq!(info["swap_mb"], 0);
+    assert_eq!(info["project_id"], "admin");
+    assert_eq!(info["user_id"], "admin");
+    assert_eq!(info["traits"], json!(["CUSTOM_GOLD"]));
+    assert_eq!(info["capabilities"], json!({"profile": "gold"}).to_string());
+    assert!(
+        info.get("configdrive").is_some(),
+        "a config drive was built: {info}"
+    );
 }

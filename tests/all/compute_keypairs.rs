@@ -56,6 +56,30 @@ async fn a_key_pair_is_imported_per_user_and_boots_with_a_server() {
     assert_eq!(shown["keypair"]["public_key"], KEY);
     assert_eq!(shown["keypair"]["deleted"], false);
 
+    a_server_boots_with_the_key(&app, &flavor).await;
+
+    let (status, _, _) = app
+        .compute(Method::DELETE, "/os-keypairs/alice@laptop")
+        .version("2.92")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 204);
+    let (status, _, body) = app
+        .compute(Method::GET, "/os-keypairs/alice@laptop")
+        .version("2.92")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        body["itemNotFound"]["message"],
+        "Keypair alice@laptop not found for user alice"
+    );
+}
+
+/// A server booted with alice's key shows its name and a config drive, and carries the key.
+async fn a_server_boots_with_the_key(app: &TestApp, flavor: &str) {
     let (status, _, answer) = app
         .compute(Method::POST, "/servers")
         .version("2.92")
@@ -83,29 +107,10 @@ async fn a_key_pair_is_imported_per_user_and_boots_with_a_server() {
     assert_eq!(server["config_drive"], "True");
     assert_eq!(
         rows(
-            &app,
+            app,
             &format!("SELECT count(*) FROM instances WHERE key_data = '{KEY}'")
         ),
         1
-    );
-
-    let (status, _, _) = app
-        .compute(Method::DELETE, "/os-keypairs/alice@laptop")
-        .version("2.92")
-        .token(Some("alice:p1"))
-        .send()
-        .await;
-    assert_eq!(status, 204);
-    let (status, _, body) = app
-        .compute(Method::GET, "/os-keypairs/alice@laptop")
-        .version("2.92")
-        .token(Some("alice:p1"))
-        .send()
-        .await;
-    assert_eq!(status, 404);
-    assert_eq!(
-        body["itemNotFound"]["message"],
-        "Keypair alice@laptop not found for user alice"
     );
 }
 

@@ -72,40 +72,7 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
     );
     assert_eq!(server["image"]["id"], IMAGE);
     assert_eq!(server["OS-EXT-STS:vm_state"], "active");
-    // A simulated node's made-up address: clients (openstacksdk) need one.
-    let address = &server["addresses"]["baremetal"][0];
-    assert!(
-        address["addr"]
-            .as_str()
-            .unwrap_or_default()
-            .starts_with("10."),
-        "{server}"
-    );
-    assert_eq!(address["OS-EXT-IPS:type"], "fixed");
-    let addr = address["addr"].as_str().unwrap().to_owned();
-    for (query, expected) in [
-        (format!("ip={}", addr.replace('.', "%5C.")), 1),
-        ("ip=%5E192%5C.".to_owned(), 0),
-        ("ip6=.".to_owned(), 0),
-    ] {
-        let (status, _, body) = app
-            .compute(Method::GET, &format!("/servers?{query}"))
-            .token(Some("alice:p1"))
-            .send()
-            .await;
-        assert_eq!(status, 200, "{body}");
-        assert_eq!(
-            body["servers"].as_array().unwrap().len(),
-            expected,
-            "{query}"
-        );
-    }
-    let (status, _, _) = app
-        .compute(Method::GET, "/servers?ip=(")
-        .token(Some("alice:p1"))
-        .send()
-        .await;
-    assert_eq!(status, 400, "an invalid regular expression");
+    its_address_is_found_by_ip(&app, &server).await;
     assert!(
         server.get("OS-EXT-SRV-ATTR:host").is_none(),
         "a member sees no host"
@@ -139,45 +106,7 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
     let listed: Value = app.get("/api/v1/instances").await.json().await.unwrap();
     assert_eq!(listed[0]["project"], "p1", "{listed}");
 
-    let (status, _, _) = app
-        .compute(Method::GET, &format!("/servers/{id}"))
-        .token(Some("bob:p2"))
-        .send()
-        .await;
-    assert_eq!(status, 404, "another project does not see it");
-    let (_, _, theirs) = app
-        .compute(Method::GET, "/servers")
-        .token(Some("bob:p2"))
-        .send()
-        .await;
-    assert_eq!(theirs["servers"], json!([]));
-    let (_, _, mine) = app
-        .compute(Method::GET, "/servers")
-        .token(Some("alice:p1"))
-        .send()
-        .await;
-    assert_eq!(mine["servers"][0]["id"], id.as_str());
-    let (status, _, _) = app
-        .compute(Method::GET, "/servers?all_tenants=1")
-        .token(Some("alice:p1"))
-        .send()
-        .await;
-    assert_eq!(status, 403);
-    let (_, _, all) = app
-        .compute(Method::GET, "/servers/detail?all_tenants=1")
-        .send()
-        .await;
-    assert_eq!(all["servers"][0]["id"], id.as_str());
-    let (_, _, by_name) = app
-        .compute(Method::GET, "/servers?all_tenants=1&name=^we")
-        .send()
-        .await;
-    assert_eq!(by_name["servers"].as_array().unwrap().len(), 1);
-    let (_, _, by_status) = app
-        .compute(Method::GET, "/servers?all_tenants=1&status=SHUTOFF")
-        .send()
-        .await;
-    assert_eq!(by_status["servers"], json!([]));
+    only_its_project_and_admins_see_it(&app, &id).await;
 
     let (status, _, _) = app
         .compute(Method::DELETE, &format!("/servers/{id}"))
@@ -201,6 +130,88 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
         0,
         "its claim is freed"
     );
+}
+
+/// A simulated node's made-up address (clients such as openstacksdk need one), which the `ip`
+/// filter finds.
+async fn its_address_is_found_by_ip(app: &TestApp, server: &Value) {
+    let address = &server["addresses"]["baremetal"][0];
+    assert!(
+        address["addr"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("10."),
+        "{server}"
+    );
+    assert_eq!(address["OS-EXT-IPS:type"], "fixed");
+    let addr = address["addr"].as_str().unwrap().to_owned();
+    for (query, expected) in [
+        (format!("ip={}", addr.replace('.', "%5C.")), 1),
+        ("ip=%5E192%5C.".to_owned(), 0),
+        ("ip6=.".to_owned(), 0),
+    ] {
+        let (status, _, body) = app
+            .compute(Method::GET, &format!("/servers?{query}"))
+            .token(Some("alice:p1"))
+            .send()
+            .await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(
+            body["servers"].as_array().unwrap().len(),
+            expected,
+            "{query}"
+        );
+    }
+    let (status, _, _) = app
+        .compute(Method::GET, "/servers?ip=(")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 400, "an invalid regular expression");
+}
+
+/// Another project neither sees it nor lists it; a member may not list every project's; an
+/// admin lists and filters them all.
+async fn only_its_project_and_admins_see_it(app: &TestApp, id: &str) {
+    let (status, _, _) = app
+        .compute(Method::GET, &format!("/servers/{id}"))
+        .token(Some("bob:p2"))
+        .send()
+        .await;
+    assert_eq!(status, 404, "another project does not see it");
+    let (_, _, theirs) = app
+        .compute(Method::GET, "/servers")
+        .token(Some("bob:p2"))
+        .send()
+        .await;
+    assert_eq!(theirs["servers"], json!([]));
+    let (_, _, mine) = app
+        .compute(Method::GET, "/servers")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(mine["servers"][0]["id"], id);
+    let (status, _, _) = app
+        .compute(Method::GET, "/servers?all_tenants=1")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 403);
+    let (_, _, all) = app
+        .compute(Method::GET, "/servers/detail?all_tenants=1")
+        .send()
+        .await;
+    assert_eq!(all["servers"][0]["id"], id);
+    let (_, _, by_name) = app
+        .compute(Method::GET, "/servers?all_tenants=1&name=^we")
+        .send()
+        .await;
+    assert_eq!(by_name["servers"].as_array().unwrap().len(), 1);
+    let (_, _, by_status) = app
+        .compute(Method::GET, "/servers?all_tenants=1&status=SHUTOFF")
+        .send()
+        .await;
+    assert_eq!(by_status["servers"], json!([]));
 }
 
 #[actix_web::test]

@@ -142,6 +142,12 @@ async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
     })
     .await;
 
+    bad_service_updates_are_refused(&app, listed["id"].as_str().unwrap()).await;
+    the_actions_before_2_53_work_on_host_and_binary(&app).await;
+}
+
+/// Updates Nova refuses (400), an unknown service (404), a non-admin (403).
+async fn bad_service_updates_are_refused(app: &TestApp, id: &str) {
     for (body, why) in [
         (json!({}), "nothing asked"),
         (
@@ -156,11 +162,11 @@ async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
             "an unknown property",
         ),
     ] {
-        let (status, answer) = put_service(&app, listed["id"].as_str().unwrap(), body).await;
+        let (status, answer) = put_service(app, id, body).await;
         assert_eq!(status, 400, "{why}: {answer}");
     }
     let (status, _) = put_service(
-        &app,
+        app,
         "4c1f9a52-0000-4000-8000-000000000000",
         json!({"status": "enabled"}),
     )
@@ -172,8 +178,10 @@ async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
         .send()
         .await;
     assert_eq!(status, 403, "services are for admins");
+}
 
-    // Before 2.53: the action in the path, the host and binary in the body.
+/// Before 2.53: the action in the path, the host and binary in the body.
+async fn the_actions_before_2_53_work_on_host_and_binary(app: &TestApp) {
     let legacy = |action: &str, body: Value| {
         app.compute(Method::PUT, &format!("/os-services/{action}"))
             .version("2.11")
@@ -293,22 +301,7 @@ async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
         .await;
     assert_eq!(status, 204);
 
-    for (version, bad, expected) in [
-        ("2.53", "not-a-uuid", 400),
-        ("2.1", "x", 400),
-        ("2.53", "4c1f9a52-0000-4000-8000-000000000000", 404),
-        ("2.1", "999999", 404),
-    ] {
-        let (status, answer) = delete_service(&app, version, bad).await;
-        assert_eq!(status, expected, "{version} {bad}: {answer}");
-    }
-    let (status, _, _) = app
-        .compute(Method::DELETE, &format!("/os-services/{id}"))
-        .version("2.53")
-        .token(Some("alice:p1"))
-        .send()
-        .await;
-    assert_eq!(status, 403, "deleting a service is for admins");
+    bad_service_deletes_are_refused(&app, &id).await;
 
     second_host(&app).await;
     let (status, _) = put_service(&app, &id, json!({"status": "disabled"})).await;
@@ -363,6 +356,26 @@ async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
     );
     let (status, _) = delete_service(&app, "2.53", &id).await;
     assert_eq!(status, 404, "deleted once");
+}
+
+/// A malformed or unknown id (400, 404) and a non-admin (403) delete nothing.
+async fn bad_service_deletes_are_refused(app: &TestApp, id: &str) {
+    for (version, bad, expected) in [
+        ("2.53", "not-a-uuid", 400),
+        ("2.1", "x", 400),
+        ("2.53", "4c1f9a52-0000-4000-8000-000000000000", 404),
+        ("2.1", "999999", 404),
+    ] {
+        let (status, answer) = delete_service(app, version, bad).await;
+        assert_eq!(status, expected, "{version} {bad}: {answer}");
+    }
+    let (status, _, _) = app
+        .compute(Method::DELETE, &format!("/os-services/{id}"))
+        .version("2.53")
+        .token(Some("alice:p1"))
+        .send()
+        .await;
+    assert_eq!(status, 403, "deleting a service is for admins");
 }
 
 #[actix_web::test]

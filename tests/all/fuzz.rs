@@ -110,7 +110,19 @@ async fn send(app: &TestApp, target: &Target, body: String) -> u16 {
 #[actix_web::test]
 async fn malformed_bodies_get_no_5xx_and_write_nothing() {
     let app = TestApp::spawn().await;
-    // Something to aim at: a provider with an inventory.
+    let provider = a_provider_with_an_inventory(&app).await;
+    let targets = targets(provider);
+    let before = snapshot(&app);
+    let mut sent = 0;
+    for target in &targets {
+        sent += every_mutation_of(&app, target, provider).await;
+    }
+    assert!(sent > 150, "{sent} requests");
+    assert_eq!(snapshot(&app), before, "nothing written");
+}
+
+/// Something to aim at: a provider with an inventory.
+async fn a_provider_with_an_inventory(app: &TestApp) -> uuid::Uuid {
     let provider = uuid::Uuid::new_v4();
     let (status, _, _) = app
         .placement(Method::POST, "/placement/resource_providers")
@@ -131,8 +143,13 @@ async fn malformed_bodies_get_no_5xx_and_write_nothing() {
         .send()
         .await;
     assert_eq!(status, 200);
+    provider
+}
+
+/// The requests the fuzzer mutates, each with the fields it mutates.
+fn targets(provider: uuid::Uuid) -> Vec<Target> {
     let consumer = uuid::Uuid::new_v4();
-    let targets = [
+    vec![
         Target {
             method: Method::POST,
             path: "/api/v1/hosts".into(),
@@ -201,48 +218,49 @@ async fn malformed_bodies_get_no_5xx_and_write_nothing() {
             numbers: vec!["/allocations/PROVIDER/resources/VCPU"],
             optional: vec![],
         },
-    ];
-    let before = snapshot(&app);
+    ]
+}
+
+/// Sends every mutation of `target`'s body and the garbage bodies; each must be a 4xx. Returns
+/// how many were sent.
+async fn every_mutation_of(app: &TestApp, target: &Target, provider: uuid::Uuid) -> usize {
     let mut sent = 0;
-    for target in &targets {
-        let mutations = target
-            .strings
-            .iter()
-            .flat_map(|field| bad_strings().into_iter().map(move |value| (*field, value)))
-            .chain(
-                target
-                    .numbers
-                    .iter()
-                    .flat_map(|field| bad_numbers().into_iter().map(move |value| (*field, value))),
-            );
-        for (field, value) in mutations {
-            if value.is_null() && target.optional.contains(&field) {
-                continue;
-            }
-            let field = field.replace("PROVIDER", &provider.to_string());
-            let mut body = target.body.clone();
-            *body.pointer_mut(&field).expect("the field exists") = value.clone();
-            let status = send(&app, target, body.to_string()).await;
-            assert!(
-                (400..500).contains(&status),
-                "{} {} with {field} = {}: {status}",
-                target.method,
-                target.path,
-                value.to_string().chars().take(60).collect::<String>()
-            );
-            sent += 1;
+    let mutations = target
+        .strings
+        .iter()
+        .flat_map(|field| bad_strings().into_iter().map(move |value| (*field, value)))
+        .chain(
+            target
+                .numbers
+                .iter()
+                .flat_map(|field| bad_numbers().into_iter().map(move |value| (*field, value))),
+        );
+    for (field, value) in mutations {
+        if value.is_null() && target.optional.contains(&field) {
+            continue;
         }
-        for garbage in GARBAGE {
-            let status = send(&app, target, (*garbage).to_owned()).await;
-            assert!(
-                (400..500).contains(&status),
-                "{} {} with {garbage}: {status}",
-                target.method,
-                target.path
-            );
-            sent += 1;
-        }
+        let field = field.replace("PROVIDER", &provider.to_string());
+        let mut body = target.body.clone();
+        *body.pointer_mut(&field).expect("the field exists") = value.clone();
+        let status = send(app, target, body.to_string()).await;
+        assert!(
+            (400..500).contains(&status),
+            "{} {} with {field} = {}: {status}",
+            target.method,
+            target.path,
+            value.to_string().chars().take(60).collect::<String>()
+        );
+        sent += 1;
     }
-    assert!(sent > 150, "{sent} requests");
-    assert_eq!(snapshot(&app), before, "nothing written");
+    for garbage in GARBAGE {
+        let status = send(app, target, (*garbage).to_owned()).await;
+        assert!(
+            (400..500).contains(&status),
+            "{} {} with {garbage}: {status}",
+            target.method,
+            target.path
+        );
+        sent += 1;
+    }
+    sent
 }

@@ -28,28 +28,7 @@ async fn bug_1714248_a_dead_hosts_nodes_keep_their_identity_and_stay_schedulable
     let node = instance.node.clone().unwrap();
     d.audit();
 
-    let node_uuid: Uuid = node.parse().unwrap();
-    d.actors
-        .ironic
-        .send(LockNode {
-            node: node_uuid,
-            locked: true,
-        })
-        .await
-        .unwrap()
-        .unwrap();
-    let host = d.actors.hosts.get(&dead).unwrap();
-    let destroyed = host
-        .send(DestroyInstance {
-            instance: instance.uuid,
-            defer_pci_free: false,
-        })
-        .await
-        .unwrap();
-    assert!(
-        matches!(destroyed, Err(HostError::Ironic(ref reason)) if reason.contains("locked")),
-        "{destroyed:?}"
-    );
+    a_destroy_on_a_locked_node_fails_and_keeps_its_claim(&d, &instance).await;
     let allocations = d.allocations();
     assert_eq!(
         allocations.len(),
@@ -105,7 +84,44 @@ async fn bug_1714248_a_dead_hosts_nodes_keep_their_identity_and_stay_schedulable
         "the instance moved with its node"
     );
 
-    // Every free node is schedulable: the 11 others take an instance each, then no more.
+    every_free_node_is_schedulable(&d, &survivors).await;
+}
+
+/// The instance's node is locked in Ironic: its destroy fails, naming the lock.
+async fn a_destroy_on_a_locked_node_fails_and_keeps_its_claim(
+    d: &TestDeployment,
+    instance: &ringmaster::domain::instance::Instance,
+) {
+    let (dead, node) = (
+        instance.host.clone().unwrap(),
+        instance.node.clone().unwrap(),
+    );
+    let node_uuid: Uuid = node.parse().unwrap();
+    d.actors
+        .ironic
+        .send(LockNode {
+            node: node_uuid,
+            locked: true,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let host = d.actors.hosts.get(&dead).unwrap();
+    let destroyed = host
+        .send(DestroyInstance {
+            instance: instance.uuid,
+            defer_pci_free: false,
+        })
+        .await
+        .unwrap();
+    assert!(
+        matches!(destroyed, Err(HostError::Ironic(ref reason)) if reason.contains("locked")),
+        "{destroyed:?}"
+    );
+}
+
+/// Every free node is schedulable: the 11 others take an instance each, then no more.
+async fn every_free_node_is_schedulable(d: &TestDeployment, survivors: &[&str]) {
     for index in 0..11 {
         let booted = d.boot(&format!("vm-after-{index}")).await.unwrap();
         assert!(survivors.contains(&booted.host.as_deref().unwrap()));

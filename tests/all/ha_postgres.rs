@@ -288,31 +288,7 @@ fn a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node(
 
     let seen = Arc::new(Mutex::new(Seen::default()));
     let stop = Arc::new(AtomicBool::new(false));
-    let mut threads: Vec<_> = (0..8)
-        .map(|index| {
-            let addresses = if index % 2 == 0 {
-                vec![a.clone(), b.clone()]
-            } else {
-                vec![b.clone(), a.clone()]
-            };
-            let (seen, stop) = (Arc::clone(&seen), Arc::clone(&stop));
-            std::thread::spawn(move || client(index, addresses, seen, stop))
-        })
-        .collect();
-    for work in [allocator, archiver] {
-        let (addresses, seen, stop) = (
-            vec![a.clone(), b.clone()],
-            Arc::clone(&seen),
-            Arc::clone(&stop),
-        );
-        threads.push(std::thread::spawn(move || work(addresses, seen, stop)));
-    }
-    let (watched, watching) = (Arc::clone(&seen), Arc::clone(&stop));
-    let reader = b.clone();
-    threads.push(std::thread::spawn(move || {
-        watcher(reader, watched, watching)
-    }));
-
+    let threads = start_the_load(&a, &b, &seen, &stop);
     std::thread::sleep(Duration::from_secs(3));
     let switched = patroni.switchover();
     read_within_five_seconds(&seen, &switched, "switchover");
@@ -331,27 +307,7 @@ fn a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node(
 
     let seen = seen.lock().unwrap();
     eprintln!("{}", patroni.status());
-    assert!(
-        seen.booted.len() >= 8,
-        "the clients booted: {:?}",
-        seen.statuses
-    );
-    let errors: Vec<_> = seen
-        .statuses
-        .keys()
-        .filter(|status| **status >= 500 && **status != 503)
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "answers other than 503 in the gap: {:?}",
-        seen.statuses
-    );
-    nothing_acknowledged_is_lost(&a, &seen);
-    placement_and_archive_writes_are_there(&b, &seen);
-    assert!(
-        !seen.allocated.is_empty() && !seen.archived.is_empty(),
-        "Placement and the archiver were answered"
-    );
+    every_acknowledged_write_is_there(&a, &b, &seen);
     let moved = moves(&a) - moves_before;
     let owners_after = owners(&a);
     let changed = before
@@ -375,4 +331,65 @@ fn a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node(
         *counted.entry(kind.as_str()).or_default() += 1;
     }
     eprintln!("events seen by the stream opened before the failover: {counted:?}");
+}
+
+/// Eight Compute clients, a Placement allocator, an archiver (each on both processes, in
+/// turns) and a watcher of the hosts, until `stop`.
+fn start_the_load(
+    a: &str,
+    b: &str,
+    seen: &Arc<Mutex<Seen>>,
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let mut threads: Vec<std::thread::JoinHandle<()>> = (0..8)
+        .map(|index| {
+            let addresses = if index % 2 == 0 {
+                vec![a.to_owned(), b.to_owned()]
+            } else {
+                vec![b.to_owned(), a.to_owned()]
+            };
+            let (seen, stop) = (Arc::clone(seen), Arc::clone(stop));
+            std::thread::spawn(move || client(index, addresses, seen, stop))
+        })
+        .collect();
+    for work in [allocator, archiver] {
+        let (addresses, seen, stop) = (
+            vec![a.to_owned(), b.to_owned()],
+            Arc::clone(seen),
+            Arc::clone(stop),
+        );
+        threads.push(std::thread::spawn(move || work(addresses, seen, stop)));
+    }
+    let (watched, watching) = (Arc::clone(seen), Arc::clone(stop));
+    let reader = b.to_owned();
+    threads.push(std::thread::spawn(move || {
+        watcher(reader, watched, watching)
+    }));
+    threads
+}
+
+/// The clients booted, nothing but 503 answered in the gaps, and every acknowledged boot,
+/// allocation and archive run is there.
+fn every_acknowledged_write_is_there(a: &str, b: &str, seen: &Seen) {
+    assert!(
+        seen.booted.len() >= 8,
+        "the clients booted: {:?}",
+        seen.statuses
+    );
+    let errors: Vec<_> = seen
+        .statuses
+        .keys()
+        .filter(|status| **status >= 500 && **status != 503)
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "answers other than 503 in the gap: {:?}",
+        seen.statuses
+    );
+    nothing_acknowledged_is_lost(a, seen);
+    placement_and_archive_writes_are_there(b, seen);
+    assert!(
+        !seen.allocated.is_empty() && !seen.archived.is_empty(),
+        "Placement and the archiver were answered"
+    );
 }

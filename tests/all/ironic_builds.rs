@@ -77,21 +77,42 @@ async fn a_failed_build_is_tried_on_alternates_and_failing_nodes_rest_then_come_
     d.audit();
     let address = d.serve();
 
-    // Fails on both direct nodes (validation), then builds on the third.
+    builds_on_the_third_after_two_failures(&d, &ironic, &address, (direct.as_slice(), good)).await;
+    // Both failed nodes rest for the cooldown: nothing else is free, so no valid host.
+    let refused = d.boot("vm-2").await;
+    assert!(
+        refused.is_err(),
+        "nodes cooling down are not offered: {refused:?}"
+    );
+    d.audit();
+
+    let third = a_new_node_first_then_the_failed_ones(&d, &ironic, &address, &direct).await;
+    a_fixed_node_builds_again_and_its_count_goes(&d, &ironic, &address, (direct.as_slice(), third))
+        .await;
+}
+
+/// Fails on both direct nodes (validation), then builds on the third; each failure is a fault,
+/// the failed nodes are cleared in Ironic and shown cooling down.
+async fn builds_on_the_third_after_two_failures(
+    d: &TestDeployment,
+    ironic: &RealIronic,
+    address: &str,
+    (direct, good): (&[Uuid], Uuid),
+) {
     let booted = d.boot("vm-1").await.expect("booted");
     let booted =
         ringmaster::db::instances::get_instance(&mut d.db.conn(), booted.uuid).expect("found");
     assert_eq!(booted.vm_state.as_str(), "active");
     assert_eq!(booted.node.as_deref(), Some(good.to_string().as_str()));
-    let said = faults(&d, booted.uuid);
+    let said = faults(d, booted.uuid);
     assert_eq!(said.len(), 2, "one fault per failed attempt: {said:?}");
-    for (fault, node) in said.iter().zip(&direct) {
+    for (fault, node) in said.iter().zip(direct) {
         assert!(
             fault.contains(&node.to_string()) && fault.contains("validation"),
             "{fault}"
         );
     }
-    for node in &direct {
+    for node in direct {
         let shown = ironic.node(*node).await;
         assert_eq!(
             (
@@ -106,8 +127,8 @@ async fn a_failed_build_is_tried_on_alternates_and_failing_nodes_rest_then_come_
             "cleared before it is offered again"
         );
     }
-    let listed = nodes(&address).await;
-    for node in &direct {
+    let listed = nodes(address).await;
+    for node in direct {
         assert_eq!(listed[node]["failed_builds"], 1, "{}", listed[node]);
         assert!(
             listed[node]["build_cooldown_until"].is_string(),
@@ -116,17 +137,16 @@ async fn a_failed_build_is_tried_on_alternates_and_failing_nodes_rest_then_come_
     }
     assert_eq!(listed[&good]["failed_builds"], 0);
     d.audit();
+}
 
-    // Both failed nodes rest for the cooldown: nothing else is free, so no valid host.
-    let refused = d.boot("vm-2").await;
-    assert!(
-        refused.is_err(),
-        "nodes cooling down are not offered: {refused:?}"
-    );
-    d.audit();
-
-    // After it, a new node comes first, the failed ones after; all three fail: error naming
-    // each, nothing claimed.
+/// After the cooldown a new node comes first, the failed ones after; all three fail: error
+/// naming each, nothing claimed. Returns the new node.
+async fn a_new_node_first_then_the_failed_ones(
+    d: &TestDeployment,
+    ironic: &RealIronic,
+    address: &str,
+    direct: &[Uuid],
+) -> Uuid {
     d.advance(4);
     d.heartbeat(&HOSTS).await;
     let third = ironic.enroll_with(
@@ -140,7 +160,7 @@ async fn a_failed_build_is_tried_on_alternates_and_failing_nodes_rest_then_come_
     let failed =
         ringmaster::db::instances::get_instance(&mut d.db.conn(), failed.uuid).expect("found");
     assert_eq!(failed.vm_state.as_str(), "error");
-    let last = faults(&d, failed.uuid).pop().unwrap_or_default();
+    let last = faults(d, failed.uuid).pop().unwrap_or_default();
     assert!(
         last.contains("failed on 3 nodes (3 attempts allowed)"),
         "{last}"
@@ -154,14 +174,22 @@ async fn a_failed_build_is_tried_on_alternates_and_failing_nodes_rest_then_come_
             .all(|(consumer, _, _)| *consumer != failed.uuid),
         "nothing claimed"
     );
-    let listed = nodes(&address).await;
+    let listed = nodes(address).await;
     assert_eq!(
         [direct[0], direct[1], third].map(|node| listed[&node]["failed_builds"].clone()),
         [json!(2), json!(2), json!(1)]
     );
     d.audit();
+    third
+}
 
-    // A node fixed in Ironic builds again, and its count goes.
+/// A node fixed in Ironic builds again, and its count goes.
+async fn a_fixed_node_builds_again_and_its_count_goes(
+    d: &TestDeployment,
+    ironic: &RealIronic,
+    address: &str,
+    (direct, third): (&[Uuid], Uuid),
+) {
     let fixed = ironic
         .request(reqwest::Method::PATCH, &format!("/nodes/{}", direct[0]))
         .json(&json!([{"op": "replace", "path": "/deploy_interface", "value": "fake"}]))
@@ -180,7 +208,7 @@ async fn a_failed_build_is_tried_on_alternates_and_failing_nodes_rest_then_come_
         Some(direct[0].to_string().as_str()),
         "after the new failure of {third}"
     );
-    let listed = nodes(&address).await;
+    let listed = nodes(address).await;
     assert_eq!(
         listed[&direct[0]]["failed_builds"], 0,
         "a success clears the count"

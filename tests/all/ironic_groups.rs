@@ -65,38 +65,7 @@ fn each_conductor_group_is_served_by_its_own_hosts_and_a_group_without_a_live_ho
     let (mut first, a) = serve_with(db.url(), "r1-a,r1-b", &borrow(&rack1_flags));
     let (mut second, _) = serve_with(db.url(), "r2-a", &borrow(&rack2_flags));
 
-    // Each group on its own hosts, rack-1 balanced over both of its hosts.
-    let rack1_owners = eventually(Duration::from_secs(60), "every node owned", || {
-        let (one, two) = (owners(&a, &rack1), owners(&a, &rack2));
-        (one.iter().chain(&two).all(Option::is_some)).then_some(one)
-    });
-    let counts = tally(&rack1_owners);
-    assert_eq!(
-        counts.keys().collect::<Vec<_>>(),
-        ["r1-a", "r1-b"],
-        "{counts:?}"
-    );
-    assert!(
-        counts.values().all(|n| (12..=18).contains(n)),
-        "balanced: {counts:?}"
-    );
-    assert!(
-        owners(&a, &rack2)
-            .iter()
-            .all(|owner| owner.as_deref() == Some("r2-a"))
-    );
-    let hosts = get_json(&a, "/api/v1/hosts");
-    let r2 = hosts
-        .as_array()
-        .and_then(|hosts| hosts.iter().find(|host| host["host"] == "r2-a"))
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(
-        (&r2["conductor_group"], &r2["shard"]),
-        (&json!("rack-2"), &Value::Null)
-    );
-    assert_eq!(get_json(&a, "/api/v1/ring")["unserved_groups"], json!([]));
-    assert_eq!(metric(&a, "ringmaster_unserved_node_groups "), Some(0.0));
+    each_group_on_its_own_hosts(&a, (rack1.as_slice(), rack2.as_slice()));
     let identities = nodes(&a);
 
     // rack-2's only process dies: its group is reported, its nodes stay with r2-a.
@@ -144,36 +113,79 @@ fn each_conductor_group_is_served_by_its_own_hosts_and_a_group_without_a_live_ho
         (metric(&b, "ringmaster_unserved_node_groups ") == Some(0.0)).then_some(())
     });
 
-    // A rack-1 node moved to rack-2 in Ironic: it leaves rack-1's hosts for r2-a, keeping its
-    // compute node and provider; rack-1's listing did not take it for gone.
-    let regrouped = rack1[0];
+    a_regrouped_node_moves_and_keeps_its_identity(&ironic, &a, rack1[0], &identities);
+}
+
+/// Each group on its own hosts, rack-1 balanced over both of its hosts; nothing unserved.
+fn each_group_on_its_own_hosts(a: &str, (rack1, rack2): (&[Uuid], &[Uuid])) {
+    let rack1_owners = eventually(Duration::from_secs(60), "every node owned", || {
+        let (one, two) = (owners(a, rack1), owners(a, rack2));
+        (one.iter().chain(&two).all(Option::is_some)).then_some(one)
+    });
+    let counts = tally(&rack1_owners);
+    assert_eq!(
+        counts.keys().collect::<Vec<_>>(),
+        ["r1-a", "r1-b"],
+        "{counts:?}"
+    );
+    assert!(
+        counts.values().all(|n| (12..=18).contains(n)),
+        "balanced: {counts:?}"
+    );
+    assert!(
+        owners(a, rack2)
+            .iter()
+            .all(|owner| owner.as_deref() == Some("r2-a"))
+    );
+    let hosts = get_json(a, "/api/v1/hosts");
+    let r2 = hosts
+        .as_array()
+        .and_then(|hosts| hosts.iter().find(|host| host["host"] == "r2-a"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (&r2["conductor_group"], &r2["shard"]),
+        (&json!("rack-2"), &Value::Null)
+    );
+    assert_eq!(get_json(a, "/api/v1/ring")["unserved_groups"], json!([]));
+    assert_eq!(metric(a, "ringmaster_unserved_node_groups "), Some(0.0));
+}
+
+/// A rack-1 node moved to rack-2 in Ironic: it leaves rack-1's hosts for r2-a, keeping its
+/// compute node and provider; rack-1's listing did not take it for gone.
+fn a_regrouped_node_moves_and_keeps_its_identity(
+    ironic: &StandinIronic,
+    a: &str,
+    regrouped: Uuid,
+    identities: &BTreeMap<String, (Option<String>, Value, Value)>,
+) {
     ironic.set(regrouped, "conductor_group", json!("rack-2"));
     eventually(
         Duration::from_secs(30),
         "the regrouped node on r2-a",
-        || (owners(&a, &[regrouped])[0].as_deref() == Some("r2-a")).then_some(()),
+        || (owners(a, &[regrouped])[0].as_deref() == Some("r2-a")).then_some(()),
     );
-    let after = nodes(&a);
+    let after = nodes(a);
     let key = regrouped.to_string();
     assert_eq!(
         after[&key].1, identities[&key].1,
         "the compute node is kept"
     );
     assert_eq!(after[&key].2, identities[&key].2, "the provider is kept");
-    for (node, (_, compute_node, provider)) in &identities {
+    for (node, (_, compute_node, provider)) in identities {
         assert_eq!(
             (&after[node].1, &after[node].2),
             (compute_node, provider),
             "{node}"
         );
     }
-    let moves = get_json(&a, "/api/v1/moves?limit=10");
+    let moves = get_json(a, "/api/v1/moves?limit=10");
     assert!(
         moves.as_array().is_some_and(|moves| moves
             .iter()
             .any(|entry| entry["node"] == key.as_str() && entry["reason"] == "regroup")),
         "{moves}"
     );
-    let audit = get_json(&a, "/api/v1/audit");
+    let audit = get_json(a, "/api/v1/audit");
     assert_eq!(audit["ok"], true, "{audit}");
 }

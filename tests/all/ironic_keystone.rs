@@ -15,29 +15,8 @@ use crate::helpers::{
 #[actix_web::test]
 async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_on_it() {
     let dir = TempDir::new("ironic-keystone");
-    let ca = TestCa::new("ringmaster test CA");
-    let ca_file = ca.write_ca(&dir.path, "ca.pem");
-    let server = ca.issue(&dir.path, "server", &["127.0.0.1", "localhost"]);
-    let keystone = RealKeystone::start_tls(&server.cert, &server.key, &ca_file);
-    assert!(keystone.url.starts_with("https://"), "{}", keystone.url);
-    let (cert, key, ca_path) = (
-        server.cert.display().to_string(),
-        server.key.display().to_string(),
-        ca_file.display().to_string(),
-    );
-    let ironic = RealIronic::start_with(&[
-        "--keystone",
-        &keystone.url,
-        "--tls",
-        &cert,
-        &key,
-        "--cafile",
-        &ca_path,
-    ]);
-    assert!(ironic.url.starts_with("https://"), "{}", ironic.url);
-    let enrolled = ironic.enroll(3);
-    keystone.catalog(&["--baremetal", &ironic.url]);
-
+    let (keystone, ironic, ca_file, enrolled) = keystone_and_ironic_on_https(&dir);
+    let ca_path = ca_file.display().to_string();
     let client =
         ringmaster::tls::client::ClientTls::load(ringmaster::tls::client::ClientTlsSettings {
             cafile: Some(ca_file.clone()),
@@ -106,27 +85,8 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
     })
     .await;
 
-    let created: Value = api
-        .post(format!("{base}/api/v1/instances"))
-        .header("x-auth-token", &admin)
-        .json(&json!({"name": "vm-1", "resource_class": "baremetal"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let instance = created["uuid"].as_str().unwrap().to_owned();
-    let node: uuid::Uuid = created["node"].as_str().unwrap().parse().unwrap();
-    assert!(enrolled.contains(&node), "{created}");
-    eventually_async(Duration::from_secs(60), "the instance active", || {
-        let request = get(&format!("/api/v1/instances/{instance}"));
-        async move {
-            let shown: Value = request.await.ok()?.json().await.ok()?;
-            (shown["vm_state"] == "active").then_some(())
-        }
-    })
-    .await;
+    let (instance, node) =
+        an_instance_deploys_on_a_node_of_ironic(&api, &base, &admin, &enrolled).await;
     // A project-scoped admin sees only its project's nodes in Ironic 39: read as the service
     // user, whose service role in project service sees every node.
     let service = keystone
@@ -164,9 +124,86 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
     serve.interrupt();
     serve.wait_exit(Duration::from_secs(30));
 
-    // Every API request Ironic logged names its user: none came without a token (but the
-    // root version document, which Ironic serves without reading tokens, and this test's own
-    // anonymous request).
+    every_request_ironic_logged_names_its_user(&ironic, node);
+    a_refused_token_is_renewed_once_then_fails_clearly(&keystone).await;
+}
+
+/// A test CA's certificate on a real Keystone and a real Ironic (which takes Keystone's tokens),
+/// both on https, Ironic in Keystone's catalog with 3 nodes enrolled.
+fn keystone_and_ironic_on_https(
+    dir: &TempDir,
+) -> (
+    RealKeystone,
+    RealIronic,
+    std::path::PathBuf,
+    Vec<uuid::Uuid>,
+) {
+    let ca = TestCa::new("ringmaster test CA");
+    let ca_file = ca.write_ca(&dir.path, "ca.pem");
+    let server = ca.issue(&dir.path, "server", &["127.0.0.1", "localhost"]);
+    let keystone = RealKeystone::start_tls(&server.cert, &server.key, &ca_file);
+    assert!(keystone.url.starts_with("https://"), "{}", keystone.url);
+    let (cert, key, ca_path) = (
+        server.cert.display().to_string(),
+        server.key.display().to_string(),
+        ca_file.display().to_string(),
+    );
+    let ironic = RealIronic::start_with(&[
+        "--keystone",
+        &keystone.url,
+        "--tls",
+        &cert,
+        &key,
+        "--cafile",
+        &ca_path,
+    ]);
+    assert!(ironic.url.starts_with("https://"), "{}", ironic.url);
+    let enrolled = ironic.enroll(3);
+    keystone.catalog(&["--baremetal", &ironic.url]);
+    (keystone, ironic, ca_file, enrolled)
+}
+
+/// An instance booted through the admin API with a Keystone token goes active on one of
+/// `enrolled`; returns it and its node.
+async fn an_instance_deploys_on_a_node_of_ironic(
+    api: &reqwest::Client,
+    base: &str,
+    admin: &str,
+    enrolled: &[uuid::Uuid],
+) -> (String, uuid::Uuid) {
+    let get = |path: &str| {
+        api.get(format!("{base}{path}"))
+            .header("x-auth-token", admin)
+            .send()
+    };
+    let created: Value = api
+        .post(format!("{base}/api/v1/instances"))
+        .header("x-auth-token", admin)
+        .json(&json!({"name": "vm-1", "resource_class": "baremetal"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let instance = created["uuid"].as_str().unwrap().to_owned();
+    let node: uuid::Uuid = created["node"].as_str().unwrap().parse().unwrap();
+    assert!(enrolled.contains(&node), "{created}");
+    eventually_async(Duration::from_secs(60), "the instance active", || {
+        let request = get(&format!("/api/v1/instances/{instance}"));
+        async move {
+            let shown: Value = request.await.ok()?.json().await.ok()?;
+            (shown["vm_state"] == "active").then_some(())
+        }
+    })
+    .await;
+    (instance, node)
+}
+
+/// Every API request Ironic logged names its user: none came without a token (but the root
+/// version document, which Ironic serves without reading tokens, and this test's own anonymous
+/// request); the deploy went to Ironic.
+fn every_request_ironic_logged_names_its_user(ironic: &RealIronic, node: uuid::Uuid) {
     let lines = ironic.api_log_lines(" 127.0.0.1 - ");
     assert!(lines.len() >= 5, "{lines:#?}");
     let anonymous: Vec<&String> = lines
@@ -183,7 +220,6 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
         .filter(|line| line.contains(&node.to_string()) && line.contains("PUT"))
         .collect();
     assert!(!deploys.is_empty(), "the deploy went to Ironic: {lines:#?}");
-    a_refused_token_is_renewed_once_then_fails_clearly(&keystone).await;
 }
 
 /// A token Ironic refuses is renewed once (a new login), then the request fails naming it; no

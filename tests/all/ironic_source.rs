@@ -69,35 +69,7 @@ async fn nodes_of_a_real_ironic_are_claimed_booted_moved_without_a_request_and_t
     let d = deployment_on(&ironic, &HOSTS).await;
     let address = d.serve();
 
-    // 20 nodes, all claimed by the 3 hosts: one compute node and one provider each, with the
-    // node's uuid (invariant 1), inventory and traits as Ironic has them.
-    let nodes = d.nodes();
-    assert_eq!(nodes.len(), 20);
-    for node in &nodes {
-        assert!(node.host.is_some(), "node {} is owned", node.uuid);
-        assert_eq!(node.compute_node_uuid, Some(node.uuid));
-        assert_eq!(node.resource_provider_uuid, Some(node.uuid));
-        assert_eq!(node.source, "ironic");
-        assert_eq!(node.provision_state, "available");
-    }
-    for host in HOSTS {
-        assert!(d.owner_count(host) > 0, "{host} owns nodes");
-    }
-    let inventories = d.inventories();
-    assert_eq!(inventories.len(), 20, "{inventories:?}");
-    for (provider, class, total, reserved) in &inventories {
-        assert_eq!(
-            (class.as_str(), *total, *reserved),
-            ("CUSTOM_BAREMETAL", 1, 0),
-            "{provider}"
-        );
-    }
-    for node in &gold {
-        assert_eq!(d.provider_traits(*node), ["CUSTOM_GOLD", "CUSTOM_RAID"]);
-    }
-    for node in &plain {
-        assert!(d.provider_traits(*node).is_empty());
-    }
+    every_node_claimed_with_its_inventory_and_traits(&d, (plain.as_slice(), gold.as_slice()));
 
     // 5 boots: Ironic deploys each node with the instance's uuid; Placement's allocations match.
     let mut booted = Vec::new();
@@ -122,13 +94,70 @@ async fn nodes_of_a_real_ironic_are_claimed_booted_moved_without_a_request_and_t
         d.audit();
     }
 
-    // Crash the host of an active instance: its node moves with the instance, identities and
-    // allocations unchanged, and Ironic hears nothing about that node.
     let (instance, node, host) = booted[0].clone();
+    a_crashed_hosts_node_moves_without_a_request_to_ironic(&d, &ironic, node, &host).await;
+
+    // Delete the instance on its new host: the node is available again, clean, unallocated.
+    assert_eq!(delete_instance(&address, &instance.to_string()).await, 204);
+    let shown = ironic.node(node).await;
+    assert_eq!(shown["provision_state"], "available");
+    assert_eq!(shown["instance_uuid"], Value::Null);
+    assert_eq!(shown["instance_info"], json!({}));
+    assert!(
+        d.allocations()
+            .iter()
+            .all(|(consumer, _, _)| *consumer != instance)
+    );
+    d.audit();
+}
+
+/// 20 nodes, all claimed by the 3 hosts: one compute node and one provider each, with the
+/// node's uuid (invariant 1), inventory and traits as Ironic has them.
+fn every_node_claimed_with_its_inventory_and_traits(
+    d: &TestDeployment,
+    (plain, gold): (&[Uuid], &[Uuid]),
+) {
+    let nodes = d.nodes();
+    assert_eq!(nodes.len(), 20);
+    for node in &nodes {
+        assert!(node.host.is_some(), "node {} is owned", node.uuid);
+        assert_eq!(node.compute_node_uuid, Some(node.uuid));
+        assert_eq!(node.resource_provider_uuid, Some(node.uuid));
+        assert_eq!(node.source, "ironic");
+        assert_eq!(node.provision_state, "available");
+    }
+    for host in HOSTS {
+        assert!(d.owner_count(host) > 0, "{host} owns nodes");
+    }
+    let inventories = d.inventories();
+    assert_eq!(inventories.len(), 20, "{inventories:?}");
+    for (provider, class, total, reserved) in &inventories {
+        assert_eq!(
+            (class.as_str(), *total, *reserved),
+            ("CUSTOM_BAREMETAL", 1, 0),
+            "{provider}"
+        );
+    }
+    for node in gold {
+        assert_eq!(d.provider_traits(*node), ["CUSTOM_GOLD", "CUSTOM_RAID"]);
+    }
+    for node in plain {
+        assert!(d.provider_traits(*node).is_empty());
+    }
+}
+
+/// Crash the host of an active instance: its node moves with the instance, identities and
+/// allocations unchanged, and Ironic hears nothing about that node.
+async fn a_crashed_hosts_node_moves_without_a_request_to_ironic(
+    d: &TestDeployment,
+    ironic: &RealIronic,
+    node: Uuid,
+    host: &str,
+) {
     let provisioned_at = ironic.node(node).await["provision_updated_at"].clone();
     let requests_before = ironic.api_log_lines(&node.to_string()).len();
     let (identities, allocations) = (d.identities(), d.allocations());
-    assert!(d.actors.hosts.crash(&host));
+    assert!(d.actors.hosts.crash(host));
     d.advance(11);
     let alive: Vec<&str> = HOSTS.iter().copied().filter(|h| *h != host).collect();
     d.heartbeat(&alive).await;
@@ -157,19 +186,6 @@ async fn nodes_of_a_real_ironic_are_claimed_booted_moved_without_a_request_and_t
         provisioned_at,
         "no provision request for the moved node"
     );
-
-    // Delete the instance on its new host: the node is available again, clean, unallocated.
-    assert_eq!(delete_instance(&address, &instance.to_string()).await, 204);
-    let shown = ironic.node(node).await;
-    assert_eq!(shown["provision_state"], "available");
-    assert_eq!(shown["instance_uuid"], Value::Null);
-    assert_eq!(shown["instance_info"], json!({}));
-    assert!(
-        d.allocations()
-            .iter()
-            .all(|(consumer, _, _)| *consumer != instance)
-    );
-    d.audit();
 }
 
 #[actix_web::test]
@@ -219,24 +235,7 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
     assert_eq!(reserved(plain[0]), Some(0));
     d.audit();
 
-    // A deploy whose validation fails: error, the claim released, the node left clean.
-    let failed = boot(&address, "vm-invalid", "baremetal-direct").await;
-    assert_eq!(failed["vm_state"], "error", "{failed}");
-    assert!(
-        failed["fault"].as_str().unwrap().contains("validation"),
-        "{failed}"
-    );
-    let failed_uuid = uuid_of(&failed["uuid"]);
-    assert!(
-        d.allocations()
-            .iter()
-            .all(|(consumer, _, _)| *consumer != failed_uuid)
-    );
-    let shown = ironic.node(invalid).await;
-    assert_eq!(shown["provision_state"], "available");
-    assert_eq!(shown["instance_uuid"], Value::Null);
-    assert_eq!(shown["instance_info"], json!({}));
-    d.audit();
+    a_deploy_that_fails_validation_leaves_its_node_clean(&d, &ironic, &address, invalid).await;
 
     // A deploy Ironic refuses: every node went into maintenance after the last listing, so
     // ringmaster still takes them for free; Ironic refuses to provision: error, claim
@@ -264,6 +263,32 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
     for node in &plain {
         assert_eq!(reserved(*node), Some(1), "{node} in maintenance");
     }
+    d.audit();
+}
+
+/// A deploy whose validation fails: error, the claim released, the node left clean.
+async fn a_deploy_that_fails_validation_leaves_its_node_clean(
+    d: &TestDeployment,
+    ironic: &RealIronic,
+    address: &str,
+    invalid: Uuid,
+) {
+    let failed = boot(address, "vm-invalid", "baremetal-direct").await;
+    assert_eq!(failed["vm_state"], "error", "{failed}");
+    assert!(
+        failed["fault"].as_str().unwrap().contains("validation"),
+        "{failed}"
+    );
+    let failed_uuid = uuid_of(&failed["uuid"]);
+    assert!(
+        d.allocations()
+            .iter()
+            .all(|(consumer, _, _)| *consumer != failed_uuid)
+    );
+    let shown = ironic.node(invalid).await;
+    assert_eq!(shown["provision_state"], "available");
+    assert_eq!(shown["instance_uuid"], Value::Null);
+    assert_eq!(shown["instance_info"], json!({}));
     d.audit();
 }
 

@@ -61,45 +61,7 @@ async fn keystone_decides_who_may_read_and_write() {
     let reader = keystone.login("reader", "reader-secret", "admin").await;
     let providers = "/placement/resource_providers";
 
-    // No token, an unknown one: 401, in Placement and in the admin API.
-    assert_eq!(
-        placement(&app, Method::GET, providers, None, None, None)
-            .await
-            .0,
-        401
-    );
-    let (status, body) =
-        placement(&app, Method::GET, providers, Some("nonsense"), None, None).await;
-    assert_eq!(status, 401, "{body}");
-    assert_eq!(body["errors"][0]["status"], 401);
-    // Both envelopes: Placement's (osc-placement reads errors[0].detail) and
-    // keystonemiddleware's; and where to get a token.
-    assert_eq!(body["error"]["code"], 401, "{body}");
-    assert_eq!(body["error"]["title"], "Unauthorized", "{body}");
-    assert_eq!(
-        body["error"]["message"], body["errors"][0]["detail"],
-        "{body}"
-    );
-    let refused = app.client.get(app.url(providers)).send().await.unwrap();
-    assert_eq!(
-        refused.headers()["www-authenticate"].to_str().unwrap(),
-        format!("Keystone uri=\"{}\"", keystone.url)
-    );
-    assert_eq!(
-        admin_api(&app, Method::GET, "/api/v1/hosts", None).await,
-        401
-    );
-    assert_eq!(
-        admin_api(&app, Method::GET, "/api/v1/hosts", Some("nonsense")).await,
-        401
-    );
-    // The version document stays open, as in Placement.
-    assert_eq!(
-        placement(&app, Method::GET, "/placement/", None, None, None)
-            .await
-            .0,
-        200
-    );
+    no_token_or_an_unknown_one_is_401_with_where_to_get_one(&app, &keystone).await;
 
     // A reader reads the admin API but writes nothing; X-Roles it sends changes nothing.
     let create = json!({"name": "rp-1"});
@@ -149,10 +111,64 @@ async fn keystone_decides_who_may_read_and_write() {
         201
     );
 
-    // A revoked token is refused once the cache lifetime (1 s) has passed.
+    a_revoked_token_is_refused_after_the_cache_lifetime(&app, &keystone).await;
+}
+
+/// No token, an unknown one: 401, in Placement and in the admin API, in both envelopes, with
+/// where to get a token; the version document stays open.
+async fn no_token_or_an_unknown_one_is_401_with_where_to_get_one(
+    app: &TestApp,
+    keystone: &RealKeystone,
+) {
+    let providers = "/placement/resource_providers";
+    assert_eq!(
+        placement(app, Method::GET, providers, None, None, None)
+            .await
+            .0,
+        401
+    );
+    let (status, body) = placement(app, Method::GET, providers, Some("nonsense"), None, None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["errors"][0]["status"], 401);
+    // Both envelopes: Placement's (osc-placement reads errors[0].detail) and
+    // keystonemiddleware's; and where to get a token.
+    assert_eq!(body["error"]["code"], 401, "{body}");
+    assert_eq!(body["error"]["title"], "Unauthorized", "{body}");
+    assert_eq!(
+        body["error"]["message"], body["errors"][0]["detail"],
+        "{body}"
+    );
+    let refused = app.client.get(app.url(providers)).send().await.unwrap();
+    assert_eq!(
+        refused.headers()["www-authenticate"].to_str().unwrap(),
+        format!("Keystone uri=\"{}\"", keystone.url)
+    );
+    assert_eq!(
+        admin_api(app, Method::GET, "/api/v1/hosts", None).await,
+        401
+    );
+    assert_eq!(
+        admin_api(app, Method::GET, "/api/v1/hosts", Some("nonsense")).await,
+        401
+    );
+    // The version document stays open, as in Placement.
+    assert_eq!(
+        placement(app, Method::GET, "/placement/", None, None, None)
+            .await
+            .0,
+        200
+    );
+}
+
+/// A revoked token is refused once the cache lifetime (1 s) has passed.
+async fn a_revoked_token_is_refused_after_the_cache_lifetime(
+    app: &TestApp,
+    keystone: &RealKeystone,
+) {
+    let providers = "/placement/resource_providers";
     let revoked = keystone.login("admin", "admin-secret", "admin").await;
     assert_eq!(
-        placement(&app, Method::GET, providers, Some(&revoked), None, None)
+        placement(app, Method::GET, providers, Some(&revoked), None, None)
             .await
             .0,
         200
@@ -162,7 +178,7 @@ async fn keystone_decides_who_may_read_and_write() {
         Duration::from_secs(10),
         "the revoked token refused",
         || async {
-            (placement(&app, Method::GET, providers, Some(&revoked), None, None)
+            (placement(app, Method::GET, providers, Some(&revoked), None, None)
                 .await
                 .0
                 == 401)

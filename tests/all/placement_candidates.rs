@@ -77,6 +77,45 @@ async fn three_hosts(app: &TestApp) {
 
 /// Only providers that alone have room for every requested class are candidates; traits,
 /// limits and the summary shape follow the microversion.
+/// Candidate queries Placement refuses: (query, microversion, what its detail says).
+const BAD_QUERIES: &[(&str, &str, &str)] = &[
+    (
+        "resources=VCPU:0",
+        "1.39",
+        "Requested resource VCPU requires amount >= 1. Got: 0.",
+    ),
+    (
+        "resources=CUSTOM_NOPE:1",
+        "1.39",
+        "Invalid resource class in resources parameter: No such resource class CUSTOM_NOPE.",
+    ),
+    (
+        "required=HW_CPU_X86_AVX2",
+        "1.39",
+        "There must be at least one resources or resources[$S] parameter.",
+    ),
+    (
+        "resources=VCPU:1&required=CUSTOM_FAST,!CUSTOM_FAST",
+        "1.39",
+        "Conflicting required and forbidden traits found in the following traits keys: required: (CUSTOM_FAST)",
+    ),
+    (
+        "resources=VCPU:1&limit=0",
+        "1.39",
+        "Failed validating 'pattern'",
+    ),
+    (
+        "resources1=VCPU:1&resources2=VCPU:1",
+        "1.39",
+        "\"group_policy\" parameter is required",
+    ),
+    (
+        "resources01=VCPU:1",
+        "1.32",
+        "'resources01' does not match any of the regexes",
+    ),
+];
+
 #[actix_web::test]
 async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
     let app = TestApp::spawn().await;
@@ -161,43 +200,7 @@ async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
         json!({"resources": {"CUSTOM_GPU": {"capacity": 1, "used": 0}}})
     );
 
-    for (query, version, detail) in [
-        (
-            "resources=VCPU:0",
-            "1.39",
-            "Requested resource VCPU requires amount >= 1. Got: 0.",
-        ),
-        (
-            "resources=CUSTOM_NOPE:1",
-            "1.39",
-            "Invalid resource class in resources parameter: No such resource class CUSTOM_NOPE.",
-        ),
-        (
-            "required=HW_CPU_X86_AVX2",
-            "1.39",
-            "There must be at least one resources or resources[$S] parameter.",
-        ),
-        (
-            "resources=VCPU:1&required=CUSTOM_FAST,!CUSTOM_FAST",
-            "1.39",
-            "Conflicting required and forbidden traits found in the following traits keys: required: (CUSTOM_FAST)",
-        ),
-        (
-            "resources=VCPU:1&limit=0",
-            "1.39",
-            "Failed validating 'pattern'",
-        ),
-        (
-            "resources1=VCPU:1&resources2=VCPU:1",
-            "1.39",
-            "\"group_policy\" parameter is required",
-        ),
-        (
-            "resources01=VCPU:1",
-            "1.32",
-            "'resources01' does not match any of the regexes",
-        ),
-    ] {
+    for (query, version, detail) in BAD_QUERIES {
         let (status, _, body) = get(query, version).await;
         assert_eq!(status, 400, "{query}: {body}");
         let text = body["errors"][0]["detail"].as_str().unwrap();

@@ -43,6 +43,48 @@ async fn no_secret_reaches_the_log_even_at_trace() {
     ];
     let mut answers = String::new();
 
+    let (cookie, csrf) = log_in_with_a_password(&client, &base, &mut secrets, &mut answers).await;
+    let mut stream = read_stream_and_change_with_the_session(&client, &base, &cookie, &csrf).await;
+    placement_and_compute_with_a_token(&client, &base, &admin_token, &mut answers).await;
+    secrets.push("not-a-token-but-secret-looking".to_owned());
+    let logout = client
+        .delete(format!("{base}/api/v1/session"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(logout.status(), 204);
+    while let Ok(Ok(Some(_))) =
+        actix_rt::time::timeout(Duration::from_secs(5), stream.chunk()).await
+    {}
+    serve.interrupt();
+    let (_, stderr) = serve.wait_exit(Duration::from_secs(30));
+    assert!(
+        stderr.len() > 100,
+        "trace logs a lot: {} lines",
+        stderr.len()
+    );
+    for secret in &secrets {
+        let leaked: Vec<&String> = stderr
+            .iter()
+            .filter(|line| line.contains(secret.as_str()))
+            .collect();
+        assert!(leaked.is_empty(), "a secret is in the log: {leaked:#?}");
+        assert!(
+            !answers.contains(secret.as_str()),
+            "a secret is in an answer: {answers}"
+        );
+    }
+}
+
+/// A wrong password (refused), then a dashboard login with the right one; the session's cookie
+/// values join the secrets. Returns the Cookie header and the CSRF token.
+async fn log_in_with_a_password(
+    client: &reqwest::Client,
+    base: &str,
+    secrets: &mut Vec<String>,
+    answers: &mut String,
+) -> (String, String) {
     let refused = client
         .post(format!("{base}/api/v1/session"))
         .json(&json!({"user": "admin", "password": "wrong-secret", "project": "admin"}))
@@ -78,29 +120,49 @@ async fn no_secret_reaches_the_log_even_at_trace() {
     for pair in &cookies {
         secrets.push(pair.split_once('=').unwrap().1.to_owned());
     }
+    (cookie, csrf)
+}
+
+/// A read, the event stream (returned, open) and a change, with the session cookie.
+async fn read_stream_and_change_with_the_session(
+    client: &reqwest::Client,
+    base: &str,
+    cookie: &str,
+    csrf: &str,
+) -> reqwest::Response {
     let read = client
         .get(format!("{base}/api/v1/hosts"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .send()
         .await
         .unwrap();
     assert_eq!(read.status(), 200);
-    let mut stream = client
+    let stream = client
         .get(format!("{base}/api/v1/events"))
-        .header("cookie", &cookie)
+        .header("cookie", cookie)
         .send()
         .await
         .unwrap();
     assert_eq!(stream.status(), 200);
     let write = client
         .post(format!("{base}/api/v1/hosts"))
-        .header("cookie", &cookie)
-        .header("x-csrf-token", &csrf)
+        .header("cookie", cookie)
+        .header("x-csrf-token", csrf)
         .json(&json!({"host": "cmp-2"}))
         .send()
         .await
         .unwrap();
     assert_eq!(write.status(), 201);
+    stream
+}
+
+/// Placement, Compute and the admin API with a Keystone token, and Placement with a bad one.
+async fn placement_and_compute_with_a_token(
+    client: &reqwest::Client,
+    base: &str,
+    admin_token: &str,
+    answers: &mut String,
+) {
     for path in [
         "/placement/resource_providers",
         "/compute/v2.1/servers",
@@ -108,7 +170,7 @@ async fn no_secret_reaches_the_log_even_at_trace() {
     ] {
         let answer = client
             .get(format!("{base}{path}"))
-            .header("x-auth-token", &admin_token)
+            .header("x-auth-token", admin_token)
             .send()
             .await
             .unwrap();
@@ -122,33 +184,4 @@ async fn no_secret_reaches_the_log_even_at_trace() {
         .await
         .unwrap();
     answers.push_str(&bad.text().await.unwrap());
-    secrets.push("not-a-token-but-secret-looking".to_owned());
-    let logout = client
-        .delete(format!("{base}/api/v1/session"))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(logout.status(), 204);
-    while let Ok(Ok(Some(_))) =
-        actix_rt::time::timeout(Duration::from_secs(5), stream.chunk()).await
-    {}
-    serve.interrupt();
-    let (_, stderr) = serve.wait_exit(Duration::from_secs(30));
-    assert!(
-        stderr.len() > 100,
-        "trace logs a lot: {} lines",
-        stderr.len()
-    );
-    for secret in &secrets {
-        let leaked: Vec<&String> = stderr
-            .iter()
-            .filter(|line| line.contains(secret.as_str()))
-            .collect();
-        assert!(leaked.is_empty(), "a secret is in the log: {leaked:#?}");
-        assert!(
-            !answers.contains(secret.as_str()),
-            "a secret is in an answer: {answers}"
-        );
-    }
 }

@@ -9,6 +9,7 @@
 //! The WebDriver calls are plain JSON over HTTP (reqwest), which is all this test needs.
 //! Without chromium and chromedriver the test is skipped, except under CI=true, where it fails.
 
+use std::collections::BTreeSet;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -321,12 +322,8 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
         before["rowsInPage"].as_u64().unwrap() <= 300,
         "the whole page holds a few hundred rows at most: {before}"
     );
-    let colours: std::collections::BTreeSet<&str> = before["colours"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let colours = before["colours"].as_array().into_iter().flatten();
+    let colours: BTreeSet<&str> = colours.filter_map(Value::as_str).collect();
     assert_eq!(colours.len(), 24, "24 hosts, 24 distinct colours: {before}");
     assert_eq!(
         before["cmp5Version"],
@@ -352,15 +349,20 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
 
     an_idle_page_receives_at_most_10_kb_a_second(&driver).await;
     a_crash_from_the_page_shows_as_down_in_the_picture_and_once_in_the_timeline(&driver).await;
+    save_a_screenshot(&driver).await;
+    driver.quit().await;
+    demo.interrupt();
+    demo.wait_exit(Duration::from_secs(30));
+}
+
+/// Saves what the page shows to `target/dashboard-screenshot.png`.
+async fn save_a_screenshot(driver: &Driver) {
     let screenshot = driver.screenshot().await;
     assert!(screenshot.starts_with(b"\x89PNG"), "a PNG screenshot");
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dashboard-screenshot.png");
     std::fs::write(&path, screenshot).unwrap();
     eprintln!("dashboard screenshot: {}", path.display());
-    driver.quit().await;
-    demo.interrupt();
-    demo.wait_exit(Duration::from_secs(30));
 }
 
 /// Idle: nothing happens, and the page receives little (heartbeat ages are read now and then).

@@ -87,19 +87,13 @@ async fn the_dashboard_logs_in_through_keystone_or_with_the_admin_token() {
     let password = dir.path.join("keystone-password");
     std::fs::write(&password, "placement-secret\n").unwrap();
     let password = password.display().to_string();
-    let (_data, mut demo, address) = crate::helpers::start_demo_with(
-        "browser-login",
-        &[
-            "--auth-strategy",
-            "keystone",
-            "--keystone-url",
-            &keystone.url,
-            "--keystone-password-file",
-            &password,
-            "--keystone-cache-lifetime",
-            "1s",
-        ],
+    let flags = format!(
+        "--auth-strategy keystone --keystone-url {} --keystone-password-file {password} \
+         --keystone-cache-lifetime 1s",
+        keystone.url
     );
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    let (_data, mut demo, address) = crate::helpers::start_demo_with("browser-login", &flags);
     let driver = Driver::start(&dir.path.join("chrome-profile")).await;
     let page = json!({"url": format!("http://{address}/")});
     driver

@@ -123,24 +123,8 @@ const NOT_YET_SPLIT: &[(&str, &str)] = &[
         "bad_input_is_a_4xx_envelope_and_changes_nothing",
     ),
     (
-        "tests/all/browser.rs",
-        "the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash",
-    ),
-    (
-        "tests/all/browser_login.rs",
-        "the_dashboard_logs_in_through_keystone_or_with_the_admin_token",
-    ),
-    (
         "tests/all/compute_ironic.rs",
         "a_server_boots_powers_and_goes_through_a_real_ironic",
-    ),
-    (
-        "tests/all/compute_servers.rs",
-        "a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s",
-    ),
-    (
-        "tests/all/compute_services.rs",
-        "a_deleted_service_s_nodes_keep_their_identity_on_a_live_host",
     ),
     (
         "tests/all/ironic_keystone.rs",

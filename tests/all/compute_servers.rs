@@ -108,6 +108,11 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
 
     only_its_project_and_admins_see_it(&app, &id).await;
 
+    only_its_project_deletes_it_and_its_claim_goes(&app, &id).await;
+}
+
+/// Another project's delete finds nothing (404); its own deletes it, and its claim goes.
+async fn only_its_project_deletes_it_and_its_claim_goes(app: &TestApp, id: &str) {
     let (status, _, _) = app
         .compute(Method::DELETE, &format!("/servers/{id}"))
         .token(Some("bob:p2"))
@@ -126,7 +131,7 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
         .await;
     assert_eq!(status, 404, "a deleted server is gone");
     assert_eq!(
-        rows(&app, "SELECT count(*) FROM allocations"),
+        rows(app, "SELECT count(*) FROM allocations"),
         0,
         "its claim is freed"
     );

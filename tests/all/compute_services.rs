@@ -307,14 +307,7 @@ async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
     let (status, _) = put_service(&app, &id, json!({"status": "disabled"})).await;
     assert_eq!(status, 200);
     assert_eq!(status_traits(&app), 4);
-    // Each compute node with its provider (by uuid and row id), summed into one figure.
-    let identity = "SELECT COALESCE(sum(hashtext(c.uuid::text || ':' || rp.id::text)), 0)::bigint \
-                    AS count FROM compute_nodes c JOIN resource_providers rp ON rp.uuid = c.uuid \
-                    WHERE c.deleted = 0";
-    let before = (
-        rows(&app, identity),
-        rows(&app, "SELECT count(*) FROM resource_providers"),
-    );
+    let before = identities(&app);
 
     let (status, answer) = delete_service(&app, "2.53", &id).await;
     assert_eq!(status, 204, "{answer}");
@@ -344,11 +337,11 @@ async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
         4,
         "every node moved to the live host"
     );
-    let after = (
-        rows(&app, identity),
-        rows(&app, "SELECT count(*) FROM resource_providers"),
+    assert_eq!(
+        identities(&app),
+        before,
+        "compute node uuids and providers kept"
     );
-    assert_eq!(after, before, "compute node uuids and providers kept");
     assert_eq!(
         status_traits(&app),
         0,
@@ -447,4 +440,16 @@ async fn hypervisors_limits_and_quotas_answer_in_nova_s_shapes() {
         .send()
         .await;
     assert_eq!(status, 403);
+}
+
+/// Each live compute node with its provider (by uuid and row id), summed into one figure, and
+/// the number of providers.
+fn identities(app: &TestApp) -> (i64, i64) {
+    let identity = "SELECT COALESCE(sum(hashtext(c.uuid::text || ':' || rp.id::text)), 0)::bigint \
+                    AS count FROM compute_nodes c JOIN resource_providers rp ON rp.uuid = c.uuid \
+                    WHERE c.deleted = 0";
+    (
+        rows(app, identity),
+        rows(app, "SELECT count(*) FROM resource_providers"),
+    )
 }

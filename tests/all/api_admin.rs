@@ -100,51 +100,12 @@ async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
         json!([instance.clone()])
     );
 
-    let providers = get(&app, "/api/v1/providers").await;
-    let used: i64 = providers
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|provider| {
-            assert_eq!(
-                provider["inventory"]["CUSTOM_BAREMETAL"],
-                json!({"total": 1, "reserved": 0})
-            );
-            provider["usages"]["CUSTOM_BAREMETAL"].as_i64().unwrap()
-        })
-        .sum();
-    assert_eq!(used, 1);
-
+    the_providers_report_one_unit_each_and_one_used(&app).await;
     let free = enrolled
         .iter()
         .find(|uuid| **uuid != instance["node"])
         .unwrap();
-    assert_eq!(
-        status(
-            &app,
-            reqwest::Method::POST,
-            &format!("/api/v1/nodes/{free}/lock")
-        )
-        .await,
-        204
-    );
-    let locked = get(&app, "/api/v1/nodes").await;
-    assert!(
-        locked
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|node| node["uuid"] == json!(free) && node["locked"] == true)
-    );
-    assert_eq!(
-        status(
-            &app,
-            reqwest::Method::POST,
-            &format!("/api/v1/nodes/{free}/unlock")
-        )
-        .await,
-        204
-    );
+    a_node_locks_and_unlocks(&app, free).await;
 
     let uuid = instance["uuid"].as_str().unwrap();
     assert_eq!(
@@ -178,6 +139,54 @@ async fn the_admin_api_drives_a_host_its_nodes_and_an_instance() {
     );
 
     a_host_crashes_starts_again_and_drains(&app).await;
+}
+
+/// Every provider reports one unit of CUSTOM_BAREMETAL, unreserved; one is used.
+async fn the_providers_report_one_unit_each_and_one_used(app: &TestApp) {
+    let providers = get(app, "/api/v1/providers").await;
+    let used: i64 = providers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|provider| {
+            assert_eq!(
+                provider["inventory"]["CUSTOM_BAREMETAL"],
+                json!({"total": 1, "reserved": 0})
+            );
+            provider["usages"]["CUSTOM_BAREMETAL"].as_i64().unwrap()
+        })
+        .sum();
+    assert_eq!(used, 1);
+}
+
+/// A node locks (and shows locked), then unlocks.
+async fn a_node_locks_and_unlocks(app: &TestApp, free: &str) {
+    assert_eq!(
+        status(
+            app,
+            reqwest::Method::POST,
+            &format!("/api/v1/nodes/{free}/lock")
+        )
+        .await,
+        204
+    );
+    let locked = get(app, "/api/v1/nodes").await;
+    assert!(
+        locked
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|node| node["uuid"] == json!(free) && node["locked"] == true)
+    );
+    assert_eq!(
+        status(
+            app,
+            reqwest::Method::POST,
+            &format!("/api/v1/nodes/{free}/unlock")
+        )
+        .await,
+        204
+    );
 }
 
 /// Hosts, nodes and ring as `one_host_four_nodes` left them.
@@ -228,18 +237,12 @@ async fn a_host_crashes_starts_again_and_drains(app: &TestApp) {
     assert_eq!(get(app, "/api/v1/hosts").await[0]["state"], "disabled");
 }
 
-#[actix_web::test]
-async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
+/// Requests the admin API refuses: (method, path, body, status).
+fn bad_requests(unknown: &str) -> Vec<(reqwest::Method, String, Option<Value>, u16)> {
     const GET: reqwest::Method = reqwest::Method::GET;
     const POST: reqwest::Method = reqwest::Method::POST;
     const DELETE: reqwest::Method = reqwest::Method::DELETE;
-    let app = TestApp::spawn().await;
-    one_host_four_nodes(&app).await;
-    let nodes_before = get(&app, "/api/v1/nodes").await;
-    let hosts_before = get(&app, "/api/v1/hosts").await;
-    let unknown = "9b2f3c1e-0000-4000-8000-000000000000";
-
-    let cases: Vec<(reqwest::Method, String, Option<Value>, u16)> = vec![
+    vec![
         (POST, "/api/v1/hosts".into(), Some(json!({"host": ""})), 400),
         (
             POST,
@@ -287,7 +290,18 @@ async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
             Some(json!({"name": "", "resource_class": "baremetal"})),
             400,
         ),
-    ];
+    ]
+}
+
+#[actix_web::test]
+async fn bad_input_is_a_4xx_envelope_and_changes_nothing() {
+    let app = TestApp::spawn().await;
+    one_host_four_nodes(&app).await;
+    let nodes_before = get(&app, "/api/v1/nodes").await;
+    let hosts_before = get(&app, "/api/v1/hosts").await;
+    let unknown = "9b2f3c1e-0000-4000-8000-000000000000";
+
+    let cases = bad_requests(unknown);
     for (method, path, body, expected) in cases {
         let (status, answer) = send(&app, method.clone(), &path, body.clone()).await;
         assert_eq!(status, expected, "{method} {path} {body:?}: {answer}");

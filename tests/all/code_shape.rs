@@ -111,59 +111,15 @@ impl<'ast> Visit<'ast> for Functions {
     }
 }
 
-/// Functions over the limit when the rule came to the tests (issue 30), each to be split into
-/// helpers: the list may only shrink — a function split must leave it, and no new one joins.
-const NOT_YET_SPLIT: &[(&str, &str)] = &[
-    (
-        "tests/all/api_admin.rs",
-        "the_admin_api_drives_a_host_its_nodes_and_an_instance",
-    ),
-    (
-        "tests/all/api_admin.rs",
-        "bad_input_is_a_4xx_envelope_and_changes_nothing",
-    ),
-    (
-        "tests/all/compute_ironic.rs",
-        "a_server_boots_powers_and_goes_through_a_real_ironic",
-    ),
-    (
-        "tests/all/ironic_keystone.rs",
-        "serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_on_it",
-    ),
-    (
-        "tests/all/placement_candidates.rs",
-        "candidates_are_the_flat_providers_with_room_and_the_right_traits",
-    ),
-    (
-        "tests/all/placement_candidates.rs",
-        "policy_profiles_and_cors_follow_the_settings",
-    ),
-    (
-        "tests/all/placement_inventories.rs",
-        "inventories_are_generation_checked_and_validated",
-    ),
-    (
-        "tests/all/tls.rs",
-        "the_https_client_trusts_its_ca_file_and_sends_its_certificate",
-    ),
-];
-
 #[test]
 fn no_function_is_over_80_lines_tests_included() {
     let mut long = Vec::new();
-    let mut listed_and_long = BTreeSet::new();
     for path in all_files() {
         let file = syn::parse_file(&read(&path)).unwrap();
         let mut functions = Functions::default();
         functions.visit_file(&file);
         for (name, line, lines) in functions.0 {
-            let key = (path.to_str().unwrap().to_owned(), name.clone());
-            if lines <= MAX_FN_LINES {
-                continue;
-            }
-            if NOT_YET_SPLIT.contains(&(key.0.as_str(), key.1.as_str())) {
-                listed_and_long.insert(key);
-            } else {
+            if lines > MAX_FN_LINES {
                 long.push(format!(
                     "{}:{line}: fn {name} is {lines} lines",
                     path.display()
@@ -175,16 +131,6 @@ fn no_function_is_over_80_lines_tests_included() {
         long.is_empty(),
         "over {MAX_FN_LINES} lines:\n{}",
         long.join("\n")
-    );
-    let split: Vec<String> = NOT_YET_SPLIT
-        .iter()
-        .filter(|(file, name)| !listed_and_long.contains(&((*file).to_owned(), (*name).to_owned())))
-        .map(|(file, name)| format!("{file}: {name}"))
-        .collect();
-    assert!(
-        split.is_empty(),
-        "no longer over the limit: take them off NOT_YET_SPLIT:\n{}",
-        split.join("\n")
     );
 }
 

@@ -69,38 +69,14 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
     .await;
     assert_eq!(status, 202, "{created}");
     let id = created["server"]["id"].as_str().unwrap().to_owned();
-    let wait_for = |status: &'static str| {
-        let (address, id) = (address.clone(), id.clone());
-        async move {
-            eventually_async(
-                Duration::from_secs(120),
-                &format!("server {status}"),
-                || async {
-                    let (_, body) =
-                        call(&address, Method::GET, &format!("/servers/{id}"), None).await;
-                    (body["server"]["status"] == status).then_some(body["server"].clone())
-                },
-            )
-            .await
-        }
-    };
-    let server = wait_for("ACTIVE").await;
+    let server = server_in(&address, &id, "ACTIVE").await;
     let node: uuid::Uuid = server["OS-EXT-SRV-ATTR:hypervisor_hostname"]
         .as_str()
         .unwrap()
         .parse()
         .unwrap();
     assert!(gold.contains(&node), "{node} has the trait");
-    // Its address is the one the node's network_data gives it (scripts/ironic enroll).
-    let shown_address = &server["addresses"]["baremetal"][0];
-    assert!(
-        shown_address["addr"]
-            .as_str()
-            .unwrap_or_default()
-            .starts_with("198."),
-        "{server}"
-    );
-    assert_eq!(shown_address["version"], 4);
+    its_address_is_the_nodes(&server);
     ironic_got_what_novas_patcher_sends(
         &ironic,
         node,
@@ -123,7 +99,7 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
         )
         .await;
         assert_eq!(code, 202, "{action}: {body}");
-        let server = wait_for(status).await;
+        let server = server_in(&address, &id, status).await;
         assert_eq!(server["OS-EXT-STS:task_state"], Value::Null, "{action}");
         assert_eq!(ironic.node(node).await["power_state"], power, "{action}");
         d.audit();
@@ -134,6 +110,32 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
     let shown = ironic.node(node).await;
     assert_eq!(shown["instance_uuid"], Value::Null);
     d.audit();
+}
+
+/// Waits (up to 2 minutes) for server `id` to be in `status`; returns it.
+async fn server_in(address: &str, id: &str, status: &str) -> Value {
+    eventually_async(
+        Duration::from_secs(120),
+        &format!("server {status}"),
+        || async {
+            let (_, body) = call(address, Method::GET, &format!("/servers/{id}"), None).await;
+            (body["server"]["status"] == status).then_some(body["server"].clone())
+        },
+    )
+    .await
+}
+
+/// Its address is the one the node's network_data gives it (scripts/ironic enroll).
+fn its_address_is_the_nodes(server: &Value) {
+    let shown_address = &server["addresses"]["baremetal"][0];
+    assert!(
+        shown_address["addr"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("198."),
+        "{server}"
+    );
+    assert_eq!(shown_address["version"], 4);
 }
 
 /// A flavor of one gold node (its profile capability at 2.61, before Nova's validation knew

@@ -25,37 +25,19 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
         .unwrap()
         .http_client(Duration::from_secs(30))
         .unwrap();
-    let anonymous = client
-        .get(format!("{}/v1/nodes", ironic.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        anonymous.status(),
-        401,
-        "Ironic takes no request without a token"
-    );
+    ironic_takes_no_request_without_a_token(&client, &ironic.url).await;
 
     let password = dir.path.join("keystone-password");
     std::fs::write(&password, "placement-secret\n").unwrap();
     let password = password.display().to_string();
     let db = TestDb::new();
-    let mut flags = vec![
-        "--auth-strategy",
-        "keystone",
-        "--keystone-url",
-        &keystone.url,
-        "--keystone-cafile",
-        &ca_path,
-        "--keystone-password-file",
-        &password,
-        "--ironic-cafile",
-        &ca_path,
-        "--ironic-poll-interval",
-        "100ms",
-        "--hosts",
-        "cmp-1,cmp-2",
-    ];
+    let flags = format!(
+        "--auth-strategy keystone --keystone-url {} --keystone-cafile {ca_path} \
+         --keystone-password-file {password} --ironic-cafile {ca_path} \
+         --ironic-poll-interval 100ms --hosts cmp-1,cmp-2",
+        keystone.url
+    );
+    let mut flags: Vec<&str> = flags.split_whitespace().collect();
     flags.extend(FAST);
     let (mut serve, address) = start_serve(db.url(), &flags, "info");
     serve.wait_for_stderr(
@@ -65,25 +47,8 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
     let base = format!("http://{address}");
     let admin = keystone.login("admin", "admin-secret", "admin").await;
     let api = crate::helpers::json_client();
-    let get = |path: &str| {
-        api.get(format!("{base}{path}"))
-            .header("x-auth-token", &admin)
-            .send()
-    };
 
-    eventually_async(Duration::from_secs(60), "Ironic's 3 nodes claimed", || {
-        let request = get("/api/v1/nodes");
-        async move {
-            let nodes: Value = request.await.ok()?.json().await.ok()?;
-            let nodes = nodes.as_array()?;
-            (nodes.len() == 3
-                && nodes
-                    .iter()
-                    .all(|node| node["host"].is_string() && node["source"] == "ironic"))
-            .then_some(())
-        }
-    })
-    .await;
+    the_three_nodes_are_claimed(&api, &base, &admin).await;
 
     let (instance, node) =
         an_instance_deploys_on_a_node_of_ironic(&api, &base, &admin, &enrolled).await;
@@ -126,6 +91,41 @@ async fn serve_finds_an_https_ironic_behind_keystone_in_the_catalog_and_deploys_
 
     every_request_ironic_logged_names_its_user(&ironic, node);
     a_refused_token_is_renewed_once_then_fails_clearly(&keystone).await;
+}
+
+async fn ironic_takes_no_request_without_a_token(client: &reqwest::Client, ironic: &str) {
+    let anonymous = client
+        .get(format!("{ironic}/v1/nodes"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        anonymous.status(),
+        401,
+        "Ironic takes no request without a token"
+    );
+}
+
+/// Ironic's 3 nodes claimed, as the admin API shows them to a Keystone admin.
+async fn the_three_nodes_are_claimed(api: &reqwest::Client, base: &str, admin: &str) {
+    let get = |path: &str| {
+        api.get(format!("{base}{path}"))
+            .header("x-auth-token", admin)
+            .send()
+    };
+    eventually_async(Duration::from_secs(60), "Ironic's 3 nodes claimed", || {
+        let request = get("/api/v1/nodes");
+        async move {
+            let nodes: Value = request.await.ok()?.json().await.ok()?;
+            let nodes = nodes.as_array()?;
+            (nodes.len() == 3
+                && nodes
+                    .iter()
+                    .all(|node| node["host"].is_string() && node["source"] == "ironic"))
+            .then_some(())
+        }
+    })
+    .await;
 }
 
 /// A test CA's certificate on a real Keystone and a real Ironic (which takes Keystone's tokens),

@@ -125,17 +125,7 @@ async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
         .send()
         .await;
     three_hosts(&app).await;
-    let get = |query: &str, version: &'static str| {
-        let path = format!("/placement/allocation_candidates?{query}");
-        let app = &app;
-        async move {
-            app.placement(Method::GET, &path)
-                .version(version)
-                .token(ADMIN)
-                .send()
-                .await
-        }
-    };
+    let get = |query: &'static str, version: &'static str| candidates(&app, query, version);
 
     let (status, _, body) = get("resources=VCPU:8,MEMORY_MB:8192", "1.39").await;
     assert_eq!(status, 200, "{body}");
@@ -188,7 +178,27 @@ async fn candidates_are_the_flat_providers_with_room_and_the_right_traits() {
     assert_eq!(body["allocation_requests"].as_array().unwrap().len(), 2);
     assert_eq!(body["provider_summaries"].as_object().unwrap().len(), 2);
 
-    // 1.10: a list of allocations and only the requested classes in the summaries.
+    at_1_10_and_with_bad_queries(&app).await;
+}
+
+/// The candidates of `query` at microversion `version`, as an admin asks.
+async fn candidates(
+    app: &TestApp,
+    query: &str,
+    version: &str,
+) -> (u16, reqwest::header::HeaderMap, Value) {
+    let path = format!("/placement/allocation_candidates?{query}");
+    app.placement(Method::GET, &path)
+        .version(version)
+        .token(ADMIN)
+        .send()
+        .await
+}
+
+/// 1.10: a list of allocations and only the requested classes in the summaries; refused
+/// queries name their fault; before 1.10 there are no candidates.
+async fn at_1_10_and_with_bad_queries(app: &TestApp) {
+    let get = |query: &'static str, version: &'static str| candidates(app, query, version);
     let (status, _, body) = get("resources=CUSTOM_GPU:1", "1.10").await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -443,6 +453,24 @@ async fn policy_profiles_and_cors_follow_the_settings() {
         .await;
     assert_eq!(status, 401, "a token is still required");
 
+    a_configured_origin_gets_cors_headers().await;
+    let plain = legacy
+        .client
+        .get(legacy.url("/placement/"))
+        .header("origin", "http://valid.example.com")
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        !plain.headers().contains_key("access-control-allow-origin"),
+        "no CORS unless configured"
+    );
+}
+
+/// With CORS configured, the allowed origin's preflight gets the CORS headers; another origin's
+/// none.
+async fn a_configured_origin_gets_cors_headers() {
+    use ringmaster::config::PlacementSettings;
     let cors = TestApp::spawn_with(
         None,
         PlacementSettings {
@@ -473,15 +501,4 @@ async fn policy_profiles_and_cors_follow_the_settings() {
     let bad = preflight("http://invalid.example.com").await.unwrap();
     assert_eq!(bad.status(), 200);
     assert!(!bad.headers().contains_key("access-control-allow-origin"));
-    let plain = legacy
-        .client
-        .get(legacy.url("/placement/"))
-        .header("origin", "http://valid.example.com")
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        !plain.headers().contains_key("access-control-allow-origin"),
-        "no CORS unless configured"
-    );
 }

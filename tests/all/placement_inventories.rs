@@ -21,13 +21,7 @@ async fn inventories_are_generation_checked_and_validated() {
     let path = format!("/placement/resource_providers/{rp}/inventories");
     let inventory = json!({"resource_provider_generation": 0,
                            "inventories": {"VCPU": {"total": 8, "max_unit": 4}, "DISK_GB": {"total": 100}}});
-    let (status, _, body) = app
-        .placement(reqwest::Method::PUT, &path)
-        .version("1.26")
-        .token("admin")
-        .json(inventory.clone())
-        .send()
-        .await;
+    let (status, body) = put_inventory(&app, &path, "1.26", inventory.clone()).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["resource_provider_generation"], 1);
     assert_eq!(
@@ -35,24 +29,12 @@ async fn inventories_are_generation_checked_and_validated() {
         json!({"total": 8, "reserved": 0, "min_unit": 1, "max_unit": 4, "step_size": 1, "allocation_ratio": 1.0})
     );
 
-    let (status, _, body) = app
-        .placement(reqwest::Method::PUT, &path)
-        .version("1.26")
-        .token("admin")
-        .json(inventory)
-        .send()
-        .await;
+    let (status, body) = put_inventory(&app, &path, "1.26", inventory).await;
     assert_eq!(status, 409, "generation 0 is stale now");
     assert_eq!(body["errors"][0]["code"], "placement.concurrent_update");
 
     let bad = json!({"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 0}}});
-    let (status, _, body) = app
-        .placement(reqwest::Method::PUT, &path)
-        .version("1.26")
-        .token("admin")
-        .json(bad)
-        .send()
-        .await;
+    let (status, body) = put_inventory(&app, &path, "1.26", bad).await;
     assert_eq!(status, 400);
     assert!(
         body["errors"][0]["detail"]
@@ -61,21 +43,9 @@ async fn inventories_are_generation_checked_and_validated() {
             .contains("0 is less than the minimum of 1")
     );
     let reserved = json!({"resource_provider_generation": 1, "inventories": {"VCPU": {"total": 4, "reserved": 4}}});
-    let (status, _, _) = app
-        .placement(reqwest::Method::PUT, &path)
-        .version("1.25")
-        .token("admin")
-        .json(reserved.clone())
-        .send()
-        .await;
+    let (status, _) = put_inventory(&app, &path, "1.25", reserved.clone()).await;
     assert_eq!(status, 400, "before 1.26 reserved must stay below total");
-    let (status, _, _) = app
-        .placement(reqwest::Method::PUT, &path)
-        .version("1.26")
-        .token("admin")
-        .json(reserved)
-        .send()
-        .await;
+    let (status, _) = put_inventory(&app, &path, "1.26", reserved).await;
     assert_eq!(status, 200, "from 1.26 reserved may equal total");
 
     let (status, _, body) = app
@@ -322,4 +292,14 @@ async fn admin_get(app: &TestApp, path: &str, version: &str) -> (u16, Value) {
         .send()
         .await;
     (status, body)
+}
+
+/// An admin's PUT of inventories `body` to `path` at microversion `version`: (status, body).
+async fn put_inventory(app: &TestApp, path: &str, version: &str, body: Value) -> (u16, Value) {
+    let request = app
+        .placement(reqwest::Method::PUT, path)
+        .version(version)
+        .token("admin");
+    let (status, _, answer) = request.json(body).send().await;
+    (status, answer)
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 use ringmaster::tls::client::{ClientTls, ClientTlsSettings};
 
 use crate::helpers::{
-    Running, TempDir, TestApp, TestCa, TestDb, address_of, assert_one_error_line, ringmaster,
-    run_to_end,
+    Issued, Running, TempDir, TestApp, TestCa, TestDb, address_of, assert_one_error_line,
+    ringmaster, run_to_end,
 };
 
 /// A blocking TLS connection trusting only `ca`, kept open across requests.
@@ -309,31 +309,7 @@ async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
     let server = ca.issue(&dir.path, "ironic", &["127.0.0.1"]);
     let client = ca.issue(&dir.path, "ringmaster", &[]);
 
-    // A server that requires a client certificate of the same CA.
-    let mut roots = rustls::RootCertStore::empty();
-    use rustls::pki_types::pem::PemObject;
-    roots
-        .add(rustls::pki_types::CertificateDer::from_pem_file(&ca_file).unwrap())
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-        Arc::new(roots),
-        provider.clone(),
-    )
-    .build()
-    .unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            rustls::pki_types::CertificateDer::pem_file_iter(&server.cert)
-                .unwrap()
-                .map(Result::unwrap)
-                .collect(),
-            rustls::pki_types::PrivateKeyDer::from_pem_file(&server.key).unwrap(),
-        )
-        .unwrap();
+    let config = server_requiring_a_client_certificate(&ca_file, &server);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let running = HttpServer::new(|| {
@@ -384,7 +360,48 @@ async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
         "insecure checks nothing"
     );
 
-    // SIGHUP's reload: a CA file replaced is trusted by the same client from then on.
+    a_replaced_ca_file_is_trusted_after_a_reload(&dir, &ca_file, &client, &url).await;
+    handle.stop(false).await;
+}
+
+/// A server configuration that requires a client certificate of the CA of `ca_file`.
+fn server_requiring_a_client_certificate(
+    ca_file: &std::path::Path,
+    server: &Issued,
+) -> rustls::ServerConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_file(ca_file).unwrap())
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            rustls::pki_types::CertificateDer::pem_file_iter(&server.cert)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect(),
+            rustls::pki_types::PrivateKeyDer::from_pem_file(&server.key).unwrap(),
+        )
+        .unwrap()
+}
+
+/// SIGHUP's reload: a CA file replaced is trusted by the same client from then on.
+async fn a_replaced_ca_file_is_trusted_after_a_reload(
+    dir: &TempDir,
+    ca_file: &std::path::Path,
+    client: &Issued,
+    url: &str,
+) {
     let rotating = dir.path.join("rotating-ca.pem");
     TestCa::new("old CA").write_ca(&dir.path, "rotating-ca.pem");
     let tls = ClientTls::load(ClientTlsSettings {
@@ -395,18 +412,17 @@ async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
     .unwrap();
     let http = tls.http_client(Duration::from_secs(10)).unwrap();
     assert!(
-        http.get(&url).send().await.is_err(),
+        http.get(url).send().await.is_err(),
         "the old CA does not know the server"
     );
-    std::fs::copy(&ca_file, &rotating).unwrap();
+    std::fs::copy(ca_file, &rotating).unwrap();
     tls.reload().unwrap();
     let answer = http
-        .get(&url)
+        .get(url)
         .send()
         .await
         .expect("the reloaded CA file is trusted");
     assert_eq!(answer.status(), 200);
-    handle.stop(false).await;
 }
 
 /// A non-loopback bind without TLS is warned about, once.

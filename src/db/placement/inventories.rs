@@ -323,7 +323,7 @@ pub fn report_node_inventories(
             .collect::<Vec<i32>>()
     };
     super::names::ensure_resource_classes(conn, &classes)?;
-    let written: Vec<Written> = crate::db::cached::query(
+    let written: Vec<super::providers::ProviderId> = crate::db::cached::query(
         "WITH wanted AS (
              SELECT rp.id AS provider_id, rc.id AS class_id, t.total, t.reserved
                FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[])
@@ -350,11 +350,4 @@ pub fn report_node_inventories(
     let ids: Vec<i64> = written.iter().map(|row| row.id).collect();
     super::providers::bump_generations(conn, &ids, &[], now)?;
     Ok(())
-}
-
-/// A provider a write touched.
-#[derive(QueryableByName)]
-struct Written {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
 }

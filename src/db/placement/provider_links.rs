@@ -234,7 +234,7 @@ pub fn report_node_traits(
         .flat_map(|(uuid, traits)| traits.iter().map(move |name| (*uuid, name.as_str())))
         .unzip();
     super::names::ensure_traits(conn, &pair_traits, now)?;
-    let targets: Vec<Target> = crate::db::cached::query(
+    let targets: Vec<super::providers::ProviderId> = crate::db::cached::query(
         "WITH wanted AS (
              SELECT rp.id AS provider_id, t.id AS trait_id
                FROM unnest($2::uuid[], $3::text[]) AS w(provider, name)
@@ -278,7 +278,7 @@ pub fn set_status_trait(
         return Ok(0);
     }
     let (ids, disabled): (Vec<i64>, Vec<bool>) = providers.iter().copied().unzip();
-    let changed: Vec<Target> = crate::db::cached::query(
+    let changed: Vec<super::providers::ProviderId> = crate::db::cached::query(
         "WITH status AS (SELECT id FROM traits WHERE name = $3),
          scope AS (SELECT * FROM unnest($1::bigint[], $2::bool[]) AS s(provider_id, disabled)),
          removed AS (
@@ -302,11 +302,4 @@ pub fn set_status_trait(
     .load(conn)?;
     let ids: Vec<i64> = changed.iter().map(|row| row.id).collect();
     super::providers::bump_generations(conn, &ids, &[], now)
-}
-
-/// A provider a write touched.
-#[derive(QueryableByName)]
-struct Target {
-    #[diesel(sql_type = BigInt)]
-    id: i64,
 }

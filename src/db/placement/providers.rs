@@ -369,6 +369,13 @@ pub fn bump_generations(
     .execute(conn)?)
 }
 
+/// A provider a write touched, by row id (what batch writes return for `bump_generations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, QueryableByName)]
+pub struct ProviderId {
+    #[diesel(sql_type = BigInt)]
+    pub id: i64,
+}
+
 /// A provider held for a write.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct LockedProvider {

@@ -21,6 +21,7 @@ pub use crate::config::ActorSettings;
 use crate::db::presence::Presence;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
+use crate::domain::identity::HostName;
 use compute_host::{ComputeHost, Crash, HostError, HostSettings};
 use ironic::Ironic;
 use node_source::{IronicDriver, NodeSource};
@@ -216,7 +217,7 @@ impl HostDirectory {
             return Ok(running);
         }
         let factory = self.factory.clone();
-        let host = name.to_owned();
+        let host = HostName::from(name);
         let now = factory.clock.now();
         db::run(&factory.pool.clone(), move |conn| {
             factory.presence.ensure(&factory.pool)?;
@@ -233,7 +234,7 @@ impl HostDirectory {
             return Ok(address.clone());
         }
         let factory = self.factory.clone();
-        let host_name = name.to_owned();
+        let host_name = HostName::from(name);
         let arbiter = factory.arbiter.clone();
         let address = ComputeHost::start_in_arbiter(&arbiter, move |_| {
             ComputeHost::new(

@@ -15,6 +15,7 @@ pub mod figures;
 pub mod flavors;
 pub mod free_nodes;
 pub mod hosts;
+pub mod ids;
 pub mod instances;
 pub mod ironic;
 pub mod ironic_mirror;

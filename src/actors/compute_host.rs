@@ -52,7 +52,7 @@ use crate::db::presence::Presence;
 use crate::db::{DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
-use crate::domain::node::ComputeNode;
+use crate::domain::node::{ComputeNode, HostName};
 use crate::domain::ring::stable_hash;
 
 /// Says why a host could not do what it was asked.
@@ -61,9 +61,9 @@ pub enum HostError {
     #[error(
         "host {0} is fenced: its lease lapsed, so it writes nothing until a heartbeat succeeds"
     )]
-    Fenced(String),
+    Fenced(HostName),
     #[error("host {host} does not own node {node}")]
-    NotOwner { host: String, node: String },
+    NotOwner { host: HostName, node: String },
     #[error("the build of instance {0} was ended meanwhile (failed, timed out or deleted)")]
     BuildEnded(Uuid),
     #[error("ironic: {0}")]
@@ -89,7 +89,7 @@ impl HostError {
 
 /// One compute service.
 pub struct ComputeHost {
-    name: String,
+    name: HostName,
     pool: Pool,
     clock: SharedClock,
     settings: HostSettings,
@@ -115,7 +115,7 @@ impl ComputeHost {
     /// Returns the actor of host `name`, registered to this process (`HostDirectory::start`);
     /// it heartbeats once started.
     pub fn new(
-        name: String,
+        name: HostName,
         pool: Pool,
         clock: SharedClock,
         settings: HostSettings,
@@ -181,7 +181,7 @@ impl Actor for ComputeHost {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        crate::metrics::start_host(&self.name);
+        crate::metrics::start_host(self.name.as_str());
         ctx.notify(Heartbeat);
         if !self.settings.report_interval.is_zero() {
             actix_rt::spawn(
@@ -196,7 +196,7 @@ impl Actor for ComputeHost {
             let spread = u64::try_from(interval.as_millis())
                 .unwrap_or(u64::MAX)
                 .max(1);
-            let offset = Duration::from_millis(stable_hash(self.name.as_bytes()) % spread);
+            let offset = Duration::from_millis(stable_hash(self.name.as_str().as_bytes()) % spread);
             ctx.run_later(offset, move |_, ctx| {
                 ctx.notify(periodic::PeriodicPass);
                 ctx.run_interval(interval, |_, ctx| ctx.notify(periodic::PeriodicPass));

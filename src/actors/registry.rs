@@ -2,9 +2,8 @@
 //! exactly one thread, so claims and moves are applied one at a time, each in one
 //! transaction; PostgreSQL's constraints and compare-and-swap updates still have the final say.
 
-use crate::domain::identity::{HostName, NodeUuid, OwnerEpoch};
+use crate::domain::identity::{HostName, NodeUuid, OwnerEpoch, ProviderUuid};
 use actix::prelude::*;
-use uuid::Uuid;
 
 use crate::db::compute_nodes::{self, NodeClaim, NodeMove, OrphanOutcome, ProviderOutcome};
 use crate::db::leases::{self, LeaseToken};
@@ -149,7 +148,7 @@ impl Handler<MoveNodes> for Registry {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<ProviderOutcome, DbError>")]
 pub struct CreateProvider {
-    pub uuid: Uuid,
+    pub uuid: ProviderUuid,
     pub name: String,
 }
 
@@ -181,13 +180,7 @@ impl Handler<DeleteOrphan> for Registry {
         let now = self.clock.now();
         let label = format!("orphan delete of node {} by {}", message.node, message.host);
         self.in_transaction(&label, |conn| {
-            compute_nodes::delete_orphan(
-                conn,
-                message.node,
-                message.host.as_str(),
-                message.epoch,
-                now,
-            )
+            compute_nodes::delete_orphan(conn, message.node, &message.host, message.epoch, now)
         })
     }
 }

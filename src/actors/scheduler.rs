@@ -24,6 +24,7 @@ use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
 use crate::domain::host::{Host, HostState};
+use crate::domain::identity::{ConsumerUuid, ProviderUuid};
 use crate::domain::instance::Instance;
 use crate::domain::node::custom_resource_class;
 use crate::domain::rebalance::HostJudge;
@@ -211,7 +212,7 @@ async fn boot(
             message.pci_devices,
         ));
     };
-    let local = local_hosts.contains(&placed.host);
+    let local = local_hosts.iter().any(|local| placed.host == *local);
     let placed = Placed {
         node: placed,
         local,
@@ -265,7 +266,7 @@ async fn build(
         node: placed,
         local,
     } = placed;
-    let spawned = match (local, hosts.get(&placed.host)) {
+    let spawned = match (local, hosts.get(placed.host.as_str())) {
         (true, Some(host)) => host
             .send(Spawn {
                 instance,
@@ -357,7 +358,7 @@ fn claim_node(
         forbidden_traits: forbidden,
         cooling_after: settings.cooling_after(now),
     };
-    let mut tried: Vec<Uuid> = Vec::new();
+    let mut tried: Vec<ProviderUuid> = Vec::new();
     for _ in 0..MAX_CLAIM_ATTEMPTS {
         // A refused claim returns an error from the transaction, so what it wrote rolls back.
         let attempt = db::in_transaction(conn, |conn| {
@@ -394,7 +395,7 @@ struct ClaimAttempt<'a> {
     request: &'a NodeRequest<'a>,
     placement_class: &'a str,
     /// Providers earlier attempts lost to concurrent boots.
-    tried: &'a [Uuid],
+    tried: &'a [ProviderUuid],
     local_hosts: &'a [String],
     clock: &'a SharedClock,
     /// Attempts a build may make: the first node and `max_attempts - 1` alternates.
@@ -414,7 +415,7 @@ impl ClaimAttempt<'_> {
             return Err(ClaimFailure::NoneFree);
         };
         let write = ConsumerAllocations {
-            consumer: self.instance,
+            consumer: ConsumerUuid(self.instance),
             project: self.boot.project.clone(),
             user: self.boot.user.clone(),
             expected_generation: crate::domain::placement::GenerationCheck::MustBeNew,
@@ -445,7 +446,7 @@ impl ClaimAttempt<'_> {
             name: self.boot.name.clone(),
             project_id: self.boot.project.clone(),
             user_id: self.boot.user.clone(),
-            host: candidate.host.clone(),
+            host: candidate.host.to_string(),
             node: candidate.node.clone(),
             resource_class: candidate.resource_class.clone(),
             server: self.boot.server.clone(),
@@ -457,14 +458,18 @@ impl ClaimAttempt<'_> {
             other => other?,
         }
         self.record_alternates(conn, &candidate)?;
-        if !self.local_hosts.contains(&candidate.host) {
+        if !self
+            .local_hosts
+            .iter()
+            .any(|local| candidate.host == *local)
+        {
             // Another process runs the host: it takes the boot from the database.
             log::debug!("boot {} handed to {}", self.instance, candidate.host);
             db::spawns::request_spawn(
                 conn,
                 &db::spawns::SpawnRequest {
                     instance_uuid: self.instance,
-                    host: candidate.host.clone(),
+                    host: candidate.host.to_string(),
                     node: candidate.node.clone(),
                     pci_devices: self.request.pci_devices,
                 },
@@ -508,7 +513,7 @@ impl ClaimAttempt<'_> {
 /// Why one claim attempt did not place the instance; any of them rolls the attempt back.
 enum ClaimFailure {
     /// The node's provider refused the claim (a concurrent boot took it): try the next.
-    Lost(Uuid),
+    Lost(ProviderUuid),
     /// No node is free.
     NoneFree,
     /// An instance (or a consumer) with this uuid exists already.

@@ -16,6 +16,7 @@ use super::{DbError, Pool};
 use crate::domain::archive::{
     ARCHIVE_ORDER, ArchiveTable, LifecycleChild, TASK_LOG, purge_column, shadowed_tables,
 };
+use crate::domain::identity::HostName;
 
 /// What one archive call is asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -517,7 +518,7 @@ pub fn purge(
 /// row, state DONE), created at `now`; a period recorded already is left as it is.
 pub fn record_audit_period(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     begin: DateTime<Utc>,
     end: DateTime<Utc>,
     now: DateTime<Utc>,

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::DbError;
 use super::instances::{BuildOutcome, FreeNode};
 use super::placement::allocations::{AllocationError, ConsumerAllocations};
+use crate::domain::identity::{ConsumerUuid, HostName};
 use crate::domain::placement::GenerationCheck;
 
 /// A build as first scheduled: its alternates, best first, and how many attempts it may make.
@@ -99,7 +100,7 @@ pub fn retry_or_settle(
     conn: &mut PgConnection,
     instance: Uuid,
     reason: &str,
-    host: &str,
+    host: &HostName,
     now: DateTime<Utc>,
     cooling_after: DateTime<Utc>,
 ) -> Result<Retry, DbError> {
@@ -188,7 +189,7 @@ fn settle_tried(
     conn: &mut PgConnection,
     instance: Uuid,
     failed: &Failed<'_>,
-    host: &str,
+    host: &HostName,
     now: DateTime<Utc>,
 ) -> Result<Retry, DbError> {
     if failed.failures.len() <= 1 {
@@ -214,7 +215,7 @@ fn settle(
     conn: &mut PgConnection,
     instance: Uuid,
     reason: &str,
-    host: &str,
+    host: &HostName,
     now: DateTime<Utc>,
 ) -> Result<Retry, DbError> {
     Ok(Retry::Settled(super::instances::settle_build(
@@ -270,7 +271,7 @@ fn claim_alternate(
             return Ok(None);
         };
         let write = ConsumerAllocations {
-            consumer: instance,
+            consumer: ConsumerUuid(instance),
             project: project.to_owned(),
             user: user.to_owned(),
             expected_generation: GenerationCheck::Skip,
@@ -306,11 +307,11 @@ fn move_build(
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     super::pci::free_instance_devices(conn, instance, now)?;
-    let (old_host, pci_devices): (String, i32) = {
+    let (old_host, pci_devices): (HostName, i32) = {
         #[derive(QueryableByName)]
         struct Row {
             #[diesel(sql_type = Text)]
-            host: String,
+            host: HostName,
             #[diesel(sql_type = Integer)]
             pci_devices: i32,
         }
@@ -347,7 +348,7 @@ fn move_build(
         conn,
         &super::spawns::SpawnRequest {
             instance_uuid: instance,
-            host: next.host.clone(),
+            host: next.host.to_string(),
             node: next.node.clone(),
             pci_devices,
         },

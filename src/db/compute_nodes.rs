@@ -18,7 +18,9 @@ use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlU
 use uuid::Uuid;
 
 use super::DbError;
-use crate::domain::node::{ComputeNode, HostName, NodeUuid, OwnerEpoch};
+use crate::domain::node::{
+    ComputeNode, ComputeNodeId, HostName, NodeUuid, OwnerEpoch, ProviderUuid,
+};
 pub use crate::domain::rebalance::{NodeClaim, NodeMove, NodeOwnership};
 
 #[derive(Debug, QueryableByName)]
@@ -38,7 +40,7 @@ struct ComputeNodeView {
 impl From<ComputeNodeView> for ComputeNode {
     fn from(view: ComputeNodeView) -> Self {
         ComputeNode {
-            id: view.id,
+            id: ComputeNodeId(view.id),
             uuid: view.uuid,
             host: HostName::from(view.host),
             node: NodeUuid(view.hypervisor_hostname),
@@ -135,7 +137,7 @@ fn finish_claims(
     if claimed.len() < claims.len() {
         report_unclaimable(conn, claims, claimed)?;
     }
-    let uuids: Vec<Uuid> = claimed.iter().map(|node| node.uuid).collect();
+    let uuids: Vec<ProviderUuid> = claimed.iter().map(ComputeNode::provider).collect();
     let names: Vec<String> = claimed.iter().map(|node| node.node.to_string()).collect();
     super::placement::providers::create_roots(conn, &uuids, &names, now)?;
     let node_uuids: Vec<Uuid> = claims.iter().map(|claim| claim.node).collect();
@@ -190,7 +192,7 @@ pub enum ProviderOutcome {
     /// It was created.
     Created,
     /// A provider already held the name: it is the node's (its uuid is returned).
-    Adopted(Uuid),
+    Adopted(ProviderUuid),
 }
 
 /// Creates provider (`uuid`, `name`), resolving a collision by adoption: when another
@@ -199,22 +201,23 @@ pub enum ProviderOutcome {
 /// (invariants 1 and 7).
 pub fn create_provider(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: ProviderUuid,
     name: &str,
     now: DateTime<Utc>,
 ) -> Result<ProviderOutcome, DbError> {
     use super::schema::resource_providers as rp;
-    let by_name: Option<Uuid> = rp::table
+    let by_name: Option<ProviderUuid> = rp::table
         .filter(rp::name.eq(name))
         .select(rp::uuid)
-        .first(conn)
-        .optional()?;
+        .first::<Uuid>(conn)
+        .optional()?
+        .map(ProviderUuid);
     match by_name {
         Some(existing) if existing == uuid => Ok(ProviderOutcome::Existing),
         Some(existing) => Ok(ProviderOutcome::Adopted(existing)),
         None => {
             let by_uuid: Option<String> = rp::table
-                .filter(rp::uuid.eq(uuid))
+                .filter(rp::uuid.eq(uuid.uuid()))
                 .select(rp::name)
                 .first(conn)
                 .optional()?;
@@ -320,7 +323,7 @@ pub enum OrphanOutcome {
 pub fn delete_orphan(
     conn: &mut PgConnection,
     node: NodeUuid,
-    host: &str,
+    host: &HostName,
     epoch: OwnerEpoch,
     now: DateTime<Utc>,
 ) -> Result<OrphanOutcome, DbError> {
@@ -363,7 +366,7 @@ pub fn delete_orphan(
     }
     // Through Placement's one provider deleter (its inventories, traits and links with it).
     use super::placement::providers::{ProviderError, delete_provider};
-    match delete_provider(conn, compute_node.uuid) {
+    match delete_provider(conn, compute_node.provider()) {
         Ok(()) | Err(ProviderError::NotFound(_)) => {}
         Err(ProviderError::Db(error)) => return Err(error),
         Err(refused) => return Err(DbError::Conflict(refused.to_string())),
@@ -424,10 +427,10 @@ pub enum RowLock {
 /// missing from the answer moved (or was deleted), and the caller writes nothing for it.
 pub fn fence(
     conn: &mut PgConnection,
-    host: &str,
-    nodes: &[(i64, OwnerEpoch)],
+    host: &HostName,
+    nodes: &[(ComputeNodeId, OwnerEpoch)],
     lock: RowLock,
-) -> Result<Vec<i64>, DbError> {
+) -> Result<Vec<ComputeNodeId>, DbError> {
     if nodes.is_empty() {
         return Ok(Vec::new());
     }
@@ -436,7 +439,7 @@ pub fn fence(
         #[diesel(sql_type = BigInt)]
         id: i64,
     }
-    let ids: Vec<i64> = nodes.iter().map(|(id, _)| *id).collect();
+    let ids: Vec<i64> = nodes.iter().map(|(id, _)| id.get()).collect();
     let epochs: Vec<i64> = nodes.iter().map(|(_, epoch)| epoch.get()).collect();
     let sql = match lock {
         RowLock::Share => FENCE_SQL_SHARE,
@@ -445,9 +448,9 @@ pub fn fence(
     let held: Vec<Held> = super::cached::query(sql)
         .bind::<Array<BigInt>, _>(&ids)
         .bind::<Array<BigInt>, _>(&epochs)
-        .bind::<Text, _>(host)
+        .bind::<Text, _>(host.as_str())
         .load(conn)?;
-    Ok(held.into_iter().map(|row| row.id).collect())
+    Ok(held.into_iter().map(|row| ComputeNodeId(row.id)).collect())
 }
 
 const FENCE_SQL_SHARE: &str = "SELECT c.id FROM compute_nodes c
@@ -463,9 +466,9 @@ const FENCE_SQL_UPDATE: &str = "SELECT c.id FROM compute_nodes c
 /// `fence` for writes about the nodes (shared).
 pub fn hold_owned(
     conn: &mut PgConnection,
-    host: &str,
-    nodes: &[(i64, OwnerEpoch)],
-) -> Result<Vec<i64>, DbError> {
+    host: &HostName,
+    nodes: &[(ComputeNodeId, OwnerEpoch)],
+) -> Result<Vec<ComputeNodeId>, DbError> {
     fence(conn, host, nodes, RowLock::Share)
 }
 
@@ -473,8 +476,8 @@ pub fn hold_owned(
 /// the rest of the transaction when it does (invariant 4).
 pub fn hold_one(
     conn: &mut PgConnection,
-    host: &str,
-    id: i64,
+    host: &HostName,
+    id: ComputeNodeId,
     epoch: OwnerEpoch,
 ) -> Result<bool, DbError> {
     Ok(!fence(conn, host, &[(id, epoch)], RowLock::Share)?.is_empty())

@@ -6,9 +6,9 @@
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Integer, Text, Timestamptz, Uuid as SqlUuid};
-use uuid::Uuid;
 
 use super::DbError;
+use crate::domain::identity::{HostName, ProviderUuid};
 
 /// A node that can take an instance now.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
@@ -16,9 +16,9 @@ pub struct FreeNode {
     #[diesel(sql_type = Text)]
     pub node: String,
     #[diesel(sql_type = SqlUuid)]
-    pub provider: Uuid,
+    pub provider: ProviderUuid,
     #[diesel(sql_type = Text)]
-    pub host: String,
+    pub host: HostName,
     /// The node's Ironic resource class.
     #[diesel(sql_type = Text)]
     pub resource_class: String,
@@ -121,7 +121,7 @@ pub fn free_nodes(
 pub fn pick_free_node(
     conn: &mut PgConnection,
     request: &NodeRequest<'_>,
-    tried: &[Uuid],
+    tried: &[ProviderUuid],
 ) -> Result<Option<FreeNode>, DbError> {
     // Planned for these parameters every time: the generic plan PostgreSQL falls back to for
     // a statement prepared and run five times sorts every free node (9.4 s with 5,000 of

@@ -10,6 +10,7 @@ use super::DbError;
 use super::models::ServiceRow;
 use super::schema::{compute_nodes, services};
 use crate::domain::host::{COMPUTE_BINARY, DRAINING_REASON, Host};
+use crate::domain::identity::HostName;
 use crate::domain::selection::NodeSelection;
 
 /// Lists the live compute hosts, in natural order of their names (cmp-2 before cmp-10).
@@ -80,7 +81,7 @@ impl NodeCountCache {
 /// in a transaction.
 pub fn register_host(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     (holder, serves): (Uuid, &NodeSelection),
     down_time: Duration,
     now: DateTime<Utc>,
@@ -118,7 +119,7 @@ pub fn register_host(
         return Ok(());
     }
     let seen: Option<Option<DateTime<Utc>>> = services::table
-        .filter(services::host.eq(host))
+        .filter(services::host.eq(host.as_str()))
         .filter(services::binary.eq(COMPUTE_BINARY))
         .filter(services::deleted.eq(0))
         .select(services::last_seen_up)
@@ -141,13 +142,13 @@ pub fn register_host(
 /// registered or another process has taken it over (this process must stop running it).
 pub fn heartbeat(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     holder: Uuid,
     now: DateTime<Utc>,
 ) -> Result<bool, DbError> {
     let updated = diesel::update(
         services::table
-            .filter(services::host.eq(host))
+            .filter(services::host.eq(host.as_str()))
             .filter(services::binary.eq(COMPUTE_BINARY))
             .filter(services::deleted.eq(0))
             .filter(services::holder.eq(holder)),
@@ -162,26 +163,34 @@ pub fn heartbeat(
 }
 
 /// Enables `host` again: it clears a drain or any other disable, so it receives nodes.
-pub fn enable_host(conn: &mut PgConnection, host: &str, now: DateTime<Utc>) -> Result<(), DbError> {
+pub fn enable_host(
+    conn: &mut PgConnection,
+    host: &HostName,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
     set_disabled(conn, host, None, now)
 }
 
 /// Marks `host` as draining: disabled, so that it receives no nodes and its nodes leave. It
 /// stays so across restarts until it is enabled.
-pub fn drain_host(conn: &mut PgConnection, host: &str, now: DateTime<Utc>) -> Result<(), DbError> {
+pub fn drain_host(
+    conn: &mut PgConnection,
+    host: &HostName,
+    now: DateTime<Utc>,
+) -> Result<(), DbError> {
     set_disabled(conn, host, Some(DRAINING_REASON), now)
 }
 
 /// Disables `host` for `reason`, or enables it (`None`).
 fn set_disabled(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     reason: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     let updated = diesel::update(
         services::table
-            .filter(services::host.eq(host))
+            .filter(services::host.eq(host.as_str()))
             .filter(services::binary.eq(COMPUTE_BINARY))
             .filter(services::deleted.eq(0)),
     )
@@ -195,7 +204,7 @@ fn set_disabled(
         return Err(DbError::NotFound(format!("host {host}")));
     }
     // Its nodes' providers follow: COMPUTE_STATUS_DISABLED while it is disabled.
-    super::services::sync_status_traits(conn, &[host.to_owned()], &[], now)?;
+    super::services::sync_status_traits(conn, &[host.to_string()], &[], now)?;
     Ok(())
 }
 

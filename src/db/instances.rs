@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::schema::instances;
+use crate::domain::identity::{ComputeNodeId, ConsumerUuid, HostName, OwnerEpoch};
 use crate::domain::instance::{Instance, VmState};
 
 pub use super::free_nodes::{FreeNode, NodeRequest, free_nodes, pick_free_node};
@@ -128,7 +129,7 @@ pub fn add_fault(
     conn: &mut PgConnection,
     uuid: Uuid,
     message: &str,
-    host: &str,
+    host: &HostName,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     add_fault_detailed(conn, uuid, (message, None), host, now)
@@ -140,7 +141,7 @@ pub fn add_fault_detailed(
     conn: &mut PgConnection,
     uuid: Uuid,
     (message, details): (&str, Option<&str>),
-    host: &str,
+    host: &HostName,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     diesel::sql_query(
@@ -361,7 +362,7 @@ pub fn settle_build(
     conn: &mut PgConnection,
     uuid: Uuid,
     reason: &str,
-    host: &str,
+    host: &HostName,
     now: DateTime<Utc>,
 ) -> Result<BuildOutcome, DbError> {
     settle_build_detailed(conn, uuid, (reason, None), host, now)
@@ -372,7 +373,7 @@ pub fn settle_build_detailed(
     conn: &mut PgConnection,
     uuid: Uuid,
     (reason, details): (&str, Option<&str>),
-    host: &str,
+    host: &HostName,
     now: DateTime<Utc>,
 ) -> Result<BuildOutcome, DbError> {
     #[derive(QueryableByName)]
@@ -411,7 +412,7 @@ pub fn settle_build_detailed(
         return Ok(BuildOutcome::Activated);
     }
     add_fault_detailed(conn, uuid, (reason, details), host, now)?;
-    super::placement::allocations::delete_consumer(conn, uuid)?;
+    super::placement::allocations::delete_consumer(conn, ConsumerUuid(uuid))?;
     super::pci::free_instance_devices(conn, uuid, now)?;
     set_state(conn, uuid, VmState::Error, None, now)?;
     Ok(BuildOutcome::Failed)
@@ -424,10 +425,10 @@ pub struct StaleBuild {
     pub instance: Uuid,
     /// Its node's compute node.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub compute_node_id: i64,
+    pub compute_node_id: ComputeNodeId,
     /// The epoch the node was read at (writes for it are fenced by it).
     #[diesel(sql_type = diesel::sql_types::BigInt)]
-    pub owner_epoch: i64,
+    pub owner_epoch: OwnerEpoch,
 }
 
 /// Lists the builds on nodes `host` owns that nobody is working on any more: building since
@@ -435,7 +436,7 @@ pub struct StaleBuild {
 /// here (the old owner's spawn can no longer write).
 pub fn stale_builds(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     cutoff: DateTime<Utc>,
 ) -> Result<Vec<StaleBuild>, DbError> {
     Ok(super::cached::query(

@@ -17,8 +17,11 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::instances::BuildOutcome;
+use crate::domain::identity::{HostName, ProviderUuid};
 use crate::domain::instance::VmState;
-use crate::domain::node::{ComputeNode, IronicNode, NodeInventory, OwnerEpoch, ProvisionState};
+use crate::domain::node::{
+    ComputeNode, ComputeNodeId, IronicNode, NodeInventory, OwnerEpoch, ProvisionState,
+};
 use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites, held_only};
 
 /// The fault an active instance gets, once, when a real Ironic no longer shows it on its node.
@@ -97,7 +100,7 @@ pub fn change_counter(conn: &mut PgConnection) -> Result<i64, DbError> {
 /// deadlock.
 pub fn owned_nodes(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     only: Option<&[String]>,
 ) -> Result<Vec<OwnedNode>, DbError> {
     let rows: Vec<OwnedRow> = super::cached::query(
@@ -184,7 +187,7 @@ impl From<OwnedRow> for OwnedNode {
                 simulated,
             }),
             compute_node: ComputeNode {
-                id: row.id,
+                id: ComputeNodeId(row.id),
                 uuid: row.uuid,
                 host: row.host.into(),
                 node: row.hypervisor_hostname.into(),
@@ -206,8 +209,8 @@ impl From<OwnedRow> for OwnedNode {
 /// `report_node_inventories`.
 pub fn report_inventory(
     conn: &mut PgConnection,
-    uuid: Uuid,
-    host: &str,
+    uuid: ProviderUuid,
+    host: &HostName,
     epoch: OwnerEpoch,
     inventory: &NodeInventory,
     now: DateTime<Utc>,
@@ -215,7 +218,7 @@ pub fn report_inventory(
     #[derive(QueryableByName)]
     struct Id {
         #[diesel(sql_type = BigInt)]
-        id: i64,
+        id: ComputeNodeId,
     }
     let found: Option<Id> = diesel::sql_query("SELECT id FROM compute_nodes WHERE uuid = $1")
         .bind::<SqlUuid, _>(uuid)
@@ -286,7 +289,7 @@ pub struct PassTimes {
 /// stale.
 pub fn write_pass(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     changes: &PassChanges,
     devices: u32,
     times: PassTimes,
@@ -297,11 +300,11 @@ pub fn write_pass(
         return Ok(PassWrites::default());
     }
     super::in_transaction(conn, |conn| {
-        let stale_nodes: Vec<(i64, OwnerEpoch)> = stale
+        let stale_nodes: Vec<(ComputeNodeId, OwnerEpoch)> = stale
             .iter()
-            .map(|build| (build.compute_node_id, OwnerEpoch(build.owner_epoch)))
+            .map(|build| (build.compute_node_id, build.owner_epoch))
             .collect();
-        let held: HashSet<i64> =
+        let held: HashSet<ComputeNodeId> =
             super::compute_nodes::hold_owned(conn, host, &changes.to_hold(&stale_nodes))?
                 .into_iter()
                 .collect();
@@ -329,9 +332,9 @@ pub fn write_pass(
 /// Writes the changes of the nodes in `held`; names the changed nodes not held as lost.
 fn write_held(
     conn: &mut PgConnection,
-    host: &str,
+    host: &HostName,
     changes: &PassChanges,
-    held: &HashSet<i64>,
+    held: &HashSet<ComputeNodeId>,
     devices: u32,
     now: DateTime<Utc>,
 ) -> Result<PassWrites, DbError> {

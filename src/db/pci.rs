@@ -8,6 +8,7 @@ use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uui
 use uuid::Uuid;
 
 use super::DbError;
+use crate::domain::identity::ComputeNodeId;
 
 /// Vendor and product of the simulated devices (an Intel 82599 virtual function).
 const VENDOR: &str = "8086";
@@ -22,7 +23,7 @@ pub fn simulated_address(index: u32) -> String {
 /// the missing ones by address, in one statement; never touches existing rows).
 pub fn sync_devices(
     conn: &mut PgConnection,
-    compute_node_ids: &[i64],
+    compute_node_ids: &[ComputeNodeId],
     count: u32,
     now: DateTime<Utc>,
 ) -> Result<usize, DbError> {
@@ -56,7 +57,7 @@ struct Address {
 /// a conflict when fewer are available. Returns their addresses.
 pub fn claim_devices(
     conn: &mut PgConnection,
-    compute_node_id: i64,
+    compute_node_id: ComputeNodeId,
     instance: Uuid,
     count: i32,
     now: DateTime<Utc>,
@@ -85,7 +86,7 @@ pub fn claim_devices(
 /// No matching live row is an error naming the device; nothing is inserted.
 pub fn update_device(
     conn: &mut PgConnection,
-    compute_node_id: i64,
+    compute_node_id: ComputeNodeId,
     address: &str,
     status: &str,
     instance: Option<Uuid>,
@@ -113,7 +114,7 @@ pub fn update_device(
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct StaleAllocation {
     #[diesel(sql_type = BigInt)]
-    pub compute_node_id: i64,
+    pub compute_node_id: ComputeNodeId,
     #[diesel(sql_type = Text)]
     pub address: String,
     #[diesel(sql_type = SqlUuid)]
@@ -124,7 +125,7 @@ pub struct StaleAllocation {
 /// gone (archived): the frees that lag behind instance deletes.
 pub fn stale_allocations(
     conn: &mut PgConnection,
-    compute_node_ids: &[i64],
+    compute_node_ids: &[ComputeNodeId],
 ) -> Result<Vec<StaleAllocation>, DbError> {
     Ok(diesel::sql_query(
         "SELECT p.compute_node_id, p.address::text AS address, p.instance_uuid
@@ -146,7 +147,7 @@ pub fn free_instance_devices(
     #[derive(QueryableByName)]
     struct Key {
         #[diesel(sql_type = BigInt)]
-        compute_node_id: i64,
+        compute_node_id: ComputeNodeId,
         #[diesel(sql_type = Text)]
         address: String,
     }
@@ -174,7 +175,7 @@ pub fn free_instance_devices(
 /// A device that no longer matches is logged and skipped: the next pass reloads.
 pub fn free_lagging(
     conn: &mut PgConnection,
-    compute_node_ids: &[i64],
+    compute_node_ids: &[ComputeNodeId],
     now: DateTime<Utc>,
 ) -> Result<usize, DbError> {
     let mut freed = 0;

@@ -7,6 +7,7 @@ use diesel::sql_types::{BigInt, Integer, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
+use crate::domain::identity::HostName;
 
 /// The channel a new request is announced on; the payload is the host that must take it.
 pub const SPAWN_CHANNEL: &str = "ringmaster_spawns";
@@ -39,7 +40,7 @@ pub fn request_spawn(conn: &mut PgConnection, request: &SpawnRequest) -> Result<
 }
 
 /// Takes every request waiting for `host`: they are deleted and returned, oldest first.
-pub fn take_spawns(conn: &mut PgConnection, host: &str) -> Result<Vec<SpawnRequest>, DbError> {
+pub fn take_spawns(conn: &mut PgConnection, host: &HostName) -> Result<Vec<SpawnRequest>, DbError> {
     let mut taken: Vec<SpawnRequest> = diesel::sql_query(
         "DELETE FROM spawn_requests WHERE host = $1
          RETURNING instance_uuid, host::text AS host, node::text AS node, pci_devices",
@@ -59,7 +60,7 @@ pub fn forget_spawn(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbErr
 }
 
 /// Counts the requests waiting for `host`.
-pub fn pending_spawns(conn: &mut PgConnection, host: &str) -> Result<i64, DbError> {
+pub fn pending_spawns(conn: &mut PgConnection, host: &HostName) -> Result<i64, DbError> {
     #[derive(QueryableByName)]
     struct Count {
         #[diesel(sql_type = BigInt)]

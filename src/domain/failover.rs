@@ -166,7 +166,7 @@ fn cause(reason: MoveReason, host: Option<&Host>) -> Cause {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::identity::{HostName, NodeUuid, OwnerEpoch};
+    use crate::domain::identity::{ComputeNodeId, HostName, NodeUuid, OwnerEpoch};
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
@@ -195,7 +195,7 @@ mod tests {
                 reason,
             },
             ComputeNode {
-                id: index as i64,
+                id: ComputeNodeId(index as i64),
                 uuid: node.uuid(),
                 host: HostName::from(to),
                 node,

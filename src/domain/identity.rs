@@ -1,6 +1,9 @@
 //! The identities ringmaster passes around, as types of their own so that one cannot stand
-//! for another: an ironic node's uuid (`NodeUuid`), a compute host's name (`HostName`) and the
-//! epoch a node is owned at (`OwnerEpoch`).
+//! for another: an ironic node's uuid (`NodeUuid`), a compute node's row id (`ComputeNodeId`),
+//! an instance's uuid (`InstanceUuid`), a Placement consumer's uuid (`ConsumerUuid`), a
+//! resource provider's uuid (`ProviderUuid`), a compute host's name (`HostName`) and the epoch a
+//! node is owned at (`OwnerEpoch`). The database layer takes and returns these at its boundary
+//! and turns them into bare values only where it binds a statement.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -8,40 +11,102 @@ use std::str::FromStr;
 
 use uuid::Uuid;
 
-/// An ironic node's uuid: what its compute node carries as `hypervisor_hostname` (as text,
-/// lowercase and hyphenated, the way `Display` writes it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeUuid(pub Uuid);
+/// An identity that is a uuid: the type, `From<Uuid>`, `uuid()`, parsing, display (lowercase,
+/// hyphenated) and serde as the bare uuid.
+macro_rules! uuid_identity {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub struct $name(pub Uuid);
 
-impl NodeUuid {
-    pub fn uuid(self) -> Uuid {
+        impl $name {
+            pub fn uuid(self) -> Uuid {
+                self.0
+            }
+        }
+
+        impl From<Uuid> for $name {
+            fn from(uuid: Uuid) -> Self {
+                $name(uuid)
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = uuid::Error;
+
+            fn from_str(text: &str) -> Result<Self, Self::Err> {
+                Uuid::parse_str(text).map($name)
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.hyphenated().fmt(formatter)
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                self.0.serialize(serializer)
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                Uuid::deserialize(deserializer).map($name)
+            }
+        }
+    };
+}
+
+uuid_identity!(
+    /// An ironic node's uuid: what its compute node carries as `hypervisor_hostname` (as
+    /// text, lowercase and hyphenated, the way `Display` writes it).
+    NodeUuid
+);
+
+uuid_identity!(
+    /// An instance's uuid (a server's id in the compute API).
+    InstanceUuid
+);
+
+uuid_identity!(
+    /// A Placement consumer's uuid: what holds allocations (an instance, or any client's
+    /// consumer).
+    ConsumerUuid
+);
+
+uuid_identity!(
+    /// A resource provider's uuid (a node's provider has its compute node's uuid).
+    ProviderUuid
+);
+
+impl From<InstanceUuid> for ConsumerUuid {
+    /// An instance is the consumer of its node's allocation.
+    fn from(instance: InstanceUuid) -> Self {
+        ConsumerUuid(instance.0)
+    }
+}
+
+/// A compute node's row id: what the fence and every write of a node's owner name it by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ComputeNodeId(pub i64);
+
+impl ComputeNodeId {
+    pub fn get(self) -> i64 {
         self.0
     }
 }
 
-impl From<Uuid> for NodeUuid {
-    fn from(uuid: Uuid) -> Self {
-        NodeUuid(uuid)
-    }
-}
-
-impl FromStr for NodeUuid {
-    type Err = uuid::Error;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Uuid::parse_str(text).map(NodeUuid)
-    }
-}
-
-impl fmt::Display for NodeUuid {
+impl fmt::Display for ComputeNodeId {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.hyphenated().fmt(formatter)
+        self.0.fmt(formatter)
     }
 }
 
-impl serde::Serialize for NodeUuid {
+impl serde::Serialize for ComputeNodeId {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        serializer.serialize_i64(self.0)
     }
 }
 

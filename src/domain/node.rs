@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-pub use super::identity::{HostName, NodeUuid, OwnerEpoch};
+pub use super::identity::{ComputeNodeId, HostName, NodeUuid, OwnerEpoch, ProviderUuid};
 
 /// The provision states the simulated Ironic knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,12 +125,19 @@ pub fn custom_resource_class(ironic_class: &str) -> String {
 /// A live compute node: the identity of an ironic node in the compute service.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ComputeNode {
-    pub id: i64,
+    pub id: ComputeNodeId,
     pub uuid: Uuid,
     pub host: HostName,
     /// The ironic node (the compute node's hypervisor_hostname).
     pub node: NodeUuid,
     pub owner_epoch: OwnerEpoch,
+}
+
+impl ComputeNode {
+    /// Its resource provider, which has its uuid (and keeps it across every move).
+    pub fn provider(&self) -> ProviderUuid {
+        ProviderUuid(self.uuid)
+    }
 }
 
 #[cfg(test)]

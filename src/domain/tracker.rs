@@ -7,7 +7,9 @@ use std::collections::HashSet;
 
 use uuid::Uuid;
 
-use super::node::{ComputeNode, IronicNode, NodeInventory, OwnerEpoch, ProvisionState};
+use super::node::{
+    ComputeNode, ComputeNodeId, IronicNode, NodeInventory, OwnerEpoch, ProviderUuid, ProvisionState,
+};
 
 /// A compute node a host owns, as a tracker pass reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,17 +48,17 @@ pub struct PassChanges {
     /// Every node with a change, at the owner and epoch read (the write is fenced by them).
     pub nodes: Vec<ComputeNode>,
     /// Inventories that differ from the provider's: (compute node, (provider, inventory)).
-    pub inventories: Vec<(i64, (Uuid, NodeInventory))>,
+    pub inventories: Vec<(ComputeNodeId, (ProviderUuid, NodeInventory))>,
     /// Nodes short of their simulated PCI devices: (compute node, compute node).
-    pub devices: Vec<(i64, i64)>,
+    pub devices: Vec<(ComputeNodeId, ComputeNodeId)>,
     /// Nodes with a build Ironic finished: (compute node, node name as instances name it).
-    pub builds: Vec<(i64, String)>,
+    pub builds: Vec<(ComputeNodeId, String)>,
     /// Simulated nodes back in `enroll`: (compute node, Ironic node).
-    pub enrolled: Vec<(i64, Uuid)>,
+    pub enrolled: Vec<(ComputeNodeId, Uuid)>,
     /// Providers whose traits differ from their node's: (compute node, (provider, traits)).
-    pub traits: Vec<(i64, (Uuid, Vec<String>))>,
+    pub traits: Vec<(ComputeNodeId, (ProviderUuid, Vec<String>))>,
     /// Active instances Ironic no longer shows on their node: (compute node, instance).
-    pub gone: Vec<(i64, Uuid)>,
+    pub gone: Vec<(ComputeNodeId, Uuid)>,
     /// Nodes found as they were.
     pub unchanged: usize,
 }
@@ -78,13 +80,14 @@ impl PassChanges {
         let inventory = ironic.inventory(node.allocated);
         if !node.reports(&inventory) {
             self.inventories
-                .push((id, (node.compute_node.uuid, inventory)));
+                .push((id, (node.compute_node.provider(), inventory)));
             changed = true;
         }
         if let Some(traits) = ironic.traits.take()
             && traits != node.provider_traits
         {
-            self.traits.push((id, (node.compute_node.uuid, traits)));
+            self.traits
+                .push((id, (node.compute_node.provider(), traits)));
             changed = true;
         }
         if node.devices < i64::from(devices) {
@@ -113,8 +116,11 @@ impl PassChanges {
 
     /// The (compute node, epoch) pairs the write must hold: the changed nodes and those of
     /// `stale` builds, sorted and once each (the order every fenced write locks in).
-    pub fn to_hold(&self, stale: &[(i64, OwnerEpoch)]) -> Vec<(i64, OwnerEpoch)> {
-        let mut to_hold: Vec<(i64, OwnerEpoch)> = self
+    pub fn to_hold(
+        &self,
+        stale: &[(ComputeNodeId, OwnerEpoch)],
+    ) -> Vec<(ComputeNodeId, OwnerEpoch)> {
+        let mut to_hold: Vec<(ComputeNodeId, OwnerEpoch)> = self
             .nodes
             .iter()
             .map(|node| (node.id, node.owner_epoch))
@@ -126,7 +132,7 @@ impl PassChanges {
     }
 
     /// The names of the changed nodes not in `held`: lost to another host since the read.
-    pub fn lost(&self, held: &HashSet<i64>) -> Vec<String> {
+    pub fn lost(&self, held: &HashSet<ComputeNodeId>) -> Vec<String> {
         self.nodes
             .iter()
             .filter(|node| !held.contains(&node.id))
@@ -136,7 +142,7 @@ impl PassChanges {
 }
 
 /// The items of the compute nodes in `held`, from (compute node, item) pairs.
-pub fn held_only<T: Clone>(items: &[(i64, T)], held: &HashSet<i64>) -> Vec<T> {
+pub fn held_only<T: Clone>(items: &[(ComputeNodeId, T)], held: &HashSet<ComputeNodeId>) -> Vec<T> {
     items
         .iter()
         .filter(|(id, _)| held.contains(id))
@@ -185,7 +191,7 @@ mod tests {
     fn owned(ironic: &IronicNode, devices: i64) -> OwnedNode {
         OwnedNode {
             compute_node: ComputeNode {
-                id: 3,
+                id: ComputeNodeId(3),
                 uuid: Uuid::from_u128(9),
                 host: HostName::from("cmp-1"),
                 node: NodeUuid::from(ironic.uuid),
@@ -231,7 +237,7 @@ mod tests {
         let simulated = ironic(ProvisionState::Enroll, true);
         let mut changes = PassChanges::default();
         changes.add(owned(&simulated, 0), simulated.clone(), 0);
-        assert_eq!(changes.enrolled, vec![(3, simulated.uuid)]);
+        assert_eq!(changes.enrolled, vec![(ComputeNodeId(3), simulated.uuid)]);
         let real = ironic(ProvisionState::Enroll, false);
         let mut changes = PassChanges::default();
         changes.add(owned(&real, 0), real, 0);
@@ -248,9 +254,9 @@ mod tests {
         let mut changes = PassChanges::default();
         changes.add(read, node, 1);
         assert_eq!(changes.traits.len(), 1);
-        assert_eq!(changes.devices, vec![(3, 3)]);
+        assert_eq!(changes.devices, vec![(ComputeNodeId(3), ComputeNodeId(3))]);
         assert_eq!(changes.builds.len(), 1);
-        assert_eq!(changes.gone, vec![(3, Uuid::from_u128(5))]);
+        assert_eq!(changes.gone, vec![(ComputeNodeId(3), Uuid::from_u128(5))]);
         assert_eq!(changes.nodes.len(), 1, "one node, however many changes");
     }
 
@@ -259,11 +265,23 @@ mod tests {
         let node = ironic(ProvisionState::Available, true);
         let mut changes = PassChanges::default();
         changes.add(owned(&node, 0), node, 1);
-        let hold = changes.to_hold(&[(5, OwnerEpoch(1)), (3, OwnerEpoch(2))]);
-        assert_eq!(hold, vec![(3, OwnerEpoch(2)), (5, OwnerEpoch(1))]);
-        assert_eq!(changes.lost(&HashSet::from([5])), vec![node_name(&changes)]);
-        assert!(changes.lost(&HashSet::from([3])).is_empty());
-        assert!(held_only(&changes.devices, &HashSet::from([5])).is_empty());
+        let hold = changes.to_hold(&[
+            (ComputeNodeId(5), OwnerEpoch(1)),
+            (ComputeNodeId(3), OwnerEpoch(2)),
+        ]);
+        assert_eq!(
+            hold,
+            vec![
+                (ComputeNodeId(3), OwnerEpoch(2)),
+                (ComputeNodeId(5), OwnerEpoch(1))
+            ]
+        );
+        assert_eq!(
+            changes.lost(&HashSet::from([ComputeNodeId(5)])),
+            vec![node_name(&changes)]
+        );
+        assert!(changes.lost(&HashSet::from([ComputeNodeId(3)])).is_empty());
+        assert!(held_only(&changes.devices, &HashSet::from([ComputeNodeId(5)])).is_empty());
     }
 
     fn node_name(changes: &PassChanges) -> String {

@@ -128,9 +128,8 @@ async fn change_host(
     host: String,
     action: &'static str,
 ) -> Result<HttpResponse, ApiError> {
-    validate::host_name(&host)?;
+    let changed = validate::host_name(&host)?;
     let now = state.actors.clock.now();
-    let changed = host.clone();
     db::run(&state.pool, move |conn| match action {
         "drain" => db::hosts::drain_host(conn, &changed, now),
         _ => db::hosts::enable_host(conn, &changed, now),

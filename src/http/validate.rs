@@ -1,10 +1,12 @@
 //! Checks of request values that serde cannot express; each failure names the field.
 
 use super::error::ApiError;
+use crate::domain::identity::HostName;
 
 /// Checks a host name: 1–255 characters of letters, digits, `.`, `-` and `_`.
-pub fn host_name(name: &str) -> Result<(), ApiError> {
-    identifier("host name", name, 255)
+pub fn host_name(name: &str) -> Result<HostName, ApiError> {
+    identifier("host name", name, 255)?;
+    Ok(HostName::from(name))
 }
 
 /// Checks an Ironic resource class: 1–80 characters of letters, digits, `.`, `-` and `_`.

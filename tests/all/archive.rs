@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use diesel::{PgConnection, RunQueryDsl};
 use ringmaster::db::archive::{ArchiveOptions, archive_deleted_rows, purge};
 use ringmaster::db::audit::check_invariants;
+use ringmaster::domain::identity::{ComputeNodeId, ConsumerUuid};
 use uuid::Uuid;
 
 use crate::helpers::TestDb;
@@ -229,7 +230,7 @@ fn bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds()
         &mut conn,
         "INSERT INTO resource_providers (uuid, name) SELECT uuid, hypervisor_hostname FROM compute_nodes",
     );
-    let compute_node: i64 = count(&mut conn, "SELECT id AS n FROM compute_nodes");
+    let compute_node = ComputeNodeId(count(&mut conn, "SELECT id AS n FROM compute_nodes"));
     ringmaster::db::pci::sync_devices(&mut conn, &[compute_node], 2, Utc::now()).unwrap();
     let instance = instance_family(&mut conn);
     let claimed =
@@ -279,10 +280,10 @@ fn bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds()
 }
 
 /// An update of a device that does not exist is an error, never an insert.
-fn an_update_of_a_missing_device_inserts_nothing(conn: &mut PgConnection, compute_node: i64) {
+fn an_update_of_a_missing_device_inserts_nothing(conn: &mut PgConnection, node: ComputeNodeId) {
     let missing = ringmaster::db::pci::update_device(
         conn,
-        compute_node,
+        node,
         "0000:ff:00.0",
         "available",
         None,
@@ -414,7 +415,8 @@ async fn bug_1899541_the_hosts_late_free_succeeds_after_an_archive() {
     );
 
     // The delete lands, but the host has not freed the device yet (busy, or down).
-    ringmaster::db::placement::allocations::delete_consumer(&mut conn, instance.uuid).unwrap();
+    let consumer = ConsumerUuid(instance.uuid);
+    ringmaster::db::placement::allocations::delete_consumer(&mut conn, consumer).unwrap();
     ringmaster::db::instances::soft_delete_instance(&mut conn, instance.uuid, Utc::now()).unwrap();
     let request = ArchiveRequest {
         options: options(1000),

@@ -99,7 +99,7 @@ fn register(conn: &mut diesel::PgConnection, holder: uuid::Uuid) -> Result<(), D
     let all = Default::default();
     db::hosts::register_host(
         conn,
-        "rejoin-1",
+        &"rejoin-1".into(),
         (holder, &all),
         chrono::Duration::seconds(6),
         now,
@@ -115,7 +115,7 @@ fn a_new_server_gives_a_process_missing_from_it_one_down_time_before_its_host_is
     let long_ago = chrono::Utc::now() - chrono::Duration::minutes(5);
     db::hosts::register_host(
         &mut conn,
-        "rejoin-1",
+        &"rejoin-1".into(),
         (gone, &Default::default()),
         chrono::Duration::seconds(6),
         long_ago,

@@ -12,7 +12,7 @@ use ringmaster::db::compute_nodes::{
 use ringmaster::db::ironic::{NewIronicNode, enroll_nodes};
 use ringmaster::db::node_reports::report_inventory;
 use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_allocations};
-use ringmaster::domain::identity::OwnerEpoch;
+use ringmaster::domain::identity::{ConsumerUuid, OwnerEpoch, ProviderUuid};
 use ringmaster::domain::node::NodeInventory;
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
@@ -20,9 +20,9 @@ use uuid::Uuid;
 use crate::helpers::TestDb;
 
 /// Allocates one unit of the provider to a new consumer, through the one allocation writer.
-fn allocate_one(conn: &mut PgConnection, provider: Uuid) {
+fn allocate_one(conn: &mut PgConnection, provider: ProviderUuid) {
     let write = ConsumerAllocations {
-        consumer: Uuid::new_v4(),
+        consumer: ConsumerUuid(Uuid::new_v4()),
         project: "p".to_owned(),
         user: "u".to_owned(),
         expected_generation: ringmaster::domain::placement::GenerationCheck::MustBeNew,
@@ -116,8 +116,14 @@ fn a_claim_adopts_the_provider_already_named_after_the_node() {
     );
     assert_audit_clean(&mut conn);
     assert_eq!(
-        create_provider(&mut conn, Uuid::new_v4(), &nodes[0].to_string(), now()).unwrap(),
-        ProviderOutcome::Adopted(existing)
+        create_provider(
+            &mut conn,
+            ProviderUuid(Uuid::new_v4()),
+            &nodes[0].to_string(),
+            now()
+        )
+        .unwrap(),
+        ProviderOutcome::Adopted(ProviderUuid(existing))
     );
 }
 
@@ -156,8 +162,8 @@ fn a_batched_move_keeps_identity_inventory_and_allocations_and_logs_each_move() 
         assert!(
             report_inventory(
                 &mut conn,
-                cn.uuid,
-                "compute-1",
+                cn.provider(),
+                &"compute-1".into(),
                 OwnerEpoch(1),
                 &inventory(),
                 now()
@@ -165,7 +171,7 @@ fn a_batched_move_keeps_identity_inventory_and_allocations_and_logs_each_move() 
             .unwrap()
         );
     }
-    allocate_one(&mut conn, claimed[0].uuid);
+    allocate_one(&mut conn, claimed[0].provider());
     let before = placement_snapshot(&mut conn);
 
     let moves: Vec<NodeMove> = claimed
@@ -240,8 +246,8 @@ fn a_stale_owner_cannot_write_inventory() {
     assert!(
         !report_inventory(
             &mut conn,
-            cn.uuid,
-            "compute-1",
+            cn.provider(),
+            &"compute-1".into(),
             OwnerEpoch(1),
             &reserved,
             now()
@@ -252,8 +258,8 @@ fn a_stale_owner_cannot_write_inventory() {
     assert!(
         !report_inventory(
             &mut conn,
-            cn.uuid,
-            "compute-2",
+            cn.provider(),
+            &"compute-2".into(),
             OwnerEpoch(1),
             &reserved,
             now()
@@ -269,14 +275,24 @@ fn a_stale_owner_cannot_write_inventory() {
     assert!(
         report_inventory(
             &mut conn,
-            cn.uuid,
-            "compute-2",
+            cn.provider(),
+            &"compute-2".into(),
             OwnerEpoch(2),
             &reserved,
             now()
         )
         .unwrap()
     );
+}
+
+/// `delete_orphan` of `node` as `host` at `epoch`, now.
+fn orphan(
+    conn: &mut PgConnection,
+    node: ringmaster::domain::identity::NodeUuid,
+    host: &str,
+    epoch: i64,
+) -> OrphanOutcome {
+    delete_orphan(conn, node, &host.into(), OwnerEpoch(epoch), now()).unwrap()
 }
 
 #[test]
@@ -287,38 +303,38 @@ fn an_orphan_is_deleted_only_by_its_owner_once_ironic_forgot_it_and_never_with_a
     let claimed = claim_nodes(&mut conn, &claims(&nodes, "compute-1"), now()).unwrap();
     let (kept, freed) = (&claimed[0], &claimed[1]);
     assert_eq!(
-        delete_orphan(&mut conn, freed.node, "compute-1", OwnerEpoch(1), now()).unwrap(),
+        orphan(&mut conn, freed.node, "compute-1", 1),
         OrphanOutcome::StillInIronic
     );
 
     report_inventory(
         &mut conn,
-        kept.uuid,
-        "compute-1",
+        kept.provider(),
+        &"compute-1".into(),
         OwnerEpoch(1),
         &inventory(),
         now(),
     )
     .unwrap();
-    allocate_one(&mut conn, kept.uuid);
+    allocate_one(&mut conn, kept.provider());
     diesel::sql_query("DELETE FROM ironic_nodes")
         .execute(&mut conn)
         .unwrap();
 
     assert_eq!(
-        delete_orphan(&mut conn, freed.node, "compute-2", OwnerEpoch(1), now()).unwrap(),
+        orphan(&mut conn, freed.node, "compute-2", 1),
         OrphanOutcome::NotOwner
     );
     assert_eq!(
-        delete_orphan(&mut conn, freed.node, "compute-1", OwnerEpoch(9), now()).unwrap(),
+        orphan(&mut conn, freed.node, "compute-1", 9),
         OrphanOutcome::NotOwner
     );
     assert_eq!(
-        delete_orphan(&mut conn, kept.node, "compute-1", OwnerEpoch(1), now()).unwrap(),
+        orphan(&mut conn, kept.node, "compute-1", 1),
         OrphanOutcome::KeptWithAllocations
     );
     assert_eq!(
-        delete_orphan(&mut conn, freed.node, "compute-1", OwnerEpoch(1), now()).unwrap(),
+        orphan(&mut conn, freed.node, "compute-1", 1),
         OrphanOutcome::Deleted
     );
 

@@ -224,7 +224,7 @@ async fn a_boot_lands_on_a_host_another_process_runs() {
             .unwrap()
     );
     // Only cmp-2 (in the other process) takes nodes.
-    ringmaster::db::hosts::drain_host(&mut d.db.conn(), "cmp-1", d.clock_now()).unwrap();
+    ringmaster::db::hosts::drain_host(&mut d.db.conn(), &"cmp-1".into(), d.clock_now()).unwrap();
     d.enroll(2).await;
     d.rebalance().await;
     remote
@@ -256,7 +256,7 @@ async fn a_boot_handed_to_a_stopped_process_is_settled_by_the_nodes_new_owner() 
     let other = start_actors(d.db.pool(), d.clock.clone()).await;
     let remote = other.hosts.start("cmp-2").await.unwrap();
     d.heartbeat(&["cmp-1"]).await;
-    ringmaster::db::hosts::drain_host(&mut d.db.conn(), "cmp-1", d.clock_now()).unwrap();
+    ringmaster::db::hosts::drain_host(&mut d.db.conn(), &"cmp-1".into(), d.clock_now()).unwrap();
     d.enroll(1).await;
     d.rebalance().await;
     let node = d.nodes()[0].clone();
@@ -284,7 +284,7 @@ async fn a_boot_handed_to_a_stopped_process_is_settled_by_the_nodes_new_owner() 
     d.audit();
 
     // cmp-2 stays away: its node moves to cmp-1, whose pass settles the build it inherits.
-    ringmaster::db::hosts::enable_host(&mut d.db.conn(), "cmp-1", d.clock_now()).unwrap();
+    ringmaster::db::hosts::enable_host(&mut d.db.conn(), &"cmp-1".into(), d.clock_now()).unwrap();
     d.advance(11);
     d.heartbeat(&["cmp-1"]).await;
     d.rebalance().await;

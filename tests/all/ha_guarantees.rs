@@ -11,6 +11,7 @@ use ringmaster::db::compute_nodes::NodeMove;
 use ringmaster::db::instances::NewInstance;
 use ringmaster::db::leases::LeaseToken;
 use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_allocations};
+use ringmaster::domain::identity::{ConsumerUuid, ProviderUuid};
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
@@ -272,13 +273,13 @@ pub(crate) fn leave_a_build(
     let instance = Uuid::new_v4();
     let mut conn = d.db.conn();
     let write = ConsumerAllocations {
-        consumer: instance,
+        consumer: ConsumerUuid(instance),
         project: "project".to_owned(),
         user: "user".to_owned(),
         expected_generation: ringmaster::domain::placement::GenerationCheck::MustBeNew,
         consumer_type: None,
         allocations: [(
-            node.resource_provider_uuid.unwrap(),
+            ProviderUuid(node.resource_provider_uuid.unwrap()),
             [("CUSTOM_BAREMETAL".to_owned(), 1)].into(),
         )]
         .into(),

@@ -19,7 +19,7 @@ async fn a_provider_create_colliding_on_uuid_renames_nothing() {
         .actors
         .registry
         .send(CreateProvider {
-            uuid: provider,
+            uuid: ringmaster::domain::identity::ProviderUuid(provider),
             name: "another-name".to_owned(),
         })
         .await
@@ -161,7 +161,7 @@ async fn a_re_enrolled_node_becomes_available_with_its_old_identity() {
 #[actix_web::test]
 async fn a_drain_outlives_a_crash_and_a_start_until_the_host_is_enabled() {
     let d = TestDeployment::start(&THREE, 6).await;
-    ringmaster::db::hosts::drain_host(&mut d.db.conn(), "cmp-2", d.clock_now()).unwrap();
+    ringmaster::db::hosts::drain_host(&mut d.db.conn(), &"cmp-2".into(), d.clock_now()).unwrap();
     d.rebalance().await;
     assert!(d.actors.hosts.crash("cmp-2"));
     actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
@@ -173,7 +173,7 @@ async fn a_drain_outlives_a_crash_and_a_start_until_the_host_is_enabled() {
     d.rebalance().await;
     assert_eq!(d.owner_count("cmp-2"), 0, "it receives nothing");
 
-    ringmaster::db::hosts::enable_host(&mut d.db.conn(), "cmp-2", d.clock_now()).unwrap();
+    ringmaster::db::hosts::enable_host(&mut d.db.conn(), &"cmp-2".into(), d.clock_now()).unwrap();
     let rejoined = d.rebalance().await;
     assert!(rejoined.moved.iter().any(|node| node.host == "cmp-2"));
     d.audit();

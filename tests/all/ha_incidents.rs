@@ -188,7 +188,8 @@ async fn bug_1853009_a_stale_host_cannot_delete_a_node_another_host_took_over() 
 #[actix_web::test]
 async fn a_returning_host_is_fenced_then_rejoins() {
     let d = TestDeployment::start(&THREE, 12).await;
-    let stale = ringmaster::db::node_reports::owned_nodes(&mut d.db.conn(), "cmp-1", None).unwrap();
+    let stale =
+        ringmaster::db::node_reports::owned_nodes(&mut d.db.conn(), &"cmp-1".into(), None).unwrap();
     assert!(!stale.is_empty());
 
     d.advance(8);
@@ -210,8 +211,8 @@ async fn a_returning_host_is_fenced_then_rejoins() {
         let inventory = owned.ironic.as_ref().unwrap().inventory(false);
         let written = ringmaster::db::node_reports::report_inventory(
             &mut d.db.conn(),
-            owned.compute_node.uuid,
-            "cmp-1",
+            owned.compute_node.provider(),
+            &"cmp-1".into(),
             owned.compute_node.owner_epoch,
             &inventory,
             d.clock_now(),
@@ -246,7 +247,7 @@ async fn draining_a_host_moves_its_nodes_away() {
         .iter()
         .filter(|v| v.host.as_deref() == Some("cmp-2"))
         .count();
-    ringmaster::db::hosts::drain_host(&mut d.db.conn(), "cmp-2", d.clock_now()).unwrap();
+    ringmaster::db::hosts::drain_host(&mut d.db.conn(), &"cmp-2".into(), d.clock_now()).unwrap();
     let report = d.rebalance().await;
     assert_eq!(report.moved.len(), on_drained);
     assert!(report.plan.iter().all(|a| a.reason == MoveReason::Drain));

@@ -9,7 +9,7 @@ use ringmaster::actors::compute_host::{
 use ringmaster::actors::registry::DeleteOrphan;
 use ringmaster::actors::scheduler::BootError;
 use ringmaster::db::compute_nodes::OrphanOutcome;
-use ringmaster::domain::identity::OwnerEpoch;
+use ringmaster::domain::identity::{ConsumerUuid, OwnerEpoch, ProviderUuid};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -203,8 +203,8 @@ async fn a_report_and_an_orphan_delete_of_the_old_owner_write_nothing(
     };
     let reported = ringmaster::db::node_reports::report_inventory(
         &mut d.db.conn(),
-        compute_node,
-        old_host,
+        ProviderUuid(compute_node),
+        &old_host.into(),
         old_epoch,
         &inventory,
         d.clock_now(),
@@ -360,8 +360,11 @@ async fn the_audit_names_a_claim_an_ended_instance_still_holds() {
         )]
     );
     // The consumer deleter ends it.
-    ringmaster::db::placement::allocations::delete_consumer(&mut d.db.conn(), instance.uuid)
-        .unwrap();
+    ringmaster::db::placement::allocations::delete_consumer(
+        &mut d.db.conn(),
+        ConsumerUuid(instance.uuid),
+    )
+    .unwrap();
     assert!(leaks(&d).is_empty());
     d.audit();
 }

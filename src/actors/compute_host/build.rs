@@ -9,7 +9,7 @@ use super::{ComputeHost, HostError};
 use crate::actors::node_source::{Current, DeployRequest, Fence, NodeSource, SourceError};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::OwnerEpoch;
+use crate::domain::identity::{ComputeNodeId, HostName, OwnerEpoch};
 use crate::domain::instance::VmState;
 use crate::domain::mirror::ListedNode;
 
@@ -174,7 +174,7 @@ pub(super) struct Build {
     pub(super) pool: Pool,
     pub(super) clock: SharedClock,
     pub(super) node_source: NodeSource,
-    pub(super) host: String,
+    pub(super) host: HostName,
     pub(super) settings: crate::config::HostSettings,
 }
 
@@ -370,10 +370,10 @@ impl Build {
 /// A node this host owned when it was looked up: its writes go through `write`, which
 /// re-checks the ownership in the writing transaction (invariant 4).
 pub(super) struct Owned {
-    host: String,
+    host: HostName,
     node: String,
     pub(super) ironic: Uuid,
-    compute_node_id: i64,
+    compute_node_id: ComputeNodeId,
     epoch: OwnerEpoch,
 }
 
@@ -512,7 +512,7 @@ where
 /// went from Ironic and nothing held it); `NotOwner` when another host owns it.
 pub(super) async fn owner_of(
     pool: &Pool,
-    host: &str,
+    host: &HostName,
     node: &str,
 ) -> Result<Option<Owned>, HostError> {
     let lookup = node.to_owned();
@@ -528,19 +528,23 @@ pub(super) async fn owner_of(
 }
 
 /// Returns `node` if `host` owns it now.
-pub(super) async fn require_owned(pool: &Pool, host: &str, node: &str) -> Result<Owned, HostError> {
+pub(super) async fn require_owned(
+    pool: &Pool,
+    host: &HostName,
+    node: &str,
+) -> Result<Owned, HostError> {
     let lookup = node.to_owned();
     let compute_node = db::run(pool, move |conn| {
         db::compute_nodes::find_compute_node(conn, &lookup)
     })
     .await?;
     let not_owner = || HostError::NotOwner {
-        host: host.to_owned(),
+        host: host.clone(),
         node: node.to_owned(),
     };
     match compute_node {
-        Some(compute_node) if compute_node.host == host => Ok(Owned {
-            host: host.to_owned(),
+        Some(compute_node) if compute_node.host == *host => Ok(Owned {
+            host: host.clone(),
             node: node.to_owned(),
             ironic: compute_node.node.uuid(),
             compute_node_id: compute_node.id,

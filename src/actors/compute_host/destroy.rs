@@ -9,6 +9,7 @@ use super::build::{Build, Owned, mirror, owner_of, write_for};
 use super::{ComputeHost, HostError};
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
+use crate::domain::identity::ConsumerUuid;
 use crate::domain::instance::VmState;
 use crate::domain::mirror::ListedNode;
 
@@ -44,7 +45,7 @@ impl Build {
         let (pool, now) = (self.pool.clone(), self.clock.now());
         write_for(owned.as_ref(), &pool, move |conn| {
             mirror(conn, shown.as_ref(), now)?;
-            db::placement::allocations::delete_consumer(conn, instance)?;
+            db::placement::allocations::delete_consumer(conn, ConsumerUuid(instance))?;
             db::instances::soft_delete_instance(conn, instance, now)
         })
         .await?;
@@ -128,7 +129,7 @@ async fn whole_delete(
     let now = clock.now();
     owned
         .write(pool, move |conn| {
-            db::placement::allocations::delete_consumer(conn, instance)?;
+            db::placement::allocations::delete_consumer(conn, ConsumerUuid(instance))?;
             db::pci::free_instance_devices(conn, instance, now)?;
             db::instances::soft_delete_instance(conn, instance, now)
         })

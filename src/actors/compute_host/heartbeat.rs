@@ -16,11 +16,12 @@ use crate::db::presence::Presence;
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::host::Liveness;
+use crate::domain::identity::HostName;
 
 /// When a host's heartbeat was last recorded, shared by the host and its heartbeat task.
 #[derive(Debug)]
 pub struct HostLease {
-    host: String,
+    host: HostName,
     liveness: Liveness,
     last_ok: Mutex<Option<DateTime<Utc>>>,
     /// Whether the host's fence was logged (and its unfencing not yet).
@@ -30,9 +31,9 @@ pub struct HostLease {
 }
 
 impl HostLease {
-    pub fn new(host: &str, liveness: Liveness) -> HostLease {
+    pub fn new(host: &HostName, liveness: Liveness) -> HostLease {
         HostLease {
-            host: host.to_owned(),
+            host: host.clone(),
             liveness,
             last_ok: Mutex::new(None),
             fenced: AtomicBool::new(false),
@@ -68,7 +69,7 @@ impl HostLease {
         if self.liveness.lease_holds(Some(last), now) || self.fenced.swap(true, Ordering::SeqCst) {
             return;
         }
-        crate::metrics::count_fence(&self.host, "fenced");
+        crate::metrics::count_fence(self.host.as_str(), "fenced");
         log::warn!(
             "host {} fenced: no heartbeat recorded for {:.1}s (fence time {:.1}s); it writes \
              nothing until one is",
@@ -83,7 +84,7 @@ impl HostLease {
     pub fn recorded(&self, sent_at: DateTime<Utc>) {
         let mut last = self.last_ok.lock().unwrap_or_else(PoisonError::into_inner);
         if self.fenced.swap(false, Ordering::SeqCst) {
-            crate::metrics::count_fence(&self.host, "unfenced");
+            crate::metrics::count_fence(self.host.as_str(), "unfenced");
             log::info!(
                 "host {} unfenced: heartbeat recorded again after {:.1}s without one",
                 self.host,

@@ -13,7 +13,7 @@ use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
 use crate::db::node_reports::PassTimes;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::node::ComputeNode;
+use crate::domain::node::{ComputeNode, ComputeNodeId, HostName};
 use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites};
 
 /// What a resource-tracker pass did.
@@ -188,7 +188,7 @@ impl ComputeHost {
 /// What a tracker pass works with.
 struct TrackerPass {
     pool: Pool,
-    host: String,
+    host: HostName,
     clock: SharedClock,
     registry: Addr<Registry>,
     node_source: NodeSource,
@@ -230,7 +230,7 @@ impl TrackerPass {
         let (changes_seen, pending_spawns, owned) = self.read().await?;
         let skipped = owned.is_none();
         let owned = owned.unwrap_or_default();
-        let owned_ids: Vec<i64> = owned.iter().map(|node| node.compute_node.id).collect();
+        let owned_ids: Vec<ComputeNodeId> = owned.iter().map(|node| node.compute_node.id).collect();
         let mut report = TrackerReport {
             skipped,
             changes_seen,
@@ -325,7 +325,7 @@ impl TrackerPass {
         let outcome = self
             .registry
             .send(CreateProvider {
-                uuid: compute_node.uuid,
+                uuid: compute_node.provider(),
                 name: compute_node.node.to_string(),
             })
             .await?;
@@ -370,7 +370,7 @@ impl TrackerPass {
 }
 
 /// Logs the builds and nodes a pass settled.
-fn log_settled(host: &str, report: &TrackerReport) {
+fn log_settled(host: &HostName, report: &TrackerReport) {
     for instance in &report.builds_finished {
         log::info!("host {host}: instance {instance} deployed while its node moved here: active");
     }
@@ -393,7 +393,7 @@ fn log_settled(host: &str, report: &TrackerReport) {
 async fn free_lagging_devices(
     pool: &Pool,
     clock: &SharedClock,
-    compute_node_ids: Vec<i64>,
+    compute_node_ids: Vec<ComputeNodeId>,
 ) -> Result<usize, HostError> {
     let clock = clock.clone();
     Ok(db::run(pool, move |conn| {

@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
-use uuid::Uuid;
 
 use crate::db::DbError;
+use crate::domain::identity::{ConsumerUuid, ProviderUuid};
 pub use crate::domain::placement::GenerationCheck;
 
 /// The consumer type of an instance's allocations (Placement 1.38), as Nova writes it.
@@ -19,28 +19,37 @@ pub const INSTANCE_CONSUMER_TYPE: &str = "INSTANCE";
 /// What one consumer asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConsumerAllocations {
-    pub consumer: Uuid,
+    pub consumer: ConsumerUuid,
     pub project: String,
     pub user: String,
     pub expected_generation: GenerationCheck,
     pub consumer_type: Option<String>,
     /// Provider → resource class → amount.
-    pub allocations: BTreeMap<Uuid, BTreeMap<String, i64>>,
+    pub allocations: BTreeMap<ProviderUuid, BTreeMap<String, i64>>,
 }
 
 /// Why allocations were refused (structured; the HTTP layer words it as Placement does).
 #[derive(Debug, thiserror::Error)]
 pub enum AllocationError {
     #[error("resource provider {0} not found")]
-    ProviderMissing(Uuid),
+    ProviderMissing(ProviderUuid),
     #[error("no resource class {0}")]
     UnknownClass(String),
     #[error("provider {provider} has no inventory of {class}")]
-    NoInventory { class: String, provider: Uuid },
+    NoInventory {
+        class: String,
+        provider: ProviderUuid,
+    },
     #[error("{class} on provider {provider} would exceed its capacity")]
-    Capacity { class: String, provider: Uuid },
+    Capacity {
+        class: String,
+        provider: ProviderUuid,
+    },
     #[error("{class} on provider {provider} would violate min_unit, max_unit or step_size")]
-    Constraint { class: String, provider: Uuid },
+    Constraint {
+        class: String,
+        provider: ProviderUuid,
+    },
     /// `stored`: the consumer's generation (`None`: no such consumer); `sent`: the one the
     /// write expected.
     #[error("consumer generation conflict: stored {stored:?}, expected {sent:?}")]
@@ -49,7 +58,7 @@ pub enum AllocationError {
         sent: Option<i64>,
     },
     #[error("consumer {0} was created concurrently")]
-    ConsumerCreatedConcurrently(Uuid),
+    ConsumerCreatedConcurrently(ConsumerUuid),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -64,13 +73,13 @@ impl From<diesel::result::Error> for AllocationError {
 /// one statement that locks the consumer first (as writers do); `false` when it had no
 /// allocations. Provider generations are the caller's: a replace that empties a consumer has
 /// bumped them already (`lock_providers`), Placement's `DELETE` bumps none.
-pub fn delete_consumer(conn: &mut PgConnection, consumer: Uuid) -> Result<bool, DbError> {
+pub fn delete_consumer(conn: &mut PgConnection, consumer: ConsumerUuid) -> Result<bool, DbError> {
     Ok(delete_consumers(conn, &[consumer])? > 0)
 }
 
 /// `delete_consumer` for several consumers in one statement (locked in uuid order); returns
 /// how many allocations went.
-fn delete_consumers(conn: &mut PgConnection, consumers: &[Uuid]) -> Result<i64, DbError> {
+fn delete_consumers(conn: &mut PgConnection, consumers: &[ConsumerUuid]) -> Result<i64, DbError> {
     #[derive(QueryableByName)]
     struct Count {
         #[diesel(sql_type = BigInt)]
@@ -118,7 +127,7 @@ pub fn replace_allocations(
         .iter()
         .zip(found)
         .partition(|(write, _)| write.allocations.values().all(BTreeMap::is_empty));
-    let emptied: Vec<Uuid> = emptied.iter().map(|(write, _)| write.consumer).collect();
+    let emptied: Vec<ConsumerUuid> = emptied.iter().map(|(write, _)| write.consumer).collect();
     if !emptied.is_empty() {
         delete_consumers(conn, &emptied)?;
     }
@@ -154,19 +163,20 @@ pub fn replace_allocations(
 fn lock_providers(
     conn: &mut PgConnection,
     writes: &[ConsumerAllocations],
-) -> Result<BTreeMap<Uuid, i64>, AllocationError> {
-    let consumers: Vec<Uuid> = writes.iter().map(|write| write.consumer).collect();
-    let requested: Vec<Uuid> = writes
+) -> Result<BTreeMap<ProviderUuid, i64>, AllocationError> {
+    let consumers: Vec<ConsumerUuid> = writes.iter().map(|write| write.consumer).collect();
+    let requested: Vec<ProviderUuid> = writes
         .iter()
         .flat_map(|write| write.allocations.keys().copied())
         .collect();
-    let emptied: Vec<Uuid> = writes
+    let emptied: Vec<ConsumerUuid> = writes
         .iter()
         .filter(|write| write.allocations.values().all(BTreeMap::is_empty))
         .map(|write| write.consumer)
         .collect();
     let locked = super::providers::lock(conn, &requested, &consumers)?;
-    let provider_ids: BTreeMap<Uuid, i64> = locked.iter().map(|row| (row.uuid, row.id)).collect();
+    let provider_ids: BTreeMap<ProviderUuid, i64> =
+        locked.iter().map(|row| (row.uuid, row.id)).collect();
     if let Some(missing) = requested
         .iter()
         .find(|uuid| !provider_ids.contains_key(uuid))
@@ -185,9 +195,9 @@ fn lock_providers(
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct AllocationRow {
     #[diesel(sql_type = SqlUuid)]
-    pub consumer: Uuid,
+    pub consumer: ConsumerUuid,
     #[diesel(sql_type = SqlUuid)]
-    pub provider: Uuid,
+    pub provider: ProviderUuid,
     #[diesel(sql_type = BigInt)]
     pub provider_generation: i64,
     #[diesel(sql_type = Text)]
@@ -206,7 +216,7 @@ const ROWS: &str =
 /// Lists the allocations of consumer `consumer`.
 pub fn consumer_allocations(
     conn: &mut PgConnection,
-    consumer: Uuid,
+    consumer: ConsumerUuid,
 ) -> Result<Vec<AllocationRow>, DbError> {
     Ok(diesel::sql_query(format!(
         "{ROWS} WHERE a.consumer_id = $1 ORDER BY rp.uuid, rc.name"
@@ -218,7 +228,7 @@ pub fn consumer_allocations(
 /// Lists the allocations against provider `provider`.
 pub fn provider_allocations(
     conn: &mut PgConnection,
-    provider: Uuid,
+    provider: ProviderUuid,
 ) -> Result<Vec<AllocationRow>, DbError> {
     Ok(diesel::sql_query(format!(
         "{ROWS} WHERE rp.uuid = $1 ORDER BY a.consumer_id, rc.name"
@@ -243,7 +253,7 @@ pub struct ConsumerInfo {
 /// Returns consumer `consumer`'s facts, if it exists.
 pub fn consumer_info(
     conn: &mut PgConnection,
-    consumer: Uuid,
+    consumer: ConsumerUuid,
 ) -> Result<Option<ConsumerInfo>, DbError> {
     Ok(diesel::sql_query(
         "SELECT p.external_id::text AS project, u.external_id::text AS user, c.generation,
@@ -261,7 +271,7 @@ pub fn consumer_info(
 /// Sums usage per resource class, over a provider or a project (and user).
 pub fn usages(
     conn: &mut PgConnection,
-    provider: Option<Uuid>,
+    provider: Option<ProviderUuid>,
     project: Option<&str>,
     user: Option<&str>,
 ) -> Result<BTreeMap<String, i64>, DbError> {

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Text, Uuid as SqlUuid};
 
 use crate::db::DbError;
+use crate::domain::identity::ProviderUuid;
 
 /// One inventory record.
 #[derive(Debug, Clone, PartialEq, QueryableByName)]
@@ -36,9 +37,15 @@ pub enum InventoryError {
     UnknownClass(String),
     /// An inventory written for `provider` names a class that does not exist.
     #[error("inventory of provider {provider} names no resource class {class}")]
-    UnknownInventoryClass { class: String, provider: uuid::Uuid },
+    UnknownInventoryClass {
+        class: String,
+        provider: ProviderUuid,
+    },
     #[error("{class} on provider {provider} is allocated")]
-    InUse { class: String, provider: uuid::Uuid },
+    InUse {
+        class: String,
+        provider: ProviderUuid,
+    },
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -88,7 +95,7 @@ fn class_id(conn: &mut PgConnection, name: &str) -> Result<Option<i32>, DbError>
 /// between turns into a generation conflict rather than a removed class in use.
 pub fn replace_inventories(
     conn: &mut PgConnection,
-    provider: uuid::Uuid,
+    provider: ProviderUuid,
     generation: i64,
     rows: &[InventoryRow],
 ) -> Result<Option<i64>, InventoryError> {
@@ -177,7 +184,7 @@ impl ReplaceOutcome {
     fn into_result(
         self,
         generation: i64,
-        provider: uuid::Uuid,
+        provider: ProviderUuid,
     ) -> Result<Option<i64>, InventoryError> {
         if !self.found {
             return Ok(None);
@@ -260,7 +267,7 @@ pub fn require_class(conn: &mut PgConnection, name: &str) -> Result<i32, Invento
 /// none. Bumps the generation.
 pub fn delete_inventory(
     conn: &mut PgConnection,
-    provider: (i64, uuid::Uuid),
+    provider: (i64, ProviderUuid),
     class: &str,
 ) -> Result<bool, InventoryError> {
     let (provider_id, provider_uuid) = provider;
@@ -304,14 +311,14 @@ pub fn delete_inventory(
 /// (`compute_nodes::hold_owned`).
 pub fn report_node_inventories(
     conn: &mut PgConnection,
-    reports: &[(uuid::Uuid, crate::domain::node::NodeInventory)],
+    reports: &[(ProviderUuid, crate::domain::node::NodeInventory)],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), DbError> {
     use diesel::sql_types::{Array, Timestamptz};
     if reports.is_empty() {
         return Ok(());
     }
-    let providers: Vec<uuid::Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
+    let providers: Vec<ProviderUuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
     let classes: Vec<&str> = reports
         .iter()
         .map(|(_, inventory)| inventory.resource_class.as_str())

@@ -5,6 +5,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
+use crate::domain::identity::ProviderUuid;
+
 use crate::db::DbError;
 
 /// Returns the trait names of provider `provider_id`, sorted.
@@ -69,7 +71,7 @@ impl LinkOutcome {
 /// writer at the same generation finds it changed and writes nothing.
 pub fn replace_traits(
     conn: &mut PgConnection,
-    provider: Uuid,
+    provider: ProviderUuid,
     generation: i64,
     names: &[String],
 ) -> Result<LinkWrite, DbError> {
@@ -110,7 +112,7 @@ pub fn replace_traits(
 /// statement, creating the aggregates that do not exist yet (only when the write goes ahead).
 pub fn replace_aggregates(
     conn: &mut PgConnection,
-    provider: Uuid,
+    provider: ProviderUuid,
     generation: i64,
     aggregates: &[Uuid],
 ) -> Result<LinkWrite, DbError> {
@@ -222,14 +224,14 @@ pub const STATUS_DISABLED: &str = "COMPUTE_STATUS_DISABLED";
 /// the nodes.
 pub fn report_node_traits(
     conn: &mut PgConnection,
-    reports: &[(Uuid, Vec<String>)],
+    reports: &[(ProviderUuid, Vec<String>)],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), DbError> {
     if reports.is_empty() {
         return Ok(());
     }
-    let providers: Vec<Uuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
-    let (pair_providers, pair_traits): (Vec<Uuid>, Vec<&str>) = reports
+    let providers: Vec<ProviderUuid> = reports.iter().map(|(uuid, _)| *uuid).collect();
+    let (pair_providers, pair_traits): (Vec<ProviderUuid>, Vec<&str>) = reports
         .iter()
         .flat_map(|(uuid, traits)| traits.iter().map(move |name| (*uuid, name.as_str())))
         .unzip();

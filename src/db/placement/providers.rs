@@ -3,9 +3,9 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use uuid::Uuid;
 
 use crate::db::DbError;
+use crate::domain::identity::{ConsumerUuid, ProviderUuid};
 
 /// One provider as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
@@ -13,15 +13,15 @@ pub struct ProviderRow {
     #[diesel(sql_type = BigInt)]
     pub id: i64,
     #[diesel(sql_type = SqlUuid)]
-    pub uuid: Uuid,
+    pub uuid: ProviderUuid,
     #[diesel(sql_type = Text)]
     pub name: String,
     #[diesel(sql_type = BigInt)]
     pub generation: i64,
     #[diesel(sql_type = SqlUuid)]
-    pub root_uuid: Uuid,
+    pub root_uuid: ProviderUuid,
     #[diesel(sql_type = Nullable<SqlUuid>)]
-    pub parent_uuid: Option<Uuid>,
+    pub parent_uuid: Option<ProviderUuid>,
 }
 
 const SELECT: &str = "SELECT rp.id, rp.uuid, rp.name::text AS name, rp.generation,
@@ -34,9 +34,9 @@ const SELECT: &str = "SELECT rp.id, rp.uuid, rp.name::text AS name, rp.generatio
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProviderFilter {
     pub name: Option<String>,
-    pub uuid: Option<Uuid>,
+    pub uuid: Option<ProviderUuid>,
     /// Any provider of the tree this provider is in.
-    pub in_tree: Option<Uuid>,
+    pub in_tree: Option<ProviderUuid>,
 }
 
 /// Lists providers matching `filter`, ordered by id.
@@ -59,7 +59,10 @@ pub fn list_providers(
 }
 
 /// Returns provider `uuid`, if it exists.
-pub fn get_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<ProviderRow>, DbError> {
+pub fn get_provider(
+    conn: &mut PgConnection,
+    uuid: ProviderUuid,
+) -> Result<Option<ProviderRow>, DbError> {
     Ok(
         crate::db::cached::query(format!("{SELECT} WHERE rp.uuid = $1"))
             .bind::<SqlUuid, _>(uuid)
@@ -75,7 +78,7 @@ pub enum ProviderError {
     #[error("provider name {0} is taken")]
     DuplicateName(String),
     #[error("provider uuid {0} is taken")]
-    DuplicateUuid(Uuid),
+    DuplicateUuid(ProviderUuid),
     #[error("a provider cannot be its own parent")]
     SelfParent,
     #[error("the parent provider does not exist")]
@@ -87,11 +90,11 @@ pub enum ProviderError {
     #[error("the new parent is a descendant of the provider")]
     Loop,
     #[error("no provider {0}")]
-    NotFound(Uuid),
+    NotFound(ProviderUuid),
     #[error("provider {0} has allocations")]
-    HasAllocations(Uuid),
+    HasAllocations(ProviderUuid),
     #[error("provider {0} has children")]
-    HasChildren(Uuid),
+    HasChildren(ProviderUuid),
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -106,9 +109,9 @@ impl From<diesel::result::Error> for ProviderError {
 /// its own root), the unique constraints telling a duplicate name from a duplicate uuid.
 pub fn create_provider(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: ProviderUuid,
     name: &str,
-    parent: Option<Uuid>,
+    parent: Option<ProviderUuid>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<ProviderRow, ProviderError> {
     if parent == Some(uuid) {
@@ -119,7 +122,7 @@ pub fn create_provider(
         #[diesel(sql_type = Nullable<BigInt>)]
         id: Option<i64>,
         #[diesel(sql_type = Nullable<SqlUuid>)]
-        root_uuid: Option<Uuid>,
+        root_uuid: Option<ProviderUuid>,
     }
     // One statement: the parent's row and root are read where the new row is written.
     let inserted = crate::db::cached::query(
@@ -179,9 +182,9 @@ fn root_id_of(conn: &mut PgConnection, id: i64) -> Result<Option<i64>, DbError> 
 /// un-parents it). `reparenting_allowed` is microversion 1.37's rule.
 pub fn update_provider(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: ProviderUuid,
     name: &str,
-    parent: Option<Option<Uuid>>,
+    parent: Option<Option<ProviderUuid>>,
     reparenting_allowed: bool,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<ProviderRow, ProviderError> {
@@ -272,7 +275,7 @@ fn is_descendant(conn: &mut PgConnection, candidate: i64, ancestor: i64) -> Resu
 
 /// Deletes provider `uuid` with its inventories, traits and aggregate links; refused while it
 /// has allocations or children.
-pub fn delete_provider(conn: &mut PgConnection, uuid: Uuid) -> Result<(), ProviderError> {
+pub fn delete_provider(conn: &mut PgConnection, uuid: ProviderUuid) -> Result<(), ProviderError> {
     let current = get_provider(conn, uuid)?.ok_or(ProviderError::NotFound(uuid))?;
     #[derive(QueryableByName)]
     struct Facts {
@@ -352,7 +355,7 @@ pub fn generation_of(conn: &mut PgConnection, provider_id: i64) -> Result<i64, D
 pub fn bump_generations(
     conn: &mut PgConnection,
     ids: &[i64],
-    freed: &[Uuid],
+    freed: &[ConsumerUuid],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<usize, DbError> {
     if ids.is_empty() && freed.is_empty() {
@@ -382,7 +385,7 @@ pub struct LockedProvider {
     #[diesel(sql_type = BigInt)]
     pub id: i64,
     #[diesel(sql_type = SqlUuid)]
-    pub uuid: Uuid,
+    pub uuid: ProviderUuid,
     #[diesel(sql_type = BigInt)]
     pub generation: i64,
 }
@@ -393,8 +396,8 @@ pub struct LockedProvider {
 /// with no provider is simply not returned.
 pub fn lock(
     conn: &mut PgConnection,
-    uuids: &[Uuid],
-    allocated_to: &[Uuid],
+    uuids: &[ProviderUuid],
+    allocated_to: &[ConsumerUuid],
 ) -> Result<Vec<LockedProvider>, DbError> {
     Ok(crate::db::cached::query(
         "SELECT id, uuid, generation FROM resource_providers
@@ -412,7 +415,7 @@ pub fn lock(
 /// holds fails the statement (unique): callers check names first.
 pub fn create_roots(
     conn: &mut PgConnection,
-    uuids: &[Uuid],
+    uuids: &[ProviderUuid],
     names: &[String],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), DbError> {

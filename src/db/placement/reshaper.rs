@@ -2,8 +2,8 @@
 //! as Placement's "replace the world" reshape: an interim inventory (the current one plus the
 //! new one), then the consumers' allocations, then the final inventory.
 
+use crate::domain::identity::ProviderUuid;
 use diesel::prelude::*;
-use uuid::Uuid;
 
 use super::allocations::{AllocationError, ConsumerAllocations, replace_allocations};
 use super::inventories::{InventoryError, InventoryRow, bump_generation, replace_inventories};
@@ -12,7 +12,7 @@ use crate::db::DbError;
 /// One provider's inventory as the reshape wants it in the end.
 #[derive(Debug, Clone)]
 pub struct ProviderInventory {
-    pub provider: Uuid,
+    pub provider: ProviderUuid,
     pub generation: i64,
     pub rows: Vec<InventoryRow>,
 }
@@ -21,10 +21,10 @@ pub struct ProviderInventory {
 #[derive(Debug, thiserror::Error)]
 pub enum ReshapeError {
     #[error("provider {0} of the inventories not found")]
-    ProviderMissing(Uuid),
+    ProviderMissing(ProviderUuid),
     #[error("provider {provider} is at generation {actual}, not {given}")]
     Generation {
-        provider: Uuid,
+        provider: ProviderUuid,
         actual: i64,
         given: i64,
     },
@@ -48,7 +48,7 @@ pub fn reshape(
     inventories: &[ProviderInventory],
     writes: &[ConsumerAllocations],
 ) -> Result<(), ReshapeError> {
-    let uuids: Vec<Uuid> = inventories.iter().map(|entry| entry.provider).collect();
+    let uuids: Vec<ProviderUuid> = inventories.iter().map(|entry| entry.provider).collect();
     let locked = super::providers::lock(conn, &uuids, &[])?;
     for entry in inventories {
         let Some(row) = locked.iter().find(|row| row.uuid == entry.provider) else {

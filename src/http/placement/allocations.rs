@@ -14,6 +14,7 @@ use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
 use crate::db;
 use crate::db::placement::allocations::{AllocationError, ConsumerAllocations, GenerationCheck};
+use crate::domain::identity::{ConsumerUuid, ProviderUuid};
 use crate::domain::placement::Microversion;
 use crate::http::AppState;
 
@@ -25,8 +26,8 @@ fn failed(why: impl std::fmt::Display, keyword: &str) -> PlacementError {
     invalid(format!("{why}\n\nFailed validating '{keyword}' in schema"))
 }
 
-fn consumer_uuid(text: &str) -> Result<Uuid, PlacementError> {
-    Uuid::parse_str(text)
+fn consumer_uuid(text: &str) -> Result<ConsumerUuid, PlacementError> {
+    text.parse()
         .map_err(|_| PlacementError::bad_request(format!("Malformed consumer_uuid: {text}")))
 }
 
@@ -101,7 +102,7 @@ fn check_mappings(mappings: &Value) -> Result<(), PlacementError> {
 /// From 1.12 to 1.27 `PUT` needs at least one provider; `POST` (1.13+) and `PUT` from 1.28
 /// may send none, which deletes the consumer's allocations.
 pub(super) fn parse_consumer(
-    consumer: Uuid,
+    consumer: ConsumerUuid,
     object: &Map<String, Value>,
     version: Microversion,
     may_be_empty: bool,
@@ -173,7 +174,7 @@ fn check_known_fields(
 fn allocations_by_provider(
     allocations: &Value,
     empty_allowed: bool,
-) -> Result<BTreeMap<Uuid, BTreeMap<String, i64>>, PlacementError> {
+) -> Result<BTreeMap<ProviderUuid, BTreeMap<String, i64>>, PlacementError> {
     let map = allocations.as_object().ok_or_else(|| {
         invalid(format!(
             "{} is not of type 'object'",
@@ -188,7 +189,8 @@ fn allocations_by_provider(
     }
     let mut by_provider = BTreeMap::new();
     for (provider, entry) in map {
-        let provider = Uuid::parse_str(provider)
+        let provider: ProviderUuid = provider
+            .parse()
             .map_err(|_| invalid(format!("'{provider}' does not match any of the regexes")))?;
         let entry_resources = entry
             .get("resources")
@@ -201,7 +203,7 @@ fn allocations_by_provider(
 /// Before 1.12: `[{"resource_provider": {"uuid": …}, "resources": {class: amount}}, …]`.
 fn allocations_as_list(
     allocations: &Value,
-) -> Result<BTreeMap<Uuid, BTreeMap<String, i64>>, PlacementError> {
+) -> Result<BTreeMap<ProviderUuid, BTreeMap<String, i64>>, PlacementError> {
     let list = allocations.as_array().ok_or_else(|| {
         invalid(format!(
             "{} is not of type 'array'",
@@ -211,14 +213,15 @@ fn allocations_as_list(
     if list.is_empty() {
         return Err(failed("[] is too short", "minItems"));
     }
-    let mut by_provider: BTreeMap<Uuid, BTreeMap<String, i64>> = BTreeMap::new();
+    let mut by_provider: BTreeMap<ProviderUuid, BTreeMap<String, i64>> = BTreeMap::new();
     for entry in list {
         let provider = entry
             .get("resource_provider")
             .and_then(|rp| rp.get("uuid"))
             .and_then(Value::as_str)
             .ok_or_else(|| failed("'resource_provider' is a required property", "required"))?;
-        let provider = Uuid::parse_str(provider)
+        let provider: ProviderUuid = provider
+            .parse()
             .map_err(|_| invalid(format!("'{provider}' is not a 'uuid'")))?;
         let entry_resources = entry
             .get("resources")
@@ -282,7 +285,10 @@ fn generation_check(
 }
 
 /// Placement's wording of a refused allocation write.
-pub(super) fn allocation_error(error: AllocationError, consumer: Option<Uuid>) -> PlacementError {
+pub(super) fn allocation_error(
+    error: AllocationError,
+    consumer: Option<ConsumerUuid>,
+) -> PlacementError {
     let consumer = consumer.map(|uuid| uuid.to_string()).unwrap_or_default();
     match error {
         AllocationError::ProviderMissing(provider) => PlacementError::bad_request(format!(
@@ -361,7 +367,8 @@ pub async fn post_allocations(
     }
     let mut writes = Vec::with_capacity(object.len());
     for (consumer, entry) in &object {
-        let consumer = Uuid::parse_str(consumer)
+        let consumer: ConsumerUuid = consumer
+            .parse()
             .map_err(|_| invalid(format!("'{consumer}' does not match any of the regexes")))?;
         let entry = entry
             .as_object()

@@ -1,8 +1,8 @@
 //! Pieces every Placement handler uses: the schema-error wording, JSON object bodies, and the
 //! provider a path names.
 
+use crate::domain::identity::ProviderUuid;
 use serde_json::{Map, Value};
-use uuid::Uuid;
 
 use super::error::PlacementError;
 use super::middleware::python_repr;
@@ -32,7 +32,7 @@ pub fn parse_object(body: &[u8]) -> Result<Map<String, Value>, PlacementError> {
 pub async fn path_provider(state: &AppState, uuid: &str) -> Result<ProviderRow, PlacementError> {
     let not_found =
         || PlacementError::not_found(format!("No resource provider with uuid {uuid} found"));
-    let parsed = Uuid::parse_str(uuid).map_err(|_| not_found())?;
+    let parsed = uuid.parse::<ProviderUuid>().map_err(|_| not_found())?;
     db::run(&state.pool, move |conn| {
         db::placement::providers::get_provider(conn, parsed)
     })

@@ -1,10 +1,10 @@
 //! `/placement/resource_providers/{uuid}/inventories[/{class}]`: read, replace, add, update
 //! and delete inventory, generation-checked inside the writing transaction.
 
+use crate::domain::identity::ProviderUuid;
 use actix_web::http::header::LOCATION;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
-use uuid::Uuid;
 
 use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
@@ -102,7 +102,7 @@ fn record(
 /// Placement's capacity rule: reserved below total (at most equal from 1.26).
 fn check_capacity(
     row: &InventoryRow,
-    provider: Uuid,
+    provider: ProviderUuid,
     reserved_may_equal_total: bool,
     verb: &str,
 ) -> Result<(), PlacementError> {
@@ -148,11 +148,11 @@ fn record_json(row: &InventoryRow) -> Value {
 }
 
 /// Placement's words for an inventory that allocations use.
-pub(super) fn in_use_text(class: &str, provider: Uuid) -> String {
+pub(super) fn in_use_text(class: &str, provider: ProviderUuid) -> String {
     format!("Inventory for '{class}' on resource provider '{provider}' in use.")
 }
 
-fn inventory_error(error: InventoryError, provider: Uuid, verb: &str) -> PlacementError {
+fn inventory_error(error: InventoryError, provider: ProviderUuid, verb: &str) -> PlacementError {
     match error {
         InventoryError::GenerationConflict => PlacementError::conflict(format!(
             "resource provider generation conflict: the generation of resource provider {provider} has changed"
@@ -206,7 +206,7 @@ pub async fn list_inventories(
 /// Reads a `PUT …/inventories` body: the generation and every record.
 fn parse_inventories(
     body: &[u8],
-    provider: Uuid,
+    provider: ProviderUuid,
     may_equal: bool,
 ) -> Result<(i64, Vec<InventoryRow>), PlacementError> {
     inventories_of(&parse_object(body)?, provider, may_equal)
@@ -216,7 +216,7 @@ fn parse_inventories(
 /// `PUT …/inventories`, and each provider's entry of a reshape).
 pub fn inventories_of(
     object: &Map<String, Value>,
-    provider: Uuid,
+    provider: ProviderUuid,
     may_equal: bool,
 ) -> Result<(i64, Vec<InventoryRow>), PlacementError> {
     if let Some(key) = object
@@ -253,7 +253,7 @@ pub async fn put_inventories(
 ) -> Result<HttpResponse, PlacementError> {
     let not_found =
         || PlacementError::not_found(format!("No resource provider with uuid {path} found"));
-    let provider = Uuid::parse_str(&path).map_err(|_| not_found())?;
+    let provider = path.parse::<ProviderUuid>().map_err(|_| not_found())?;
     let may_equal = version_of(&request).at_least(1, 26);
     let (generation, rows) = match parse_inventories(&body, provider, may_equal) {
         Ok(parsed) => parsed,

@@ -5,6 +5,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use crate::domain::identity::ProviderUuid;
+
 use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
@@ -123,8 +125,8 @@ fn no_such_provider(uuid: &str) -> PlacementError {
     PlacementError::not_found(format!("No resource provider with uuid {uuid} found"))
 }
 
-fn provider_uuid(text: &str) -> Result<Uuid, PlacementError> {
-    Uuid::parse_str(text).map_err(|_| no_such_provider(text))
+fn provider_uuid(text: &str) -> Result<ProviderUuid, PlacementError> {
+    text.parse().map_err(|_| no_such_provider(text))
 }
 
 /// The new generation of a replacement, or the error Placement answers with.

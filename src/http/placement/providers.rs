@@ -6,6 +6,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use crate::domain::identity::ProviderUuid;
+
 use super::common::invalid;
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
@@ -55,8 +57,8 @@ pub fn provider_json(provider: &ProviderRow, version: Microversion) -> Value {
 /// A provider body, validated as Placement's schema for `version` does.
 struct ProviderBody {
     name: String,
-    uuid: Option<Uuid>,
-    parent: Option<Option<Uuid>>,
+    uuid: Option<ProviderUuid>,
+    parent: Option<Option<ProviderUuid>>,
 }
 
 fn parse_body(
@@ -97,10 +99,10 @@ fn parse_body(
             "Failed validating 'minLength': '{name}' is too short"
         )));
     }
-    let uuid_of = |field: &str| -> Result<Option<Uuid>, PlacementError> {
+    let uuid_of = |field: &str| -> Result<Option<ProviderUuid>, PlacementError> {
         match object.get(field) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Uuid::parse_str(text).map(Some).map_err(|_| {
+            Some(Value::String(text)) => text.parse::<ProviderUuid>().map(Some).map_err(|_| {
                 invalid(format!(
                     "Failed validating 'format': '{text}' is not a 'uuid'"
                 ))
@@ -124,7 +126,12 @@ fn parse_body(
 }
 
 /// Placement's wording of a refused provider write.
-fn provider_error(error: ProviderError, action: &str, name: &str, uuid: Uuid) -> PlacementError {
+fn provider_error(
+    error: ProviderError,
+    action: &str,
+    name: &str,
+    uuid: ProviderUuid,
+) -> PlacementError {
     let invalid = |reason: &str| {
         PlacementError::bad_request(format!(
             "Unable to {action} resource provider \"{name}\", {uuid}: {reason}"
@@ -205,9 +212,9 @@ fn provider_query(
         let bad_uuid = || bad_query(format!("'{value}' is not a 'uuid'"));
         match key.as_str() {
             "name" => filter.name = Some(value.clone()),
-            "uuid" => filter.uuid = Some(Uuid::parse_str(value).map_err(|_| bad_uuid())?),
+            "uuid" => filter.uuid = Some(value.parse::<ProviderUuid>().map_err(|_| bad_uuid())?),
             "in_tree" if version.at_least(1, 14) => {
-                filter.in_tree = Some(Uuid::parse_str(value).map_err(|_| bad_uuid())?)
+                filter.in_tree = Some(value.parse::<ProviderUuid>().map_err(|_| bad_uuid())?)
             }
             "member_of" if version.at_least(1, 3) => member_of.push(value.as_str()),
             "resources" if version.at_least(1, 4) => rules
@@ -264,7 +271,7 @@ fn admitted(
         .filter(|provider| {
             let facts = snapshot
                 .by_uuid
-                .get(&provider.uuid)
+                .get(&provider.uuid.uuid())
                 .map_or(&none, |index| &snapshot.providers[*index].facts);
             rules.admits(facts)
         })
@@ -280,7 +287,7 @@ pub async fn create_provider(
     let version = version_of(&request);
     require_json(&request)?;
     let parsed = parse_body(&body, version, true)?;
-    let uuid = parsed.uuid.unwrap_or_else(Uuid::new_v4);
+    let uuid = parsed.uuid.unwrap_or_else(|| ProviderUuid(Uuid::new_v4()));
     let (name, parent, now) = (
         parsed.name.clone(),
         parsed.parent.flatten(),
@@ -306,8 +313,8 @@ pub async fn create_provider(
     }
 }
 
-fn path_uuid(text: &str) -> Result<Uuid, PlacementError> {
-    Uuid::parse_str(text).map_err(|_| {
+fn path_uuid(text: &str) -> Result<ProviderUuid, PlacementError> {
+    text.parse::<ProviderUuid>().map_err(|_| {
         PlacementError::not_found(format!("No resource provider with uuid {text} found"))
     })
 }

@@ -2,9 +2,9 @@
 //! parent's VCPU to a new NUMA child, say) atomically. Mappings are accepted from 1.34 and
 //! consumer types required from 1.38, as in allocation writes.
 
+use crate::domain::identity::{ConsumerUuid, ProviderUuid};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::Value;
-use uuid::Uuid;
 
 use super::allocations::{allocation_error, parse_consumer};
 use super::common::{invalid, parse_object};
@@ -54,7 +54,8 @@ fn parse(
     let may_equal = version.at_least(1, 26);
     let mut wanted = Vec::with_capacity(inventories.len());
     for (key, entry) in inventories {
-        let provider = Uuid::parse_str(key)
+        let provider: ProviderUuid = key
+            .parse()
             .map_err(|_| invalid(format!("'{key}' does not match any of the regexes")))?;
         let entry = entry
             .as_object()
@@ -68,7 +69,8 @@ fn parse(
     }
     let mut writes = Vec::with_capacity(allocations.len());
     for (key, entry) in allocations {
-        let consumer = Uuid::parse_str(key)
+        let consumer: ConsumerUuid = key
+            .parse()
             .map_err(|_| invalid(format!("'{key}' does not match any of the regexes")))?;
         let entry = entry
             .as_object()

@@ -20,7 +20,7 @@ use crate::actors::registry::{CreateProvider, DeleteOrphan};
 use crate::actors::scheduler::Boot;
 use crate::db;
 use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
-use crate::domain::identity::OwnerEpoch;
+use crate::domain::identity::{HostName, OwnerEpoch, ProviderUuid};
 use crate::script::format::{IntOrRef, Message, Target};
 
 /// Sends `message` to `address` and waits for its answer; a dead mailbox and the actor's own
@@ -113,6 +113,7 @@ impl Run {
             Message::CreateProvider { uuid, name } => {
                 let uuid = parse_uuid(&self.interpolate(uuid)?)?;
                 let name = self.interpolate(name)?;
+                let uuid = ProviderUuid(uuid);
                 let outcome = ask(&registry, CreateProvider { uuid, name }).await?;
                 Ok(match outcome {
                     ProviderOutcome::Existing => json!({"outcome": "existing", "uuid": uuid}),
@@ -191,7 +192,7 @@ impl Run {
                 Ok(json!({"purged": purged, "total": total}))
             }
             Message::AuditPeriod(args) => {
-                let host = self.interpolate(&args.host)?;
+                let host = HostName::from(self.interpolate(&args.host)?);
                 let begin = crate::domain::archive::parse_before(&self.interpolate(&args.begin)?)?;
                 let end = crate::domain::archive::parse_before(&self.interpolate(&args.end)?)?;
                 let now = crate::domain::clock::Clock::now(self.clock.as_ref());

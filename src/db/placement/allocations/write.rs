@@ -6,10 +6,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Uuid as SqlUuid};
-use uuid::Uuid;
 
 use super::{AllocationError, ConsumerAllocations};
 use crate::db::DbError;
+use crate::domain::identity::{ConsumerUuid, ProviderUuid};
 
 /// A consumer as the clearing statement finds it, with the ids of its project, user and type
 /// names when those exist.
@@ -33,7 +33,7 @@ pub(super) fn clear_consumers(
     conn: &mut PgConnection,
     writes: &[ConsumerAllocations],
 ) -> Result<Vec<ConsumerState>, AllocationError> {
-    let uuids: Vec<Uuid> = writes.iter().map(|write| write.consumer).collect();
+    let uuids: Vec<ConsumerUuid> = writes.iter().map(|write| write.consumer).collect();
     let projects: Vec<&str> = writes.iter().map(|write| write.project.as_str()).collect();
     let users: Vec<&str> = writes.iter().map(|write| write.user.as_str()).collect();
     let kinds: Vec<Option<&str>> = writes
@@ -167,7 +167,7 @@ fn ensure_named(
 pub(super) struct AllocationRows {
     consumers: Vec<usize>,
     provider_ids: Vec<i64>,
-    providers: Vec<Uuid>,
+    providers: Vec<ProviderUuid>,
     classes: Vec<String>,
     amounts: Vec<i32>,
 }
@@ -177,7 +177,7 @@ impl AllocationRows {
         &mut self,
         consumer: usize,
         provider_id: i64,
-        provider: Uuid,
+        provider: ProviderUuid,
         class: &str,
         amount: i32,
     ) {
@@ -247,7 +247,7 @@ pub(super) fn write_and_check(
 ) -> Result<(), AllocationError> {
     let (old, old_projects, old_users, old_kinds) = columns(consumers, true);
     let (new, new_projects, new_users, new_kinds) = columns(consumers, false);
-    let row_consumers: Vec<Uuid> = rows
+    let row_consumers: Vec<ConsumerUuid> = rows
         .consumers
         .iter()
         .map(|index| consumers[*index].allocations.consumer)
@@ -285,7 +285,10 @@ pub(super) fn write_and_check(
 
 /// The consumers that exist (or not), as columns: uuid, project, user, type.
 #[allow(clippy::type_complexity)]
-fn columns(consumers: &[Named], exists: bool) -> (Vec<Uuid>, Vec<i64>, Vec<i64>, Vec<Option<i64>>) {
+fn columns(
+    consumers: &[Named],
+    exists: bool,
+) -> (Vec<ConsumerUuid>, Vec<i64>, Vec<i64>, Vec<Option<i64>>) {
     let chosen: Vec<&Named> = consumers.iter().filter(|c| c.exists == exists).collect();
     (
         chosen.iter().map(|c| c.allocations.consumer).collect(),

@@ -11,6 +11,7 @@ use actix::prelude::*;
 
 use crate::db::archive::{self, ArchiveOptions, ArchiveSummary};
 use crate::db::{DbError, Pool};
+pub use crate::domain::archive::NovaArchiveOptions;
 use crate::domain::archive::{check_max_rows, parse_before};
 use crate::domain::clock::SharedClock;
 
@@ -31,25 +32,13 @@ pub enum InvalidArchiveOption {
     Before(String),
 }
 
-/// The options of an archive request as `nova-manage db archive_deleted_rows` takes them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NovaArchiveOptions<'a> {
-    pub max_rows: i64,
-    pub before: Option<&'a str>,
-    pub until_complete: bool,
-    pub purge: bool,
-    pub task_log: bool,
-    pub sleep: Duration,
-}
-
 impl ArchiveRequest {
     /// Checks `--max_rows` and `--before` as Nova does and builds the request.
-    pub fn from_nova(
-        options: NovaArchiveOptions<'_>,
-    ) -> Result<ArchiveRequest, InvalidArchiveOption> {
+    pub fn from_nova(options: &NovaArchiveOptions) -> Result<ArchiveRequest, InvalidArchiveOption> {
         let max_rows = check_max_rows(options.max_rows).map_err(InvalidArchiveOption::MaxRows)?;
         let before = options
             .before
+            .as_deref()
             .map(parse_before)
             .transpose()
             .map_err(InvalidArchiveOption::Before)?;

@@ -26,7 +26,7 @@ pub struct ArchiveArgs {
     #[arg(
         long = "max_rows",
         visible_alias = "max-rows",
-        default_value_t = 1000,
+        default_value_t = crate::domain::archive::DEFAULT_MAX_ROWS,
         allow_negative_numbers = true
     )]
     pub max_rows: i64,
@@ -78,9 +78,9 @@ pub fn archive_deleted_rows(
     source: &DatabaseSource,
     args: ArchiveArgs,
 ) -> Result<ExitCode, CliError> {
-    let request = ArchiveRequest::from_nova(NovaArchiveOptions {
+    let request = ArchiveRequest::from_nova(&NovaArchiveOptions {
         max_rows: args.max_rows,
-        before: args.before.as_deref(),
+        before: args.before.clone(),
         until_complete: args.until_complete,
         purge: args.purge,
         task_log: args.task_log,

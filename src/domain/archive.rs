@@ -169,6 +169,50 @@ pub fn lifecycle_parent(table: &str) -> Option<(&'static str, &'static str, &'st
 /// soft-deleted.
 pub const TASK_LOG: &str = "task_log";
 
+/// The options of an archive run as `nova-manage db archive_deleted_rows` takes them, the one
+/// shape every front end reads them into: the `POST /api/v1/archive` body and the script step
+/// `ArchiveOnce` deserialize into it (unknown fields refused), the CLI fills it from its
+/// flags. They are checked once, when the archiver's request is made of them
+/// (`ArchiveRequest::from_nova`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NovaArchiveOptions {
+    /// Row budget of a batch (default 1000).
+    #[serde(default = "default_max_rows")]
+    pub max_rows: i64,
+    /// Only rows deleted before this date, as the text given (checked by `parse_before`).
+    pub before: Option<String>,
+    #[serde(default)]
+    pub until_complete: bool,
+    #[serde(default)]
+    pub purge: bool,
+    #[serde(default)]
+    pub task_log: bool,
+    /// Pause between batches of an `until_complete` run (the CLI's `--sleep`; none elsewhere).
+    #[serde(skip)]
+    pub sleep: std::time::Duration,
+}
+
+/// `--max_rows` when none is given (Nova's default).
+pub const DEFAULT_MAX_ROWS: i64 = 1000;
+
+fn default_max_rows() -> i64 {
+    DEFAULT_MAX_ROWS
+}
+
+impl Default for NovaArchiveOptions {
+    fn default() -> Self {
+        NovaArchiveOptions {
+            max_rows: DEFAULT_MAX_ROWS,
+            before: None,
+            until_complete: false,
+            purge: false,
+            task_log: false,
+            sleep: std::time::Duration::ZERO,
+        }
+    }
+}
+
 /// The largest `--max_rows` (Nova's MAX_INT).
 pub const MAX_ROWS_LIMIT: i64 = 2_147_483_647;
 
@@ -347,6 +391,20 @@ fn zone_offset(word: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn archive_options_read_as_nova_takes_them_with_its_defaults() {
+        let empty: NovaArchiveOptions = serde_json::from_str("{}").unwrap();
+        assert_eq!(empty, NovaArchiveOptions::default());
+        assert_eq!(empty.max_rows, 1000);
+        let given: NovaArchiveOptions =
+            serde_json::from_str(r#"{"max_rows": 5, "before": "2026-01-01", "purge": true}"#)
+                .unwrap();
+        assert_eq!((given.max_rows, given.purge), (5, true));
+        assert_eq!(given.before.as_deref(), Some("2026-01-01"));
+        let unknown = serde_json::from_str::<NovaArchiveOptions>(r#"{"sleep": 3}"#);
+        assert!(unknown.is_err(), "sleep is the CLI's only: not a field of a body");
+    }
 
     #[test]
     fn max_rows_is_checked_with_novas_words() {

@@ -8,20 +8,6 @@ use super::error::ApiError;
 use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
 use crate::db;
 
-/// Body of `POST /api/v1/archive`; every field optional.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArchiveRequestBody {
-    pub max_rows: Option<i64>,
-    pub before: Option<String>,
-    #[serde(default)]
-    pub until_complete: bool,
-    #[serde(default)]
-    pub purge: bool,
-    #[serde(default)]
-    pub task_log: bool,
-}
-
 /// Answer of `POST /api/v1/archive`.
 #[derive(Debug, Serialize)]
 pub struct ArchiveResponse {
@@ -44,12 +30,12 @@ const MAX_BODY: usize = 64 * 1024;
 /// Reads the options of `POST /api/v1/archive`: an empty body means the defaults; anything
 /// else must be a JSON object of the known fields with their types (400 naming the field, or
 /// saying what the body is not, otherwise).
-pub fn archive_options(body: &[u8]) -> Result<ArchiveRequestBody, String> {
+pub fn archive_options(body: &[u8]) -> Result<NovaArchiveOptions, String> {
     if body.len() > MAX_BODY {
         return Err(format!("the body is too large: at most {MAX_BODY} bytes"));
     }
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(ArchiveRequestBody::default());
+        return Ok(NovaArchiveOptions::default());
     }
     let value: serde_json::Value = serde_json::from_slice(body)
         .map_err(|error| format!("the body is not valid JSON: {error}"))?;
@@ -92,16 +78,9 @@ pub async fn run_archive(
         }
         body.extend_from_slice(&chunk);
     }
-    let body = archive_options(&body).map_err(ApiError::BadRequest)?;
-    let request = ArchiveRequest::from_nova(NovaArchiveOptions {
-        max_rows: body.max_rows.unwrap_or(1000),
-        before: body.before.as_deref(),
-        until_complete: body.until_complete,
-        purge: body.purge,
-        task_log: body.task_log,
-        sleep: std::time::Duration::ZERO,
-    })
-    .map_err(|invalid| ApiError::BadRequest(invalid.to_string()))?;
+    let options = archive_options(&body).map_err(ApiError::BadRequest)?;
+    let request = ArchiveRequest::from_nova(&options)
+        .map_err(|invalid| ApiError::BadRequest(invalid.to_string()))?;
     let report = state
         .actors
         .archiver

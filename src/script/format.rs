@@ -10,6 +10,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_norway::Value;
 
+use crate::domain::archive::NovaArchiveOptions;
+
 /// A script, parsed and validated.
 #[derive(Debug, Clone)]
 pub struct Script {
@@ -96,7 +98,7 @@ pub enum Message {
         host: String,
         epoch: IntOrRef,
     },
-    ArchiveOnce(ArchiveArgs),
+    ArchiveOnce(NovaArchiveOptions),
     /// Purges the shadow tables: every row (`all: true`) or those older than `before`.
     Purge(PurgeArgs),
     /// Records an instance usage audit period as Nova's compute hosts do: a `task_log` row.
@@ -151,25 +153,6 @@ pub struct AuditPeriodArgs {
     pub host: String,
     pub begin: String,
     pub end: String,
-}
-
-/// Arguments of `ArchiveOnce`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ArchiveArgs {
-    #[serde(default = "default_max_rows")]
-    pub max_rows: i64,
-    pub before: Option<String>,
-    #[serde(default)]
-    pub until_complete: bool,
-    #[serde(default)]
-    pub purge: bool,
-    #[serde(default)]
-    pub task_log: bool,
-}
-
-fn default_max_rows() -> i64 {
-    1000
 }
 
 /// Arguments of `EnrollNodes` and of the `enroll` step: `count` new nodes (uuids drawn from

@@ -9,7 +9,7 @@ use actix::{Actor, Addr, Handler};
 use serde_json::{Value, json};
 
 use super::{Run, StepResult, parse_uuid};
-use crate::actors::archiver::{ArchiveOnce, ArchiveRequest, NovaArchiveOptions};
+use crate::actors::archiver::{ArchiveOnce, ArchiveRequest};
 use crate::actors::compute_host::{
     DestroyInstance, Heartbeat, IsFenced, ReadOwnedNodes, UpdateAvailableResource,
     UpdateAvailableResourceFrom,
@@ -152,15 +152,8 @@ impl Run {
     async fn send_archiver(&mut self, message: &Message) -> StepResult<Value> {
         match message {
             Message::ArchiveOnce(args) => {
-                let request = ArchiveRequest::from_nova(NovaArchiveOptions {
-                    max_rows: args.max_rows,
-                    before: args.before.as_deref(),
-                    until_complete: args.until_complete,
-                    purge: args.purge,
-                    task_log: args.task_log,
-                    sleep: std::time::Duration::ZERO,
-                })
-                .map_err(|invalid| invalid.to_string())?;
+                let request =
+                    ArchiveRequest::from_nova(args).map_err(|invalid| invalid.to_string())?;
                 let report = ask(&self.actors.archiver, ArchiveOnce { request }).await?;
                 let purged: BTreeMap<String, i64> = report
                     .purged

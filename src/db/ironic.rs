@@ -30,7 +30,7 @@ macro_rules! node_columns {
 
 /// A node's row as read (`node_columns!`): uuid, name, resource class, provision state, power
 /// state, maintenance, instance, reservation, traits, source.
-type NodeColumns = (
+pub(super) type NodeColumns = (
     Uuid,
     Option<String>,
     String,
@@ -43,8 +43,9 @@ type NodeColumns = (
     String,
 );
 
-/// The node of a row: the one conversion from `ironic_nodes` to the domain's node.
-fn node_of(row: NodeColumns) -> IronicNode {
+/// The node of a row: the one conversion from `ironic_nodes` to the domain's node (the
+/// simulator's reads and the tracker's pass, `node_reports::owned_nodes`, both go through it).
+pub(super) fn node_of(row: NodeColumns) -> IronicNode {
     let (uuid, name, resource_class, provision_state, power_state, maintenance) =
         (row.0, row.1, row.2, row.3, row.4, row.5);
     let (instance_uuid, reservation, traits, source) = (row.6, row.7, row.8, row.9);

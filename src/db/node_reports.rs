@@ -19,9 +19,7 @@ use super::DbError;
 use super::instances::BuildOutcome;
 use crate::domain::identity::{HostName, ProviderUuid};
 use crate::domain::instance::VmState;
-use crate::domain::node::{
-    ComputeNode, ComputeNodeId, IronicNode, NodeInventory, OwnerEpoch, ProvisionState,
-};
+use crate::domain::node::{ComputeNode, ComputeNodeId, NodeInventory, OwnerEpoch};
 use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites, held_only};
 
 /// The fault an active instance gets, once, when a real Ironic no longer shows it on its node.
@@ -169,22 +167,22 @@ impl From<OwnedRow> for OwnedNode {
                 reserved,
             })
             .collect();
-        let simulated = row.source.as_deref() != Some(super::ironic::MIRRORED);
         let node_traits = row.node_traits;
         OwnedNode {
-            ironic: row.ironic_uuid.map(|uuid| IronicNode {
-                uuid,
-                name: row.name,
-                resource_class: row.resource_class.unwrap_or_default(),
-                provision_state: ProvisionState::parse(
-                    row.provision_state.as_deref().unwrap_or(""),
-                ),
-                maintenance: row.maintenance.unwrap_or(false),
-                instance_uuid: row.instance_uuid,
-                reservation: row.reservation,
-                power_state: row.power_state,
-                traits: (!simulated).then_some(node_traits),
-                simulated,
+            // The node's columns (NULL when Ironic deleted it), through the one conversion.
+            ironic: row.ironic_uuid.map(|uuid| {
+                super::ironic::node_of((
+                    uuid,
+                    row.name,
+                    row.resource_class.unwrap_or_default(),
+                    row.provision_state.unwrap_or_default(),
+                    row.power_state,
+                    row.maintenance.unwrap_or(false),
+                    row.instance_uuid,
+                    row.reservation,
+                    node_traits.into_iter().map(Some).collect(),
+                    row.source.unwrap_or_default(),
+                ))
             }),
             compute_node: ComputeNode {
                 id: ComputeNodeId(row.id),

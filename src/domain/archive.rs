@@ -403,7 +403,10 @@ mod tests {
         assert_eq!((given.max_rows, given.purge), (5, true));
         assert_eq!(given.before.as_deref(), Some("2026-01-01"));
         let unknown = serde_json::from_str::<NovaArchiveOptions>(r#"{"sleep": 3}"#);
-        assert!(unknown.is_err(), "sleep is the CLI's only: not a field of a body");
+        assert!(
+            unknown.is_err(),
+            "sleep is the CLI's only: not a field of a body"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod provider_links;
 pub mod providers;
 pub mod reshaper;
 pub mod versions;
+pub mod views;
 
 use actix_web::middleware::from_fn;
 use actix_web::web;

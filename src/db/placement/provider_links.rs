@@ -5,9 +5,8 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
-use crate::domain::identity::ProviderUuid;
-
 use crate::db::DbError;
+use crate::domain::identity::ProviderUuid;
 
 /// Returns the trait names of provider `provider_id`, sorted.
 pub fn provider_traits(conn: &mut PgConnection, provider_id: i64) -> Result<Vec<String>, DbError> {

@@ -6,12 +6,13 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
+use super::views;
 use crate::db;
 use crate::db::placement::allocations::{AllocationError, ConsumerAllocations, GenerationCheck};
 use crate::domain::identity::{ConsumerUuid, ProviderUuid};
@@ -394,31 +395,25 @@ pub async fn get_allocations(
         ))
     })
     .await?;
-    let mut allocations = Map::new();
+    let mut body = views::ConsumerAllocations::default();
     for row in &rows {
-        let entry = allocations
-            .entry(row.provider.to_string())
-            .or_insert_with(|| json!({"generation": row.provider_generation, "resources": {}}));
-        if let Some(resources) = entry.get_mut("resources").and_then(Value::as_object_mut) {
-            resources.insert(row.resource_class.clone(), json!(row.used));
-        }
+        let held = body.allocations.entry(row.provider).or_default();
+        held.generation = row.provider_generation;
+        held.resources
+            .insert(row.resource_class.clone(), i64::from(row.used));
     }
-    let mut body = json!({ "allocations": allocations });
-    if let (Some(info), Some(object)) = (info, body.as_object_mut())
+    if let Some(info) = info
         && !rows.is_empty()
     {
         if version.at_least(1, 12) {
-            object.insert("project_id".to_owned(), json!(info.project));
-            object.insert("user_id".to_owned(), json!(info.user));
+            body.project_id = Some(info.project);
+            body.user_id = Some(info.user);
         }
         if version.at_least(1, 28) {
-            object.insert("consumer_generation".to_owned(), json!(info.generation));
+            body.consumer_generation = Some(info.generation);
         }
         if version.at_least(1, 38) {
-            object.insert(
-                "consumer_type".to_owned(),
-                json!(info.consumer_type.unwrap_or_else(|| "unknown".to_owned())),
-            );
+            body.consumer_type = Some(info.consumer_type.unwrap_or_else(|| "unknown".to_owned()));
         }
     }
     Ok(HttpResponse::Ok().json(body))
@@ -453,18 +448,18 @@ pub async fn provider_allocations(
         db::placement::allocations::provider_allocations(conn, uuid)
     })
     .await?;
-    let mut allocations = Map::new();
+    let mut allocations: BTreeMap<ConsumerUuid, views::HeldByConsumer> = BTreeMap::new();
     for row in &rows {
-        let entry = allocations
-            .entry(row.consumer.to_string())
-            .or_insert_with(|| json!({"resources": {}}));
-        if let Some(resources) = entry.get_mut("resources").and_then(Value::as_object_mut) {
-            resources.insert(row.resource_class.clone(), json!(row.used));
-        }
+        allocations
+            .entry(row.consumer)
+            .or_default()
+            .resources
+            .insert(row.resource_class.clone(), i64::from(row.used));
     }
-    Ok(HttpResponse::Ok().json(
-        json!({"allocations": allocations, "resource_provider_generation": provider.generation}),
-    ))
+    Ok(HttpResponse::Ok().json(views::ProviderAllocations {
+        allocations,
+        resource_provider_generation: provider.generation,
+    }))
 }
 
 /// Shows a provider's usage per resource class, with its generation.
@@ -490,8 +485,10 @@ pub async fn provider_usages(
         .map(|row| (row.resource_class, 0))
         .collect();
     all.extend(usages);
-    Ok(HttpResponse::Ok()
-        .json(json!({"usages": all, "resource_provider_generation": provider.generation})))
+    Ok(HttpResponse::Ok().json(views::ProviderUsages {
+        usages: all,
+        resource_provider_generation: provider.generation,
+    }))
 }
 
 /// Query of `GET /usages`.
@@ -568,11 +565,11 @@ pub async fn usages(
             )
         })
         .await?;
-        return Ok(HttpResponse::Ok().json(json!({ "usages": usages })));
+        return Ok(HttpResponse::Ok().json(views::Usages { usages }));
     }
     let usages = db::run(&state.pool, move |conn| {
         db::placement::allocations::usages(conn, None, Some(&project), user.as_deref())
     })
     .await?;
-    Ok(HttpResponse::Ok().json(json!({ "usages": usages })))
+    Ok(HttpResponse::Ok().json(views::Usages { usages }))
 }

@@ -1,13 +1,13 @@
 //! Pieces every Placement handler uses: the schema-error wording, JSON object bodies, and the
 //! provider a path names.
 
-use crate::domain::identity::ProviderUuid;
 use serde_json::{Map, Value};
 
 use super::error::PlacementError;
 use super::middleware::python_repr;
 use crate::db;
 use crate::db::placement::providers::ProviderRow;
+use crate::domain::identity::ProviderUuid;
 use crate::http::AppState;
 
 /// A body that breaks Placement's JSON schema: 400 `JSON does not validate: …`.

@@ -1,9 +1,9 @@
 //! Placement's error envelope and codes. Internal failures carry a generic detail; the cause
 //! is logged once here.
 
+use super::views::{AuthError, ErrorEntry, Errors};
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use serde_json::json;
 
 use crate::db::DbError;
 use crate::domain::error::ErrorKind;
@@ -51,22 +51,21 @@ impl PlacementError {
     /// placement reads `errors[0].detail`) find the message.
     pub fn to_response(&self) -> HttpResponse {
         let title = self.status.canonical_reason().unwrap_or("Error");
-        let mut body = json!({
-            "errors": [{
-                "status": self.status.as_u16(),
-                "title": title,
-                "detail": self.detail,
-                "code": self.code,
-                "request_id": crate::http::observe::current_request_id(),
-            }]
-        });
-        if matches!(self.status.as_u16(), 401 | 403) {
-            body["error"] = json!({
-                "code": self.status.as_u16(),
-                "title": title,
-                "message": self.detail,
-            });
-        }
+        let status = self.status.as_u16();
+        let body = Errors {
+            errors: [ErrorEntry {
+                status,
+                title,
+                detail: &self.detail,
+                code: self.code,
+                request_id: crate::http::observe::current_request_id(),
+            }],
+            error: matches!(status, 401 | 403).then_some(AuthError {
+                code: status,
+                title,
+                message: &self.detail,
+            }),
+        };
         HttpResponse::build(self.status).json(body)
     }
 }

@@ -1,17 +1,18 @@
 //! `/placement/resource_providers/{uuid}/inventories[/{class}]`: read, replace, add, update
 //! and delete inventory, generation-checked inside the writing transaction.
 
-use crate::domain::identity::ProviderUuid;
 use actix_web::http::header::LOCATION;
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
+use super::views::{Inventories, InventoryRecord, OneInventory};
 use crate::db;
 use crate::db::placement::inventories::{InventoryError, InventoryRow};
 use crate::db::placement::providers::ProviderRow;
+use crate::domain::identity::ProviderUuid;
 use crate::http::AppState;
 
 const MAX_INT: i64 = 2_147_483_647;
@@ -140,13 +141,6 @@ fn generation_of(object: &Map<String, Value>) -> Result<i64, PlacementError> {
         .ok_or_else(|| invalid(format!("{} is not of type 'integer'", python_repr(value))))
 }
 
-fn record_json(row: &InventoryRow) -> Value {
-    json!({
-        "total": row.total, "reserved": row.reserved, "min_unit": row.min_unit, "max_unit": row.max_unit,
-        "step_size": row.step_size, "allocation_ratio": row.allocation_ratio,
-    })
-}
-
 /// Placement's words for an inventory that allocations use.
 pub(super) fn in_use_text(class: &str, provider: ProviderUuid) -> String {
     format!("Inventory for '{class}' on resource provider '{provider}' in use.")
@@ -175,7 +169,11 @@ fn inventory_error(error: InventoryError, provider: ProviderUuid, verb: &str) ->
     }
 }
 
-async fn all_json(state: &AppState, provider: &ProviderRow) -> Result<Value, PlacementError> {
+/// The provider's inventories and generation as they are now.
+async fn inventories_now(
+    state: &AppState,
+    provider: &ProviderRow,
+) -> Result<Inventories, PlacementError> {
     let (id, uuid) = (provider.id, provider.uuid);
     let (rows, current) = db::run(&state.pool, move |conn| {
         Ok((
@@ -184,14 +182,8 @@ async fn all_json(state: &AppState, provider: &ProviderRow) -> Result<Value, Pla
         ))
     })
     .await?;
-    let inventories: Map<String, Value> = rows
-        .iter()
-        .map(|row| (row.resource_class.clone(), record_json(row)))
-        .collect();
-    Ok(json!({
-        "resource_provider_generation": current.map_or(provider.generation, |current| current.generation),
-        "inventories": inventories,
-    }))
+    let generation = current.map_or(provider.generation, |current| current.generation);
+    Ok(Inventories::of(generation, &rows))
 }
 
 /// Shows every inventory record of a provider.
@@ -200,7 +192,7 @@ pub async fn list_inventories(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     let provider = path_provider(&state, &path).await?;
-    Ok(HttpResponse::Ok().json(all_json(&state, &provider).await?))
+    Ok(HttpResponse::Ok().json(inventories_now(&state, &provider).await?))
 }
 
 /// Reads a `PUT …/inventories` body: the generation and every record.
@@ -272,14 +264,7 @@ pub async fn put_inventories(
     let new_generation = written
         .map_err(|error| inventory_error(error, provider, "update"))?
         .ok_or_else(not_found)?;
-    let inventories: Map<String, Value> = rows
-        .iter()
-        .map(|row| (row.resource_class.clone(), record_json(row)))
-        .collect();
-    Ok(HttpResponse::Ok().json(json!({
-        "resource_provider_generation": new_generation,
-        "inventories": inventories,
-    })))
+    Ok(HttpResponse::Ok().json(Inventories::of(new_generation, &rows)))
 }
 
 /// Adds one class's inventory: 201 with its location; 409 when the class already has one.
@@ -324,15 +309,12 @@ pub async fn create_inventory(
             provider.uuid
         )));
     }
-    let mut body = record_json(&row);
-    if let (Some(object), Some(current)) = (
-        body.as_object_mut(),
-        all_json(&state, &provider)
+    let body = OneInventory {
+        record: InventoryRecord::from(&row),
+        resource_provider_generation: inventories_now(&state, &provider)
             .await?
-            .get("resource_provider_generation"),
-    ) {
-        object.insert("resource_provider_generation".to_owned(), current.clone());
-    }
+            .resource_provider_generation,
+    };
     // The middleware makes it absolute, as webob does.
     let location = format!(
         "/placement/resource_providers/{}/inventories/{class}",
@@ -350,18 +332,12 @@ pub async fn show_inventory(
 ) -> Result<HttpResponse, PlacementError> {
     let (uuid, class) = path.into_inner();
     let provider = path_provider(&state, &uuid).await?;
-    let all = all_json(&state, &provider).await?;
-    match all["inventories"].get(&class) {
-        Some(record) => {
-            let mut body = record.clone();
-            if let Some(object) = body.as_object_mut() {
-                object.insert(
-                    "resource_provider_generation".to_owned(),
-                    all["resource_provider_generation"].clone(),
-                );
-            }
-            Ok(HttpResponse::Ok().json(body))
-        }
+    let mut all = inventories_now(&state, &provider).await?;
+    match all.inventories.remove(&class) {
+        Some(record) => Ok(HttpResponse::Ok().json(OneInventory {
+            record,
+            resource_provider_generation: all.resource_provider_generation,
+        })),
         None => Err(PlacementError::not_found(format!(
             "No inventory of class {class} for {}",
             provider.uuid
@@ -406,15 +382,11 @@ pub async fn put_inventory(
             provider.uuid
         )));
     }
-    let all = all_json(&state, &provider).await?;
-    let mut body = record_json(&row);
-    if let Some(object) = body.as_object_mut() {
-        object.insert(
-            "resource_provider_generation".to_owned(),
-            all["resource_provider_generation"].clone(),
-        );
-    }
-    Ok(HttpResponse::Ok().json(body))
+    let all = inventories_now(&state, &provider).await?;
+    Ok(HttpResponse::Ok().json(OneInventory {
+        record: InventoryRecord::from(&row),
+        resource_provider_generation: all.resource_provider_generation,
+    }))
 }
 
 /// Deletes one class's inventory (409 while allocations use it).

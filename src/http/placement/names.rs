@@ -2,10 +2,10 @@
 //! `CUSTOM_*` ones, with Placement's microversion gates (resource classes 1.2, PUT 1.7,
 //! traits 1.6) and answers.
 
+use super::views::{ResourceClass, ResourceClasses, Traits};
 use actix_web::http::header::LOCATION;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
-use serde_json::json;
 
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
@@ -29,10 +29,6 @@ fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
 
 /// Where Placement is mounted: links and locations carry it, as upstream's do.
 const PREFIX: &str = "/placement";
-
-fn class_json(name: &str) -> serde_json::Value {
-    json!({"name": name, "links": [{"rel": "self", "href": format!("{PREFIX}/resource_classes/{name}")}]})
-}
 
 /// Validates a `{"name": "CUSTOM_…"}` body as Placement's JSON schema does; returns the name.
 fn custom_name_body(body: &[u8]) -> Result<String, PlacementError> {
@@ -74,11 +70,12 @@ pub async fn list_resource_classes(
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 2)?;
     let classes = db::run(&state.pool, db::placement::names::list_resource_classes).await?;
-    let body: Vec<_> = classes
-        .iter()
-        .map(|class| class_json(&class.name))
-        .collect();
-    Ok(HttpResponse::Ok().json(json!({ "resource_classes": body })))
+    Ok(HttpResponse::Ok().json(ResourceClasses {
+        resource_classes: classes
+            .iter()
+            .map(|class| ResourceClass::named(&class.name))
+            .collect(),
+    }))
 }
 
 /// Body of `POST /resource_classes`.
@@ -128,7 +125,7 @@ pub async fn show_resource_class(
     require(&request, 2)?;
     let name = path.into_inner();
     match find_name(&state, &name, db::placement::names::find_resource_class).await? {
-        Some(class) => Ok(HttpResponse::Ok().json(class_json(&class.name))),
+        Some(class) => Ok(HttpResponse::Ok().json(ResourceClass::named(&class.name))),
         None => Err(PlacementError::not_found(format!(
             "No such resource class {name}."
         ))),
@@ -196,7 +193,7 @@ async fn rename_resource_class(
     })
     .await;
     match renamed {
-        Ok(Some(())) => Ok(HttpResponse::Ok().json(class_json(&new_name))),
+        Ok(Some(())) => Ok(HttpResponse::Ok().json(ResourceClass::named(&new_name))),
         Ok(None) => Err(PlacementError::not_found(format!(
             "No such resource class {name}."
         ))),
@@ -316,7 +313,7 @@ pub async fn list_traits(
         db::placement::names::list_traits(conn, prefix.as_deref(), names.as_deref(), associated)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(json!({ "traits": traits })))
+    Ok(HttpResponse::Ok().json(Traits { traits: &traits }))
 }
 
 /// 204 when the trait exists (1.6+).

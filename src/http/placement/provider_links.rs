@@ -2,17 +2,17 @@
 //! from 1.19): read and replace a provider's traits and aggregates.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
-
-use crate::domain::identity::ProviderUuid;
 
 use super::common::{invalid, parse_object, path_provider};
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
+use super::views::{ProviderAggregates, ProviderTraits};
 use crate::db;
 use crate::db::placement::provider_links::{LinkWrite, provider_aggregates, provider_traits};
 use crate::db::placement::providers::ProviderRow;
+use crate::domain::identity::ProviderUuid;
 use crate::http::AppState;
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
@@ -77,8 +77,10 @@ pub async fn list_traits(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     let (provider, traits) = provider_with(&request, &state, &path, 6, provider_traits).await?;
-    Ok(HttpResponse::Ok()
-        .json(json!({"resource_provider_generation": provider.generation, "traits": traits})))
+    Ok(HttpResponse::Ok().json(ProviderTraits {
+        resource_provider_generation: provider.generation,
+        traits: &traits,
+    }))
 }
 
 /// Replaces a provider's traits (generation-checked), checked in Placement's order: body,
@@ -117,8 +119,10 @@ pub async fn put_traits(
     let mut sorted = names;
     sorted.sort();
     sorted.dedup();
-    Ok(HttpResponse::Ok()
-        .json(json!({"resource_provider_generation": new_generation, "traits": sorted})))
+    Ok(HttpResponse::Ok().json(ProviderTraits {
+        resource_provider_generation: new_generation,
+        traits: &sorted,
+    }))
 }
 
 fn no_such_provider(uuid: &str) -> PlacementError {
@@ -158,11 +162,14 @@ pub async fn delete_traits(
     Ok(HttpResponse::NoContent().finish())
 }
 
-fn aggregates_body(aggregates: &[Uuid], generation: i64, with_generation: bool) -> Value {
-    if with_generation {
-        json!({"aggregates": aggregates, "resource_provider_generation": generation})
-    } else {
-        json!({"aggregates": aggregates})
+fn aggregates_body(
+    aggregates: &[Uuid],
+    generation: i64,
+    with_generation: bool,
+) -> ProviderAggregates<'_> {
+    ProviderAggregates {
+        aggregates,
+        resource_provider_generation: with_generation.then_some(generation),
     }
 }
 

@@ -3,56 +3,21 @@
 
 use actix_web::http::header::LOCATION;
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
-
-use crate::domain::identity::ProviderUuid;
 
 use super::common::invalid;
 use super::error::PlacementError;
 use super::middleware::{python_repr, require_json, version_of};
+use super::views::{Provider, Providers};
 use crate::db;
 use crate::db::placement::providers::{ProviderError, ProviderFilter, ProviderRow};
+use crate::domain::identity::ProviderUuid;
 use crate::domain::placement::Microversion;
 use crate::domain::placement_filter::ProviderRules;
 use crate::http::AppState;
 
 const PREFIX: &str = "/placement";
-
-/// Renders a provider as Placement does at `version`.
-pub fn provider_json(provider: &ProviderRow, version: Microversion) -> Value {
-    let base = format!("{PREFIX}/resource_providers/{}", provider.uuid);
-    let mut links = vec![
-        json!({"rel": "self", "href": base}),
-        json!({"rel": "inventories", "href": format!("{base}/inventories")}),
-        json!({"rel": "usages", "href": format!("{base}/usages")}),
-    ];
-    if version.at_least(1, 1) {
-        links.push(json!({"rel": "aggregates", "href": format!("{base}/aggregates")}));
-    }
-    if version.at_least(1, 6) {
-        links.push(json!({"rel": "traits", "href": format!("{base}/traits")}));
-    }
-    if version.at_least(1, 11) {
-        links.push(json!({"rel": "allocations", "href": format!("{base}/allocations")}));
-    }
-    let mut body = json!({
-        "uuid": provider.uuid,
-        "name": provider.name,
-        "generation": provider.generation,
-        "links": links,
-    });
-    if version.at_least(1, 14)
-        && let Some(object) = body.as_object_mut()
-    {
-        object.insert("root_provider_uuid".to_owned(), json!(provider.root_uuid));
-        object.insert(
-            "parent_provider_uuid".to_owned(),
-            json!(provider.parent_uuid),
-        );
-    }
-    body
-}
 
 /// A provider body, validated as Placement's schema for `version` does.
 struct ProviderBody {
@@ -190,11 +155,12 @@ pub async fn list_providers(
         Ok(admitted(providers, &rules, &snapshot))
     })
     .await??;
-    let body: Vec<Value> = listed
-        .iter()
-        .map(|provider| provider_json(provider, version))
-        .collect();
-    Ok(HttpResponse::Ok().json(json!({ "resource_providers": body })))
+    Ok(HttpResponse::Ok().json(Providers {
+        resource_providers: listed
+            .iter()
+            .map(|provider| Provider::at(provider, version))
+            .collect(),
+    }))
 }
 
 /// Reads the query of `GET /resource_providers` for `version`: the filter the database
@@ -307,7 +273,7 @@ pub async fn create_provider(
     if version.at_least(1, 20) {
         Ok(HttpResponse::Ok()
             .insert_header(location)
-            .json(provider_json(&created, version)))
+            .json(Provider::at(&created, version)))
     } else {
         Ok(HttpResponse::Created().insert_header(location).finish())
     }
@@ -332,7 +298,7 @@ pub async fn show_provider(
     })
     .await?
     {
-        Some(provider) => Ok(HttpResponse::Ok().json(provider_json(&provider, version))),
+        Some(provider) => Ok(HttpResponse::Ok().json(Provider::at(&provider, version))),
         None => Err(PlacementError::not_found(format!(
             "No resource provider with uuid {uuid} found"
         ))),
@@ -357,7 +323,7 @@ pub async fn update_provider(
     })
     .await
     .map_err(|error| provider_error(error, "update", &parsed.name, uuid))?;
-    Ok(HttpResponse::Ok().json(provider_json(&updated, version)))
+    Ok(HttpResponse::Ok().json(Provider::at(&updated, version)))
 }
 
 /// Deletes a provider that has neither allocations nor children.

@@ -198,8 +198,11 @@ fn listen(
     std::thread::spawn(move || {
         let mut listener = None;
         let mut backoff = LISTEN_POLL;
-        // Set when a listening connection was lost: notifications sent meanwhile are gone.
-        let mut lost = false;
+        // Set until the first listening connection is up (the streams that started the hub
+        // read before it listened), and again when one was lost: notifications sent meanwhile
+        // are gone, so every stream reads everything once when it listens (again).
+        let mut lost = true;
+        let mut first = true;
         while let Some(sender) = hub.upgrade() {
             drop(sender);
             std::thread::sleep(backoff);
@@ -210,12 +213,17 @@ fn listen(
                         if std::mem::take(&mut lost)
                             && let Some(sender) = hub.upgrade()
                         {
-                            // Listening again (a new primary, a restarted server): every
+                            // Listening (again: a new primary, a restarted server): every
                             // stream reads everything once, for what it missed.
-                            log::info!("event listener reconnected: streams resync");
+                            let reason = if std::mem::take(&mut first) {
+                                "the event listener started after the stream"
+                            } else {
+                                log::info!("event listener reconnected: streams resync");
+                                "the database connection was restored"
+                            };
                             let _ = sender.send(Event::local(
                                 "resync",
-                                serde_json::json!({"reason": "the database connection was restored"}),
+                                serde_json::json!({ "reason": reason }),
                             ));
                         }
                         listener.insert(opened)

@@ -166,3 +166,27 @@ fn stream_flood(address: &str) {
         client.join().unwrap();
     }
 }
+
+/// The first stream of a process starts its event listener; whatever was written before the
+/// listener was up never reaches it as a notification (a page that read the ring before the
+/// first claims committed kept showing no owner). Once listening, every stream is told to read
+/// everything once: a `resync` event.
+#[test]
+fn the_first_stream_is_told_to_read_everything_once_the_listener_is_up() {
+    let db = TestDb::new();
+    let (_serve, address) = start_serve(db.url(), &["--hosts", "cmp-1"], "info");
+    let mut stream = open_stream(&address);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut seen = Vec::new();
+    let mut buffer = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("event: resync") {
+        assert!(
+            Instant::now() < deadline,
+            "no resync event: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        let read = stream.read(&mut buffer).unwrap();
+        assert!(read > 0, "the stream ended before a resync event");
+        seen.extend_from_slice(&buffer[..read]);
+    }
+}

@@ -44,7 +44,6 @@ pub use tracker::{
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::node_source::NodeSource;
 use super::registry::Registry;
@@ -52,6 +51,7 @@ use crate::db::presence::Presence;
 use crate::db::{DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
+use crate::domain::identity::InstanceUuid;
 use crate::domain::node::{ComputeNode, HostName};
 use crate::domain::ring::stable_hash;
 
@@ -65,7 +65,7 @@ pub enum HostError {
     #[error("host {host} does not own node {node}")]
     NotOwner { host: HostName, node: String },
     #[error("the build of instance {0} was ended meanwhile (failed, timed out or deleted)")]
-    BuildEnded(Uuid),
+    BuildEnded(InstanceUuid),
     #[error("ironic: {0}")]
     Ironic(String),
     #[error(transparent)]
@@ -108,7 +108,7 @@ pub struct ComputeHost {
     seen_changes: Option<i64>,
     /// Builds of this host whose end could not be written (the database went away): settled
     /// as soon as it answers again (`SettleBuilds`), not at the build timeout.
-    unsettled: std::collections::BTreeMap<Uuid, String>,
+    unsettled: std::collections::BTreeMap<InstanceUuid, String>,
 }
 
 impl ComputeHost {

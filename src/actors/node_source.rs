@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::ironic::{Carries, CheckListing, Deploy, Destroy, Ironic, SetPower};
 pub use crate::domain::compute::deploy::ServerDeploy;
 use crate::domain::compute::server::PowerAction;
+use crate::domain::identity::InstanceUuid;
 use crate::domain::mirror::ListedNode;
 pub use ironic_driver::{IronicDriver, IronicSettings, ListingStatus};
 
@@ -33,7 +34,7 @@ pub enum NodeSource {
 #[derive(Debug, Clone)]
 pub struct DeployRequest {
     pub node: Uuid,
-    pub instance: Uuid,
+    pub instance: InstanceUuid,
     pub display_name: String,
     pub root_gb: i32,
     /// What a server of the Compute API adds, as Nova's driver's patcher sends it.
@@ -88,13 +89,16 @@ impl NodeSource {
     /// Says whether Ironic has node `node` and it carries instance `instance` (a node gone, or
     /// torn down already, or carrying another instance: nothing of this instance to tear
     /// down).
-    pub async fn carries(&self, node: Uuid, instance: Uuid) -> Result<bool, SourceError> {
+    pub async fn carries(&self, node: Uuid, instance: InstanceUuid) -> Result<bool, SourceError> {
         match self {
             NodeSource::Simulated(ironic) => ironic
-                .send(Carries { node, instance })
+                .send(Carries {
+                    node,
+                    instance: instance.uuid(),
+                })
                 .await?
                 .map_err(|error| SourceError::Failed(error.to_string())),
-            NodeSource::Ironic(driver) => driver.carries(node, instance).await,
+            NodeSource::Ironic(driver) => driver.carries(node, instance.uuid()).await,
         }
     }
 
@@ -138,7 +142,7 @@ impl NodeSource {
                 ironic
                     .send(Deploy {
                         node: request.node,
-                        instance: request.instance,
+                        instance: request.instance.uuid(),
                     })
                     .await?
                     .map_err(|error| SourceError::Failed(error.to_string()))?;
@@ -152,7 +156,7 @@ impl NodeSource {
     pub async fn power(
         &self,
         node: Uuid,
-        instance: Uuid,
+        instance: InstanceUuid,
         action: PowerAction,
         fence: &Fence,
     ) -> Result<(), SourceError> {
@@ -160,12 +164,12 @@ impl NodeSource {
             NodeSource::Simulated(ironic) => ironic
                 .send(SetPower {
                     node,
-                    instance,
+                    instance: instance.uuid(),
                     on: action != PowerAction::Stop,
                 })
                 .await?
                 .map_err(|error| SourceError::Failed(error.to_string())),
-            NodeSource::Ironic(driver) => driver.power(node, instance, action, fence).await,
+            NodeSource::Ironic(driver) => driver.power(node, instance.uuid(), action, fence).await,
         }
     }
 
@@ -174,7 +178,7 @@ impl NodeSource {
     pub async fn destroy(
         &self,
         node: Uuid,
-        instance: Uuid,
+        instance: InstanceUuid,
         fence: &Fence,
     ) -> Result<Option<ListedNode>, SourceError> {
         match self {
@@ -185,7 +189,9 @@ impl NodeSource {
                     .map_err(|error| SourceError::Failed(error.to_string()))?;
                 Ok(None)
             }
-            NodeSource::Ironic(driver) => driver.destroy(node, instance, fence).await.map(Some),
+            NodeSource::Ironic(driver) => {
+                driver.destroy(node, instance.uuid(), fence).await.map(Some)
+            }
         }
     }
 }

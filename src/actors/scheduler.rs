@@ -24,7 +24,7 @@ use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
 use crate::domain::host::{Host, HostState};
-use crate::domain::identity::{ConsumerUuid, ProviderUuid};
+use crate::domain::identity::{ConsumerUuid, InstanceUuid, ProviderUuid};
 use crate::domain::instance::Instance;
 use crate::domain::node::custom_resource_class;
 use crate::domain::rebalance::HostJudge;
@@ -49,7 +49,7 @@ pub enum BootError {
     /// A boot with this uuid exists already (a retry, or another request with the same uuid
     /// that got there first): the caller answers it.
     #[error("instance {0} exists already")]
-    Exists(Uuid),
+    Exists(InstanceUuid),
 }
 
 impl BootError {
@@ -113,7 +113,7 @@ impl Scheduler {
 const HANDED_OVER_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Waits until instance `instance` is no longer building (or gone), for at most `wait`.
-async fn wait_for_build(pool: &Pool, instance: Uuid, wait: std::time::Duration) {
+async fn wait_for_build(pool: &Pool, instance: InstanceUuid, wait: std::time::Duration) {
     let deadline = std::time::Instant::now() + wait;
     while std::time::Instant::now() < deadline {
         let state = db::run(pool, move |conn| {
@@ -138,7 +138,7 @@ impl Actor for Scheduler {
 pub struct Boot {
     /// The instance's uuid: the client's (a retry with it finds the same instance), or a new
     /// one when `None`.
-    pub uuid: Option<Uuid>,
+    pub uuid: Option<InstanceUuid>,
     pub name: String,
     pub resource_class: String,
     pub project: String,
@@ -190,7 +190,7 @@ async fn boot(
     message: Boot,
 ) -> Result<Instance, BootError> {
     let build_wait = settings.instance_build_timeout;
-    let instance = message.uuid.unwrap_or_else(Uuid::new_v4);
+    let instance = message.uuid.unwrap_or_else(|| InstanceUuid(Uuid::new_v4()));
     let local_hosts = hosts.names();
     let request = message.clone();
     let claim_clock = clock.clone();
@@ -259,7 +259,7 @@ async fn build(
     hosts: &HostDirectory,
     build_wait: std::time::Duration,
     message: &Boot,
-    instance: Uuid,
+    instance: InstanceUuid,
     placed: Placed,
 ) -> Result<(), BootError> {
     let Placed {
@@ -325,7 +325,7 @@ pub fn schedulable_hosts(hosts: Vec<Host>, judge: &HostJudge, now: DateTime<Utc>
 fn claim_node(
     conn: &mut db::Connection,
     boot: &Boot,
-    instance: Uuid,
+    instance: InstanceUuid,
     local_hosts: &[String],
     (judge, settings): (HostJudge, &HostSettings),
     clock: &SharedClock,
@@ -391,7 +391,7 @@ fn claim_node(
 /// One attempt of `claim_node`, inside its transaction.
 struct ClaimAttempt<'a> {
     boot: &'a Boot,
-    instance: Uuid,
+    instance: InstanceUuid,
     request: &'a NodeRequest<'a>,
     placement_class: &'a str,
     /// Providers earlier attempts lost to concurrent boots.
@@ -415,7 +415,7 @@ impl ClaimAttempt<'_> {
             return Err(ClaimFailure::NoneFree);
         };
         let write = ConsumerAllocations {
-            consumer: ConsumerUuid(self.instance),
+            consumer: ConsumerUuid::from(self.instance),
             project: self.boot.project.clone(),
             user: self.boot.user.clone(),
             expected_generation: crate::domain::placement::GenerationCheck::MustBeNew,
@@ -525,7 +525,7 @@ enum ClaimFailure {
 #[derive(Debug, thiserror::Error)]
 enum ClaimError {
     #[error("instance {0} exists already")]
-    Exists(Uuid),
+    Exists(InstanceUuid),
     #[error(transparent)]
     Db(#[from] DbError),
 }

@@ -14,13 +14,13 @@ use uuid::Uuid;
 use super::DbError;
 use super::instances::{BuildOutcome, FreeNode};
 use super::placement::allocations::{AllocationError, ConsumerAllocations};
-use crate::domain::identity::{ConsumerUuid, HostName};
+use crate::domain::identity::{ConsumerUuid, HostName, InstanceUuid};
 use crate::domain::placement::GenerationCheck;
 
 /// A build as first scheduled: its alternates, best first, and how many attempts it may make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildPlan {
-    pub instance: Uuid,
+    pub instance: InstanceUuid,
     /// Ironic node uuids.
     pub alternates: Vec<Uuid>,
     pub max_attempts: i32,
@@ -98,7 +98,7 @@ struct Attempts {
 /// all is activated instead.
 pub fn retry_or_settle(
     conn: &mut PgConnection,
-    instance: Uuid,
+    instance: InstanceUuid,
     reason: &str,
     host: &HostName,
     now: DateTime<Utc>,
@@ -187,7 +187,7 @@ struct Failed<'a> {
 /// reasons in its details), nothing claimed.
 fn settle_tried(
     conn: &mut PgConnection,
-    instance: Uuid,
+    instance: InstanceUuid,
     failed: &Failed<'_>,
     host: &HostName,
     now: DateTime<Utc>,
@@ -213,7 +213,7 @@ fn settle_tried(
 
 fn settle(
     conn: &mut PgConnection,
-    instance: Uuid,
+    instance: InstanceUuid,
     reason: &str,
     host: &HostName,
     now: DateTime<Utc>,
@@ -224,7 +224,7 @@ fn settle(
 }
 
 /// Says whether Ironic shows `instance` deployed on `node`.
-fn deployed(conn: &mut PgConnection, node: &str, instance: Uuid) -> Result<bool, DbError> {
+fn deployed(conn: &mut PgConnection, node: &str, instance: InstanceUuid) -> Result<bool, DbError> {
     Ok(super::cached::query(
         "SELECT uuid FROM ironic_nodes
           WHERE uuid::text = $1 AND provision_state = 'active' AND instance_uuid = $2",
@@ -240,7 +240,7 @@ fn deployed(conn: &mut PgConnection, node: &str, instance: Uuid) -> Result<bool,
 /// there by the one allocation writer, in a savepoint (a refused claim writes nothing).
 fn claim_alternate(
     conn: &mut PgConnection,
-    instance: Uuid,
+    instance: InstanceUuid,
     alternate: Uuid,
     attempts: &Attempts,
     (project, user): (&str, &str),
@@ -271,7 +271,7 @@ fn claim_alternate(
             return Ok(None);
         };
         let write = ConsumerAllocations {
-            consumer: ConsumerUuid(instance),
+            consumer: ConsumerUuid::from(instance),
             project: project.to_owned(),
             user: user.to_owned(),
             expected_generation: GenerationCheck::Skip,
@@ -301,7 +301,7 @@ fn claim_alternate(
 /// host and node, a fault for the failed attempt, a boot request for the new host.
 fn move_build(
     conn: &mut PgConnection,
-    instance: Uuid,
+    instance: InstanceUuid,
     next: &FreeNode,
     failure: &str,
     now: DateTime<Utc>,

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::schema::instances;
-use crate::domain::identity::{ComputeNodeId, ConsumerUuid, HostName, OwnerEpoch};
+use crate::domain::identity::{ComputeNodeId, ConsumerUuid, HostName, InstanceUuid, OwnerEpoch};
 use crate::domain::instance::{Instance, VmState};
 
 pub use super::free_nodes::{FreeNode, NodeRequest, free_nodes, pick_free_node};
@@ -28,7 +28,7 @@ struct InstanceRow {
 impl From<InstanceRow> for Instance {
     fn from(row: InstanceRow) -> Self {
         Instance {
-            uuid: row.uuid,
+            uuid: InstanceUuid(row.uuid),
             name: row.display_name,
             host: row.host,
             node: row.node,
@@ -43,7 +43,7 @@ impl From<InstanceRow> for Instance {
 /// An instance to create.
 #[derive(Debug, Clone)]
 pub struct NewInstance {
-    pub uuid: Uuid,
+    pub uuid: InstanceUuid,
     pub name: String,
     pub project_id: String,
     pub user_id: String,
@@ -102,14 +102,14 @@ pub fn create_instance(
 /// Sets the vm and task state of live instance `uuid`.
 pub fn set_state(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     vm_state: VmState,
     task_state: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     let updated = diesel::update(
         instances::table
-            .filter(instances::uuid.eq(uuid))
+            .filter(instances::uuid.eq(uuid.uuid()))
             .filter(instances::deleted.eq(0)),
     )
     .set((
@@ -127,7 +127,7 @@ pub fn set_state(
 /// Records a fault on instance `uuid`.
 pub fn add_fault(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     message: &str,
     host: &HostName,
     now: DateTime<Utc>,
@@ -139,7 +139,7 @@ pub fn add_fault(
 /// characters), as Nova keeps a fault.
 pub fn add_fault_detailed(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     (message, details): (&str, Option<&str>),
     host: &HostName,
     now: DateTime<Utc>,
@@ -161,7 +161,7 @@ pub fn add_fault_detailed(
 /// faults, block device mappings); its actions stay until it is archived.
 pub fn soft_delete_instance(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     // A boot still waiting to be taken by another process has nothing left to build.
@@ -260,9 +260,9 @@ pub fn count_instances(conn: &mut PgConnection, filter: &InstanceFilter) -> Resu
 }
 
 /// Returns live instance `uuid`.
-pub fn get_instance(conn: &mut PgConnection, uuid: Uuid) -> Result<Instance, DbError> {
+pub fn get_instance(conn: &mut PgConnection, uuid: InstanceUuid) -> Result<Instance, DbError> {
     instances::table
-        .filter(instances::uuid.eq(uuid))
+        .filter(instances::uuid.eq(uuid.uuid()))
         .filter(instances::deleted.eq(0))
         .select(InstanceRow::as_select())
         .first(conn)
@@ -273,9 +273,12 @@ pub fn get_instance(conn: &mut PgConnection, uuid: Uuid) -> Result<Instance, DbE
 
 /// Returns instance `uuid`, deleted or not (until it is archived), with its latest fault when
 /// it is in error; `None` when there is none.
-pub fn find_any_instance(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<Instance>, DbError> {
+pub fn find_any_instance(
+    conn: &mut PgConnection,
+    uuid: InstanceUuid,
+) -> Result<Option<Instance>, DbError> {
     let found = instances::table
-        .filter(instances::uuid.eq(uuid))
+        .filter(instances::uuid.eq(uuid.uuid()))
         .select(InstanceRow::as_select())
         .first(conn)
         .optional()?
@@ -292,8 +295,8 @@ pub fn find_any_instance(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<I
 /// Holds, until the end of the transaction, the boot of instance `uuid` (a lock on the uuid's
 /// number, so that boots retried with one uuid are made one after the other); says whether an
 /// instance of that uuid exists (deleted or not), as of after the lock.
-pub fn hold_boot(conn: &mut PgConnection, uuid: Uuid) -> Result<bool, DbError> {
-    let key = i64::from_be_bytes(uuid.as_bytes()[..8].try_into().unwrap_or([0; 8]));
+pub fn hold_boot(conn: &mut PgConnection, uuid: InstanceUuid) -> Result<bool, DbError> {
+    let key = i64::from_be_bytes(uuid.uuid().as_bytes()[..8].try_into().unwrap_or([0; 8]));
     diesel::sql_query("SELECT pg_advisory_xact_lock($1)")
         .bind::<diesel::sql_types::BigInt, _>(key)
         .execute(conn)?;
@@ -307,7 +310,7 @@ pub fn hold_boot(conn: &mut PgConnection, uuid: Uuid) -> Result<bool, DbError> {
 /// (failed, timed out or deleted), and the caller must undo its deploy.
 pub fn activate_build(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     now: DateTime<Utc>,
 ) -> Result<bool, DbError> {
     let updated = diesel::sql_query(
@@ -330,7 +333,7 @@ pub fn activate_build(
 
 /// Locks instance `uuid` for the rest of the transaction if it is still building; `false`
 /// when it is not (its build was settled), and the caller must not go on with it.
-pub fn lock_building(conn: &mut PgConnection, uuid: Uuid) -> Result<bool, DbError> {
+pub fn lock_building(conn: &mut PgConnection, uuid: InstanceUuid) -> Result<bool, DbError> {
     let locked = diesel::sql_query(
         "SELECT id FROM instances WHERE uuid = $1 AND deleted = 0 AND vm_state = $2 FOR UPDATE",
     )
@@ -360,7 +363,7 @@ pub enum BuildOutcome {
 /// deploy and a settle are ordered. Run it in a transaction.
 pub fn settle_build(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     reason: &str,
     host: &HostName,
     now: DateTime<Utc>,
@@ -371,7 +374,7 @@ pub fn settle_build(
 /// `settle_build` with the fault's details (every attempt of a build tried on several nodes).
 pub fn settle_build_detailed(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     (reason, details): (&str, Option<&str>),
     host: &HostName,
     now: DateTime<Utc>,
@@ -412,7 +415,7 @@ pub fn settle_build_detailed(
         return Ok(BuildOutcome::Activated);
     }
     add_fault_detailed(conn, uuid, (reason, details), host, now)?;
-    super::placement::allocations::delete_consumer(conn, ConsumerUuid(uuid))?;
+    super::placement::allocations::delete_consumer(conn, ConsumerUuid::from(uuid))?;
     super::pci::free_instance_devices(conn, uuid, now)?;
     set_state(conn, uuid, VmState::Error, None, now)?;
     Ok(BuildOutcome::Failed)
@@ -422,7 +425,7 @@ pub fn settle_build_detailed(
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct StaleBuild {
     #[diesel(sql_type = SqlUuid)]
-    pub instance: Uuid,
+    pub instance: InstanceUuid,
     /// Its node's compute node.
     #[diesel(sql_type = diesel::sql_types::BigInt)]
     pub compute_node_id: ComputeNodeId,
@@ -455,7 +458,10 @@ pub fn stale_builds(
 
 /// Returns the latest fault message of instance `uuid`, if any, with its details on the lines
 /// after it when it has some (a build tried on several nodes: each attempt's reason).
-pub fn latest_fault(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<String>, DbError> {
+pub fn latest_fault(
+    conn: &mut PgConnection,
+    uuid: InstanceUuid,
+) -> Result<Option<String>, DbError> {
     #[derive(QueryableByName)]
     struct Fault {
         #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
@@ -483,7 +489,7 @@ pub fn instance_on_node(conn: &mut PgConnection, node: &str) -> Result<Option<Uu
 }
 
 /// Forgets the build of `instance` (it ended: active, error or deleted).
-pub fn forget_build(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbError> {
+pub fn forget_build(conn: &mut PgConnection, instance: InstanceUuid) -> Result<(), DbError> {
     super::cached::query("DELETE FROM instance_builds WHERE instance_uuid = $1")
         .bind::<SqlUuid, _>(instance)
         .execute(conn)?;
@@ -491,7 +497,7 @@ pub fn forget_build(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbErr
 }
 
 /// Clears the failed builds of the node instance `instance` is on (its build succeeded).
-pub fn clear_failures_of(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbError> {
+pub fn clear_failures_of(conn: &mut PgConnection, instance: InstanceUuid) -> Result<(), DbError> {
     super::cached::query(
         "DELETE FROM node_build_failures
           WHERE node::text = (SELECT node FROM instances WHERE uuid = $1 AND deleted = 0)",

@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::instances::BuildOutcome;
-use crate::domain::identity::{HostName, ProviderUuid};
+use crate::domain::identity::{HostName, InstanceUuid, ProviderUuid};
 use crate::domain::instance::VmState;
 use crate::domain::node::{ComputeNode, ComputeNodeId, NodeInventory, OwnerEpoch};
 use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites, held_only};
@@ -75,7 +75,7 @@ struct OwnedRow {
     #[diesel(sql_type = Bool)]
     build_deployed: bool,
     #[diesel(sql_type = Nullable<SqlUuid>)]
-    instance_gone: Option<Uuid>,
+    instance_gone: Option<InstanceUuid>,
 }
 
 /// Returns the tracker change counter: it grows whenever anything a pass compares changes
@@ -243,14 +243,14 @@ pub fn finish_deployed_builds(
     conn: &mut PgConnection,
     nodes: &[String],
     now: DateTime<Utc>,
-) -> Result<Vec<Uuid>, DbError> {
+) -> Result<Vec<InstanceUuid>, DbError> {
     if nodes.is_empty() {
         return Ok(Vec::new());
     }
     #[derive(QueryableByName)]
     struct Finished {
         #[diesel(sql_type = SqlUuid)]
-        uuid: Uuid,
+        uuid: InstanceUuid,
     }
     let finished: Vec<Finished> = diesel::sql_query(
         "UPDATE instances i SET vm_state = $3, task_state = NULL, launched_at = $2,

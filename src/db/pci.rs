@@ -8,7 +8,7 @@ use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Timestamptz, Uui
 use uuid::Uuid;
 
 use super::DbError;
-use crate::domain::identity::ComputeNodeId;
+use crate::domain::identity::{ComputeNodeId, InstanceUuid};
 
 /// Vendor and product of the simulated devices (an Intel 82599 virtual function).
 const VENDOR: &str = "8086";
@@ -58,7 +58,7 @@ struct Address {
 pub fn claim_devices(
     conn: &mut PgConnection,
     compute_node_id: ComputeNodeId,
-    instance: Uuid,
+    instance: InstanceUuid,
     count: i32,
     now: DateTime<Utc>,
 ) -> Result<Vec<String>, DbError> {
@@ -89,7 +89,7 @@ pub fn update_device(
     compute_node_id: ComputeNodeId,
     address: &str,
     status: &str,
-    instance: Option<Uuid>,
+    instance: Option<InstanceUuid>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     let updated = diesel::sql_query(
@@ -141,7 +141,7 @@ pub fn stale_allocations(
 /// Frees every device allocated to `instance`, device by device by key. Returns how many.
 pub fn free_instance_devices(
     conn: &mut PgConnection,
-    instance: Uuid,
+    instance: InstanceUuid,
     now: DateTime<Utc>,
 ) -> Result<usize, DbError> {
     #[derive(QueryableByName)]

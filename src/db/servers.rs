@@ -8,15 +8,15 @@ use diesel::prelude::*;
 use diesel::sql_types::{
     Array, BigInt, Bool, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid,
 };
-use uuid::Uuid;
 
 use super::DbError;
 use crate::domain::compute::server::{ServerFilter, ServerRecord, ServerRequest};
+use crate::domain::identity::InstanceUuid;
 
 #[derive(QueryableByName)]
 struct ServerRow {
     #[diesel(sql_type = SqlUuid)]
-    uuid: Uuid,
+    uuid: InstanceUuid,
     #[diesel(sql_type = Nullable<Text>)]
     display_name: Option<String>,
     #[diesel(sql_type = Text)]
@@ -114,7 +114,10 @@ const SERVER_COLUMNS: &str = "i.uuid, i.display_name::text, i.project_id::text, 
                        ORDER BY id DESC LIMIT 1) f ON true";
 
 /// Returns live server `uuid`, or `None`.
-pub fn get_server(conn: &mut PgConnection, uuid: Uuid) -> Result<Option<ServerRecord>, DbError> {
+pub fn get_server(
+    conn: &mut PgConnection,
+    uuid: InstanceUuid,
+) -> Result<Option<ServerRecord>, DbError> {
     Ok(diesel::sql_query(format!(
         "SELECT {SERVER_COLUMNS} WHERE i.uuid = $1 AND i.deleted = 0"
     ))
@@ -193,7 +196,7 @@ pub const NO_VALID_HOST: &str = "No valid host was found. There are not enough h
 /// written in the same statement.
 pub fn create_unplaced(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     name: &str,
     project: &str,
     user: &str,
@@ -237,7 +240,7 @@ pub fn create_unplaced(
 /// Soft-deletes a server that holds no node and no claim (one that could not be placed).
 pub fn delete_unplaced(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     now: DateTime<Utc>,
 ) -> Result<bool, DbError> {
     let held = diesel::sql_query(
@@ -280,7 +283,7 @@ pub fn project_usage(conn: &mut PgConnection, project: &str) -> Result<(i64, i64
 /// `from` and no other action runs. `Err` carries Nova's reason to refuse (409).
 pub fn begin_power(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     action: crate::domain::compute::server::PowerAction,
     now: DateTime<Utc>,
 ) -> Result<Result<(), String>, DbError> {
@@ -326,7 +329,7 @@ pub fn begin_power(
 /// (`outcome`), its task_state cleared either way.
 pub fn end_power(
     conn: &mut PgConnection,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     outcome: Option<(&'static str, i32)>,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
@@ -345,16 +348,17 @@ pub fn end_power(
 }
 
 /// Each instance's project, image and flavor name.
-pub type Origins = std::collections::HashMap<Uuid, (String, Option<String>, Option<String>)>;
+pub type Origins =
+    std::collections::HashMap<InstanceUuid, (String, Option<String>, Option<String>)>;
 
 /// The project, image and flavor name of each of `instances` (the admin API's listing shows
 /// them): the flavor is the one a Compute API server was booted with; an admin-API instance
 /// has its resource class for one and no image.
-pub fn origins(conn: &mut PgConnection, instances: &[Uuid]) -> Result<Origins, DbError> {
+pub fn origins(conn: &mut PgConnection, instances: &[InstanceUuid]) -> Result<Origins, DbError> {
     #[derive(QueryableByName)]
     struct Origin {
         #[diesel(sql_type = SqlUuid)]
-        uuid: Uuid,
+        uuid: InstanceUuid,
         #[diesel(sql_type = Text)]
         project_id: String,
         #[diesel(sql_type = Nullable<Text>)]

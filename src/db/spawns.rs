@@ -4,10 +4,9 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Text, Uuid as SqlUuid};
-use uuid::Uuid;
 
 use super::DbError;
-use crate::domain::identity::HostName;
+use crate::domain::identity::{HostName, InstanceUuid};
 
 /// The channel a new request is announced on; the payload is the host that must take it.
 pub const SPAWN_CHANNEL: &str = "ringmaster_spawns";
@@ -16,7 +15,7 @@ pub const SPAWN_CHANNEL: &str = "ringmaster_spawns";
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct SpawnRequest {
     #[diesel(sql_type = SqlUuid)]
-    pub instance_uuid: Uuid,
+    pub instance_uuid: InstanceUuid,
     #[diesel(sql_type = Text)]
     pub host: String,
     #[diesel(sql_type = Text)]
@@ -52,7 +51,7 @@ pub fn take_spawns(conn: &mut PgConnection, host: &HostName) -> Result<Vec<Spawn
 }
 
 /// Drops the request of instance `instance`, if one waits (its build was settled).
-pub fn forget_spawn(conn: &mut PgConnection, instance: Uuid) -> Result<(), DbError> {
+pub fn forget_spawn(conn: &mut PgConnection, instance: InstanceUuid) -> Result<(), DbError> {
     diesel::sql_query("DELETE FROM spawn_requests WHERE instance_uuid = $1")
         .bind::<SqlUuid, _>(instance)
         .execute(conn)?;

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use uuid::Uuid;
+use super::identity::InstanceUuid;
 
 /// Nova's vm_state of an instance, of those ringmaster's instances go through. In SQL it is
 /// the text `as_str` gives, which the `db` layer binds: no statement spells a state.
@@ -70,7 +70,7 @@ impl serde::Serialize for VmState {
 /// One instance.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Instance {
-    pub uuid: Uuid,
+    pub uuid: InstanceUuid,
     pub name: Option<String>,
     pub host: Option<String>,
     /// The ironic node's uuid.

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 
 use uuid::Uuid;
 
+use super::identity::InstanceUuid;
 use super::node::{
     ComputeNode, ComputeNodeId, IronicNode, NodeInventory, OwnerEpoch, ProviderUuid, ProvisionState,
 };
@@ -31,7 +32,7 @@ pub struct OwnedNode {
     /// An instance `active` on the node that a real Ironic no longer shows there (torn down
     /// or re-associated behind ringmaster's back), not reported yet: it gets a fault once and
     /// keeps its claim, so its node is not re-used.
-    pub instance_gone: Option<Uuid>,
+    pub instance_gone: Option<InstanceUuid>,
 }
 
 impl OwnedNode {
@@ -58,7 +59,7 @@ pub struct PassChanges {
     /// Providers whose traits differ from their node's: (compute node, (provider, traits)).
     pub traits: Vec<(ComputeNodeId, (ProviderUuid, Vec<String>))>,
     /// Active instances Ironic no longer shows on their node: (compute node, instance).
-    pub gone: Vec<(ComputeNodeId, Uuid)>,
+    pub gone: Vec<(ComputeNodeId, InstanceUuid)>,
     /// Nodes found as they were.
     pub unchanged: usize,
 }
@@ -158,13 +159,13 @@ pub struct PassWrites {
     /// Changed nodes another host owns now: nothing of theirs was written.
     pub lost: Vec<String>,
     /// Builds Ironic finished, now active.
-    pub finished: Vec<Uuid>,
+    pub finished: Vec<InstanceUuid>,
     /// Stale builds ended in error.
-    pub failed: Vec<Uuid>,
+    pub failed: Vec<InstanceUuid>,
     /// Simulated nodes made available again.
     pub made_available: Vec<String>,
     /// Instances reported gone from their node.
-    pub gone: Vec<Uuid>,
+    pub gone: Vec<InstanceUuid>,
 }
 
 #[cfg(test)]
@@ -250,13 +251,16 @@ mod tests {
         let mut read = owned(&node, 0);
         read.provider_traits = vec![];
         read.build_deployed = true;
-        read.instance_gone = Some(Uuid::from_u128(5));
+        read.instance_gone = Some(InstanceUuid(Uuid::from_u128(5)));
         let mut changes = PassChanges::default();
         changes.add(read, node, 1);
         assert_eq!(changes.traits.len(), 1);
         assert_eq!(changes.devices, vec![(ComputeNodeId(3), ComputeNodeId(3))]);
         assert_eq!(changes.builds.len(), 1);
-        assert_eq!(changes.gone, vec![(ComputeNodeId(3), Uuid::from_u128(5))]);
+        assert_eq!(
+            changes.gone,
+            vec![(ComputeNodeId(3), InstanceUuid(Uuid::from_u128(5)))]
+        );
         assert_eq!(changes.nodes.len(), 1, "one node, however many changes");
     }
 

@@ -7,6 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::domain::identity::InstanceUuid;
+
 /// Body of `GET /healthz`.
 #[derive(Debug, Serialize)]
 pub struct HealthResponse {
@@ -295,7 +297,7 @@ pub struct BootRequest {
     /// The instance's uuid, chosen by the client so that a retry (after a 503, a timeout)
     /// finds the same instance instead of booking again; a new one when absent.
     #[serde(default)]
-    pub uuid: Option<Uuid>,
+    pub uuid: Option<InstanceUuid>,
     pub name: String,
     pub resource_class: String,
     /// PCI devices to claim on the node (default none).
@@ -306,7 +308,7 @@ pub struct BootRequest {
 /// One instance.
 #[derive(Debug, Serialize)]
 pub struct InstanceResponse {
-    pub uuid: Uuid,
+    pub uuid: InstanceUuid,
     pub name: Option<String>,
     pub host: Option<String>,
     pub node: Option<String>,

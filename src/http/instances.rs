@@ -1,7 +1,6 @@
 //! `/api/v1/instances`: boot onto a free node, list, delete.
 
 use actix_web::{HttpResponse, web};
-use uuid::Uuid;
 
 use super::AppState;
 use super::dto::{BootRequest, InstanceResponse, ListQuery};
@@ -11,6 +10,7 @@ use crate::actors::compute_host::DestroyInstance;
 use crate::actors::scheduler::{Boot, BootError};
 use crate::db;
 use crate::domain::error::ErrorKind;
+use crate::domain::identity::InstanceUuid;
 use crate::domain::instance::Instance;
 
 /// The project and user of instances booted from the admin API.
@@ -48,7 +48,7 @@ async fn with_origins(
     state: &AppState,
     instances: Vec<Instance>,
 ) -> Result<Vec<InstanceResponse>, ApiError> {
-    let uuids: Vec<Uuid> = instances.iter().map(|instance| instance.uuid).collect();
+    let uuids: Vec<InstanceUuid> = instances.iter().map(|instance| instance.uuid).collect();
     let mut origins = db::run(&state.pool, move |conn| db::servers::origins(conn, &uuids)).await?;
     Ok(instances
         .into_iter()
@@ -126,7 +126,7 @@ pub async fn create_instance(
 /// request asks for the same (a retry), 409 when not; `None` when there is no such instance.
 async fn existing(
     state: &AppState,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     body: &BootRequest,
 ) -> Result<Option<HttpResponse>, ApiError> {
     let found = db::run(&state.pool, move |conn| {
@@ -157,7 +157,7 @@ async fn existing(
 /// Returns instance `uuid` (deleted included, until archived): 404 when there is none.
 pub async fn get_instance(
     state: web::Data<AppState>,
-    path: web::Path<Uuid>,
+    path: web::Path<InstanceUuid>,
 ) -> Result<HttpResponse, ApiError> {
     let uuid = path.into_inner();
     let found = db::run(&state.pool, move |conn| {
@@ -191,7 +191,7 @@ pub async fn list_instances(
 /// Deletes an instance through its host (destroy, free the allocation, soft-delete).
 pub async fn delete_instance(
     state: web::Data<AppState>,
-    path: web::Path<Uuid>,
+    path: web::Path<InstanceUuid>,
 ) -> Result<HttpResponse, ApiError> {
     let uuid = path.into_inner();
     let instance = db::run(&state.pool, move |conn| {

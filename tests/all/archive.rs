@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use diesel::{PgConnection, RunQueryDsl};
 use ringmaster::db::archive::{ArchiveOptions, archive_deleted_rows, purge};
 use ringmaster::db::audit::check_invariants;
-use ringmaster::domain::identity::{ComputeNodeId, ConsumerUuid};
+use ringmaster::domain::identity::{ComputeNodeId, ConsumerUuid, InstanceUuid};
 use uuid::Uuid;
 
 use crate::helpers::TestDb;
@@ -71,8 +71,8 @@ fn services(conn: &mut PgConnection, count: usize, deleted: &[usize]) {
 }
 
 /// Inserts an instance with one row in every lifecycle table; returns its uuid.
-fn instance_family(conn: &mut PgConnection) -> Uuid {
-    let uuid = Uuid::new_v4();
+fn instance_family(conn: &mut PgConnection) -> InstanceUuid {
+    let uuid = InstanceUuid(Uuid::new_v4());
     exec(
         conn,
         &format!("INSERT INTO instances (uuid, project_id, user_id) VALUES ('{uuid}', 'p', 'u')"),
@@ -116,7 +116,7 @@ fn instance_family(conn: &mut PgConnection) -> Uuid {
 }
 
 /// Soft-deletes an instance as a delete does: it and its lifecycle rows, not its actions.
-fn delete_instance(conn: &mut PgConnection, uuid: Uuid) {
+fn delete_instance(conn: &mut PgConnection, uuid: InstanceUuid) {
     ringmaster::db::instances::soft_delete_instance(conn, uuid, Utc::now()).unwrap();
 }
 
@@ -415,7 +415,7 @@ async fn bug_1899541_the_hosts_late_free_succeeds_after_an_archive() {
     );
 
     // The delete lands, but the host has not freed the device yet (busy, or down).
-    let consumer = ConsumerUuid(instance.uuid);
+    let consumer = ConsumerUuid::from(instance.uuid);
     ringmaster::db::placement::allocations::delete_consumer(&mut conn, consumer).unwrap();
     ringmaster::db::instances::soft_delete_instance(&mut conn, instance.uuid, Utc::now()).unwrap();
     let request = ArchiveRequest {

@@ -6,6 +6,7 @@ use diesel::{Connection, PgConnection, RunQueryDsl};
 use ringmaster::actors::compute_host::{DestroyInstance, HostError};
 use ringmaster::actors::registry::MoveNodes;
 use ringmaster::db::compute_nodes::NodeMove;
+use ringmaster::domain::identity::InstanceUuid;
 use ringmaster::domain::instance::Instance;
 use ringmaster::domain::ring::MoveReason;
 
@@ -64,7 +65,7 @@ fn the_instance(d: &TestDeployment) -> Option<Instance> {
             .unwrap()
     };
     let uuid = uuids.first()?;
-    Some(ringmaster::db::instances::get_instance(&mut conn, *uuid).unwrap())
+    Some(ringmaster::db::instances::get_instance(&mut conn, InstanceUuid(*uuid)).unwrap())
 }
 
 /// Says whether a session of the test database waits on a row lock.

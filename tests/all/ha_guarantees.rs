@@ -11,7 +11,7 @@ use ringmaster::db::compute_nodes::NodeMove;
 use ringmaster::db::instances::NewInstance;
 use ringmaster::db::leases::LeaseToken;
 use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_allocations};
-use ringmaster::domain::identity::{ConsumerUuid, ProviderUuid};
+use ringmaster::domain::identity::{ConsumerUuid, InstanceUuid, ProviderUuid};
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
@@ -269,11 +269,11 @@ async fn boots_never_land_on_a_fenced_host() {
 pub(crate) fn leave_a_build(
     d: &TestDeployment,
     node: &ringmaster::db::node_views::NodeView,
-) -> Uuid {
-    let instance = Uuid::new_v4();
+) -> InstanceUuid {
+    let instance = InstanceUuid(Uuid::new_v4());
     let mut conn = d.db.conn();
     let write = ConsumerAllocations {
-        consumer: ConsumerUuid(instance),
+        consumer: ConsumerUuid::from(instance),
         project: "project".to_owned(),
         user: "user".to_owned(),
         expected_generation: ringmaster::domain::placement::GenerationCheck::MustBeNew,

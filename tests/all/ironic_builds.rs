@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use diesel::RunQueryDsl;
+use ringmaster::domain::identity::InstanceUuid;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -18,7 +19,7 @@ const HOSTS: [&str; 2] = ["cmp-1", "cmp-2"];
 const ORDERED: &str = "00000000-0000-4000-8000-";
 
 /// The messages of instance `uuid`'s faults, oldest first.
-fn faults(d: &TestDeployment, uuid: Uuid) -> Vec<String> {
+fn faults(d: &TestDeployment, uuid: InstanceUuid) -> Vec<String> {
     #[derive(diesel::QueryableByName)]
     struct Fault {
         #[diesel(sql_type = diesel::sql_types::Text)]
@@ -171,7 +172,7 @@ async fn a_new_node_first_then_the_failed_ones(
     assert!(
         d.allocations()
             .iter()
-            .all(|(consumer, _, _)| *consumer != failed.uuid),
+            .all(|(consumer, _, _)| *consumer != failed.uuid.uuid()),
         "nothing claimed"
     );
     let listed = nodes(address).await;

@@ -164,7 +164,7 @@ async fn a_host_fenced_from_its_node_sends_ironic_nothing_for_it() {
         .expect_err("fenced");
     assert!(matches!(refused, SourceError::Fenced(_)), "{refused:?}");
     let refused = driver
-        .destroy(request().node, request().instance, &fence(false))
+        .destroy(request().node, request().instance.uuid(), &fence(false))
         .await
         .expect_err("fenced");
     assert!(matches!(refused, SourceError::Fenced(_)), "{refused:?}");

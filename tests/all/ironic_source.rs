@@ -463,7 +463,7 @@ async fn nodes_deleted_and_added_in_ironic_lose_and_get_their_compute_nodes() {
     assert!(
         d.allocations()
             .iter()
-            .any(|(consumer, provider, _)| *consumer == instance.uuid && *provider == node),
+            .any(|(consumer, provider, _)| *consumer == instance.uuid.uuid() && *provider == node),
         "the claim is kept"
     );
     let fault = ringmaster::db::instances::latest_fault(&mut d.db.conn(), instance.uuid).unwrap();

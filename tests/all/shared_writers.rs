@@ -227,7 +227,10 @@ async fn a_report_and_an_orphan_delete_of_the_old_owner_write_nothing(
 }
 
 /// Consumers that are not left without allocations, and whether `consumer` is gone.
-fn consumers_without_allocations(d_conn: &mut diesel::PgConnection, consumer: Uuid) -> (i64, bool) {
+fn consumers_without_allocations(
+    d_conn: &mut diesel::PgConnection,
+    consumer: ConsumerUuid,
+) -> (i64, bool) {
     use diesel::RunQueryDsl;
     #[derive(diesel::QueryableByName)]
     struct Row {
@@ -277,7 +280,7 @@ async fn every_caller_of_the_consumer_deleter_leaves_no_empty_consumer() {
         let (status, _, body) = request.version("1.28").token("admin").send().await;
         assert_eq!(status, 204, "{caller}: {body}");
         assert_eq!(
-            consumers_without_allocations(&mut app.db.conn(), consumer),
+            consumers_without_allocations(&mut app.db.conn(), ConsumerUuid(consumer)),
             (0, true),
             "{caller} deletes the consumer with its allocations"
         );
@@ -295,7 +298,7 @@ async fn every_caller_of_the_consumer_deleter_leaves_no_empty_consumer() {
     .unwrap()
     .unwrap();
     assert_eq!(
-        consumers_without_allocations(&mut d.db.conn(), instance.uuid),
+        consumers_without_allocations(&mut d.db.conn(), instance.uuid.into()),
         (0, true)
     );
     // A build that made no progress, settled by its node's owner.
@@ -306,7 +309,7 @@ async fn every_caller_of_the_consumer_deleter_leaves_no_empty_consumer() {
     let report = d.track(&["cmp-1"]).await.remove(0);
     assert_eq!(report.builds_failed, vec![left]);
     assert_eq!(
-        consumers_without_allocations(&mut d.db.conn(), left),
+        consumers_without_allocations(&mut d.db.conn(), left.into()),
         (0, true)
     );
     d.audit();
@@ -362,7 +365,7 @@ async fn the_audit_names_a_claim_an_ended_instance_still_holds() {
     // The consumer deleter ends it.
     ringmaster::db::placement::allocations::delete_consumer(
         &mut d.db.conn(),
-        ConsumerUuid(instance.uuid),
+        ConsumerUuid::from(instance.uuid),
     )
     .unwrap();
     assert!(leaks(&d).is_empty());

@@ -9,7 +9,7 @@ use super::{ComputeHost, HostError};
 use crate::actors::node_source::{Current, DeployRequest, Fence, NodeSource, SourceError};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::{ComputeNodeId, HostName, OwnerEpoch};
+use crate::domain::identity::{ComputeNodeId, HostName, InstanceUuid, OwnerEpoch};
 use crate::domain::instance::VmState;
 use crate::domain::mirror::ListedNode;
 
@@ -17,7 +17,7 @@ use crate::domain::mirror::ListedNode;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<VmState, HostError>")]
 pub struct Spawn {
-    pub instance: Uuid,
+    pub instance: InstanceUuid,
     pub node: String,
     /// PCI devices the instance asks for, claimed on the node before the deploy.
     pub pci_devices: u32,
@@ -50,7 +50,7 @@ impl Handler<Spawn> for ComputeHost {
 impl ComputeHost {
     /// Notes a build that failed before it could be settled (a build settled meanwhile
     /// needs nothing): `SettleBuilds` settles it once the database answers.
-    fn note_unsettled(&mut self, instance: Uuid, failure: &HostError) {
+    fn note_unsettled(&mut self, instance: InstanceUuid, failure: &HostError) {
         if !matches!(failure, HostError::BuildEnded(_)) {
             self.unsettled
                 .insert(instance, format!("the build did not finish: {failure}"));
@@ -74,7 +74,7 @@ impl Handler<SettleBuilds> for ComputeHost {
         if self.unsettled.is_empty() || self.require_lease().is_err() {
             return AtomicResponse::new(Box::pin(fut::ready(())));
         }
-        let pending: Vec<(Uuid, String)> = self.unsettled.clone().into_iter().collect();
+        let pending: Vec<(InstanceUuid, String)> = self.unsettled.clone().into_iter().collect();
         let build = self.build();
         AtomicResponse::new(Box::pin(
             async move {
@@ -259,7 +259,7 @@ impl Build {
     async fn retry(
         &self,
         owned: &Owned,
-        instance: Uuid,
+        instance: InstanceUuid,
         failure: &HostError,
     ) -> Result<VmState, HostError> {
         let (text, host, now) = (failure.to_string(), self.host.clone(), self.clock.now());
@@ -288,7 +288,7 @@ impl Build {
     /// Settles a build whose deploy failed before it could settle itself (the node moved, the
     /// host fenced): error, claim released — unless Ironic deployed it after all. `false` when
     /// the settle could not be written.
-    async fn settle_failed(&self, instance: Uuid, failure: &HostError) -> bool {
+    async fn settle_failed(&self, instance: InstanceUuid, failure: &HostError) -> bool {
         if matches!(failure, HostError::BuildEnded(_)) {
             return true;
         }
@@ -310,7 +310,7 @@ impl Build {
     /// Settles build `instance`, left unsettled for `reason`, if it is still building on a
     /// node this host owns: `Ok(true)` when nothing is left to do, `Ok(false)` when Ironic is
     /// still working on its node (or cannot say), an error when the database does not answer.
-    async fn settle_left(&self, instance: Uuid, reason: &str) -> Result<bool, HostError> {
+    async fn settle_left(&self, instance: InstanceUuid, reason: &str) -> Result<bool, HostError> {
         let found = db::run(&self.pool, move |conn| {
             db::instances::find_any_instance(conn, instance)
         })
@@ -441,7 +441,7 @@ impl Owned {
 pub(super) async fn deploy_request(
     pool: &Pool,
     owned: &Owned,
-    instance: Uuid,
+    instance: InstanceUuid,
 ) -> Result<DeployRequest, HostError> {
     let node = owned.ironic;
     let (display_name, root_gb, server) = db::run(pool, move |conn| {

@@ -3,13 +3,12 @@
 //! by the node's owner and epoch.
 
 use actix::prelude::*;
-use uuid::Uuid;
 
 use super::build::{Build, Owned, mirror, owner_of, write_for};
 use super::{ComputeHost, HostError};
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::ConsumerUuid;
+use crate::domain::identity::{ConsumerUuid, InstanceUuid};
 use crate::domain::instance::VmState;
 use crate::domain::mirror::ListedNode;
 
@@ -21,7 +20,7 @@ use crate::domain::mirror::ListedNode;
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), HostError>")]
 pub struct DestroyInstance {
-    pub instance: Uuid,
+    pub instance: InstanceUuid,
     /// Leave the PCI devices for the next tracker pass, as a busy host does (fault injection).
     pub defer_pci_free: bool,
 }
@@ -45,7 +44,7 @@ impl Build {
         let (pool, now) = (self.pool.clone(), self.clock.now());
         write_for(owned.as_ref(), &pool, move |conn| {
             mirror(conn, shown.as_ref(), now)?;
-            db::placement::allocations::delete_consumer(conn, ConsumerUuid(instance))?;
+            db::placement::allocations::delete_consumer(conn, ConsumerUuid::from(instance))?;
             db::instances::soft_delete_instance(conn, instance, now)
         })
         .await?;
@@ -74,7 +73,7 @@ impl Build {
     async fn tear_down(
         &self,
         owned: Option<&Owned>,
-        instance: Uuid,
+        instance: InstanceUuid,
     ) -> Result<Option<Option<ListedNode>>, HostError> {
         let Some(owned) = owned else {
             return Ok(Some(None));
@@ -123,13 +122,13 @@ impl Build {
 async fn whole_delete(
     owned: &Owned,
     pool: &Pool,
-    instance: Uuid,
+    instance: InstanceUuid,
     clock: &SharedClock,
 ) -> Result<(), HostError> {
     let now = clock.now();
     owned
         .write(pool, move |conn| {
-            db::placement::allocations::delete_consumer(conn, ConsumerUuid(instance))?;
+            db::placement::allocations::delete_consumer(conn, ConsumerUuid::from(instance))?;
             db::pci::free_instance_devices(conn, instance, now)?;
             db::instances::soft_delete_instance(conn, instance, now)
         })

@@ -4,18 +4,18 @@
 //! action's task_state before; it is cleared whatever the outcome.
 
 use actix::prelude::*;
-use uuid::Uuid;
 
 use super::build::{Build, require_owned};
 use super::{ComputeHost, HostError};
 use crate::db;
 use crate::domain::compute::server::PowerAction;
+use crate::domain::identity::InstanceUuid;
 
 /// Powers server `instance` as `action` asks.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<(), HostError>")]
 pub struct PowerServer {
-    pub instance: Uuid,
+    pub instance: InstanceUuid,
     pub action: PowerAction,
 }
 

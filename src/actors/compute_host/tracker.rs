@@ -4,7 +4,6 @@
 
 use actix::prelude::*;
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::{ComputeHost, HostError, HostSettings, TakeSpawns};
 use crate::actors::node_source::NodeSource;
@@ -13,6 +12,7 @@ use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
 use crate::db::node_reports::PassTimes;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
+use crate::domain::identity::InstanceUuid;
 use crate::domain::node::{ComputeNode, ComputeNodeId, HostName};
 use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites};
 
@@ -30,15 +30,15 @@ pub struct TrackerReport {
     /// PCI devices freed after their instance was deleted.
     pub devices_freed: usize,
     /// Builds Ironic finished on nodes that moved here meanwhile, now marked active.
-    pub builds_finished: Vec<Uuid>,
+    pub builds_finished: Vec<InstanceUuid>,
     /// Builds nobody works on any more (timed out, left by a dead process or a moved node)
     /// that ended in error, their claims released.
-    pub builds_failed: Vec<Uuid>,
+    pub builds_failed: Vec<InstanceUuid>,
     /// Nodes enrolled in Ironic again while their compute node lived, made available.
     pub nodes_made_available: Vec<String>,
     /// Active instances a real Ironic no longer shows on their node: reported with a fault,
     /// once (their claim kept, so the node is not re-used until the instance is deleted).
-    pub instances_gone: Vec<Uuid>,
+    pub instances_gone: Vec<InstanceUuid>,
     /// Nodes found as they were: nothing written for them.
     pub unchanged: usize,
     /// Whether the pass found nothing changed anywhere since its last one, and so read none of

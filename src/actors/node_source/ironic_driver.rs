@@ -295,7 +295,10 @@ impl IronicDriver {
             Ok(record) => Ok(record),
             Err(SourceError::Fenced(node)) => Err(SourceError::Fenced(node)),
             Err(failure) => {
-                if let Err(cleanup) = self.tear_down(&api, node, request.instance, fence).await {
+                if let Err(cleanup) = self
+                    .tear_down(&api, node, request.instance.uuid(), fence)
+                    .await
+                {
                     log::warn!(
                         "node {node}: cleaning up after the failed deploy of instance {} failed: {cleanup}",
                         request.instance

@@ -27,7 +27,7 @@ pub struct ServerRequest {
 /// A server as the Compute API shows it: its instance row and what hangs off it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerRecord {
-    pub uuid: uuid::Uuid,
+    pub uuid: super::super::identity::InstanceUuid,
     pub name: String,
     pub project_id: String,
     pub user_id: String,

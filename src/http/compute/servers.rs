@@ -22,6 +22,7 @@ use crate::actors::scheduler::{Boot, BootError};
 use crate::db;
 use crate::domain::compute::flavor::{Scalar, check_name};
 use crate::domain::compute::server::{ServerRecord, ServerRequest, names};
+use crate::domain::identity::InstanceUuid;
 use crate::http::AppState;
 
 /// `POST /servers`: 202 with the first server, as Nova answers.
@@ -64,7 +65,9 @@ pub async fn create_server(
         super::images::boot_from(&mut asked, &image)?;
     }
     with_key(&state, &caller, &server, &mut asked).await?;
-    let uuids: Vec<Uuid> = (0..max_count).map(|_| Uuid::new_v4()).collect();
+    let uuids: Vec<InstanceUuid> = (0..max_count)
+        .map(|_| InstanceUuid(Uuid::new_v4()))
+        .collect();
     // Only a request that needs several nodes at once counts them first (one that needs one
     // learns it from its claim).
     let free = if min_count > 1 {
@@ -89,7 +92,7 @@ pub async fn create_server(
     }
     if common::scalar(&server, "return_reservation_id") == Scalar::Bool(true) {
         return Ok(HttpResponse::Accepted().json(
-            json!({"reservation_id": format!("r-{}", &uuids[0].simple().to_string()[..8])}),
+            json!({"reservation_id": format!("r-{}", &uuids[0].uuid().simple().to_string()[..8])}),
         ));
     }
     let id = uuids[0].to_string();
@@ -155,7 +158,7 @@ async fn boot(
     state: &AppState,
     caller: &Caller,
     asked: &ServerRequest,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     name: String,
 ) -> Result<bool, ComputeError> {
     let booted = state
@@ -196,7 +199,7 @@ async fn keep_unplaced(
     state: &AppState,
     caller: &Caller,
     asked: &ServerRequest,
-    uuid: Uuid,
+    uuid: InstanceUuid,
     name: String,
 ) -> Result<(), ComputeError> {
     let (project, user, asked) = (
@@ -219,7 +222,7 @@ pub async fn visible_server(
     uuid: &str,
 ) -> Result<ServerRecord, ComputeError> {
     let not_found = || ComputeError::not_found(format!("Instance {uuid} could not be found."));
-    let parsed = Uuid::parse_str(uuid).map_err(|_| not_found())?;
+    let parsed: InstanceUuid = uuid.parse().map_err(|_| not_found())?;
     let found = db::run(&state.pool, move |conn| {
         db::servers::get_server(conn, parsed)
     })

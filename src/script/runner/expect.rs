@@ -12,6 +12,7 @@ use crate::db;
 use crate::db::instances::NodeRequest;
 use crate::db::node_views::NodeView;
 use crate::domain::clock::Clock;
+use crate::domain::identity::InstanceUuid;
 use crate::script::format::{Facts, LogSince, RowsFact, Snapshot};
 
 impl Run {
@@ -106,8 +107,9 @@ impl Run {
     }
 
     async fn expect_instance(&self, fields: &BTreeMap<String, String>) -> StepResult<()> {
-        let uuid =
-            parse_uuid(&self.interpolate(fields.get("uuid").ok_or("instance needs a uuid")?)?)?;
+        let uuid = InstanceUuid(parse_uuid(
+            &self.interpolate(fields.get("uuid").ok_or("instance needs a uuid")?)?,
+        )?);
         let instance = db::run(&self.pool, move |conn| {
             db::instances::get_instance(conn, uuid)
         })

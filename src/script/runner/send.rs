@@ -20,7 +20,7 @@ use crate::actors::registry::{CreateProvider, DeleteOrphan};
 use crate::actors::scheduler::Boot;
 use crate::db;
 use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
-use crate::domain::identity::{HostName, OwnerEpoch, ProviderUuid};
+use crate::domain::identity::{HostName, InstanceUuid, OwnerEpoch, ProviderUuid};
 use crate::script::format::{IntOrRef, Message, Target};
 
 /// Sends `message` to `address` and waits for its answer; a dead mailbox and the actor's own
@@ -241,10 +241,10 @@ impl Run {
         self.booted += 1;
         let boot = Boot {
             // Drawn from the script's seed, as node uuids are: a replay books the same uuids.
-            uuid: Some(uuid::Uuid::from_u64_pair(
+            uuid: Some(InstanceUuid(uuid::Uuid::from_u64_pair(
                 self.seed ^ 0x626f_6f74,
                 self.booted,
-            )),
+            ))),
             name: self.interpolate(&args.name)?,
             resource_class: args.resource_class.clone(),
             project: "script".to_owned(),
@@ -296,7 +296,7 @@ impl Run {
                 instance,
                 defer_pci_free,
             } => {
-                let instance = parse_uuid(&self.interpolate(instance)?)?;
+                let instance = InstanceUuid(parse_uuid(&self.interpolate(instance)?)?);
                 let destroy = DestroyInstance {
                     instance,
                     defer_pci_free: *defer_pci_free,

@@ -12,7 +12,8 @@ use diesel::sql_types::{BigInt, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use crate::domain::identity::{
-    ComputeNodeId, ConsumerUuid, HostName, InstanceUuid, NodeUuid, OwnerEpoch, ProviderUuid,
+    ComputeNodeId, ConsumerUuid, HostName, InstanceUuid, NodeUuid, OwnerEpoch, ProviderId,
+    ProviderUuid,
 };
 
 /// `ToSql` and `FromSql` for a newtype over a value diesel already maps.
@@ -34,6 +35,7 @@ macro_rules! sql_newtype {
 
 sql_newtype!(ComputeNodeId, i64, BigInt);
 sql_newtype!(OwnerEpoch, i64, BigInt);
+sql_newtype!(ProviderId, i64, BigInt);
 sql_newtype!(NodeUuid, Uuid, SqlUuid);
 sql_newtype!(InstanceUuid, Uuid, SqlUuid);
 sql_newtype!(ConsumerUuid, Uuid, SqlUuid);

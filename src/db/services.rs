@@ -152,7 +152,7 @@ pub fn sync_status_traits(
     #[derive(QueryableByName)]
     struct Scope {
         #[diesel(sql_type = BigInt)]
-        provider_id: i64,
+        provider_id: crate::domain::identity::ProviderId,
         #[diesel(sql_type = Bool)]
         disabled: bool,
     }
@@ -169,7 +169,7 @@ pub fn sync_status_traits(
     .bind::<Array<SqlUuid>, _>(nodes)
     .bind::<Text, _>(COMPUTE_BINARY)
     .load(conn)?;
-    let scope: Vec<(i64, bool)> = scope
+    let scope: Vec<(crate::domain::identity::ProviderId, bool)> = scope
         .into_iter()
         .map(|row| (row.provider_id, row.disabled))
         .collect();

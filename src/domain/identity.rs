@@ -1,7 +1,7 @@
 //! The identities ringmaster passes around, as types of their own so that one cannot stand
 //! for another: an ironic node's uuid (`NodeUuid`), a compute node's row id (`ComputeNodeId`),
 //! an instance's uuid (`InstanceUuid`), a Placement consumer's uuid (`ConsumerUuid`), a
-//! resource provider's uuid (`ProviderUuid`), a compute host's name (`HostName`) and the epoch a
+//! resource provider's uuid (`ProviderUuid`) and row id (`ProviderId`), a compute host's name (`HostName`) and the epoch a
 //! node is owned at (`OwnerEpoch`). The database layer takes and returns these at its boundary
 //! and turns them into bare values only where it binds a statement.
 
@@ -85,6 +85,23 @@ impl From<InstanceUuid> for ConsumerUuid {
     /// An instance is the consumer of its node's allocation.
     fn from(instance: InstanceUuid) -> Self {
         ConsumerUuid(instance.0)
+    }
+}
+
+/// A resource provider's row id: what Placement's tables (inventories, traits, aggregates,
+/// allocations) reference it by; the API names providers by their `ProviderUuid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct ProviderId(pub i64);
+
+impl ProviderId {
+    pub fn get(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for ProviderId {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(formatter)
     }
 }
 

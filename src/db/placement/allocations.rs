@@ -10,7 +10,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text, Uuid as SqlUuid};
 
 use crate::db::DbError;
-use crate::domain::identity::{ConsumerUuid, ProviderUuid};
+use crate::domain::identity::{ConsumerUuid, ProviderId, ProviderUuid};
 pub use crate::domain::placement::GenerationCheck;
 
 /// The consumer type of an instance's allocations (Placement 1.38), as Nova writes it.
@@ -163,7 +163,7 @@ pub fn replace_allocations(
 fn lock_providers(
     conn: &mut PgConnection,
     writes: &[ConsumerAllocations],
-) -> Result<BTreeMap<ProviderUuid, i64>, AllocationError> {
+) -> Result<BTreeMap<ProviderUuid, ProviderId>, AllocationError> {
     let consumers: Vec<ConsumerUuid> = writes.iter().map(|write| write.consumer).collect();
     let requested: Vec<ProviderUuid> = writes
         .iter()
@@ -175,7 +175,7 @@ fn lock_providers(
         .map(|write| write.consumer)
         .collect();
     let locked = super::providers::lock(conn, &requested, &consumers)?;
-    let provider_ids: BTreeMap<ProviderUuid, i64> =
+    let provider_ids: BTreeMap<ProviderUuid, ProviderId> =
         locked.iter().map(|row| (row.uuid, row.id)).collect();
     if let Some(missing) = requested
         .iter()
@@ -183,7 +183,7 @@ fn lock_providers(
     {
         return Err(AllocationError::ProviderMissing(*missing));
     }
-    let allocated_against: Vec<i64> = requested
+    let allocated_against: Vec<ProviderId> = requested
         .iter()
         .filter_map(|uuid| provider_ids.get(uuid).copied())
         .collect();

@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Double, Integer, Text, Uuid as SqlUuid};
 
 use crate::db::DbError;
-use crate::domain::identity::ProviderUuid;
+use crate::domain::identity::{ProviderId, ProviderUuid};
 
 /// One inventory record.
 #[derive(Debug, Clone, PartialEq, QueryableByName)]
@@ -59,7 +59,7 @@ impl From<diesel::result::Error> for InventoryError {
 /// Lists the inventory of provider `provider_id`, by class name.
 pub fn list_inventories(
     conn: &mut PgConnection,
-    provider_id: i64,
+    provider_id: ProviderId,
 ) -> Result<Vec<InventoryRow>, DbError> {
     Ok(diesel::sql_query(
         "SELECT rc.name::text AS resource_class, i.total, i.reserved, i.min_unit, i.max_unit, i.step_size,
@@ -74,7 +74,7 @@ pub fn list_inventories(
 /// `providers::bump_generation`, a mismatch refused as a generation conflict.
 pub fn bump_generation(
     conn: &mut PgConnection,
-    provider_id: i64,
+    provider_id: ProviderId,
     expected: Option<i64>,
 ) -> Result<i64, InventoryError> {
     super::providers::bump_generation(conn, provider_id, expected)?
@@ -211,7 +211,7 @@ impl ReplaceOutcome {
 /// Writes one class's inventory (insert or update).
 pub fn upsert(
     conn: &mut PgConnection,
-    provider_id: i64,
+    provider_id: ProviderId,
     class_id: i32,
     row: &InventoryRow,
 ) -> Result<(), DbError> {
@@ -241,7 +241,7 @@ pub fn upsert(
 /// `false`, writing nothing, when that does not hold.
 pub fn write_class_inventory(
     conn: &mut PgConnection,
-    provider_id: i64,
+    provider_id: ProviderId,
     generation: Option<i64>,
     row: &InventoryRow,
     exists: bool,
@@ -267,7 +267,7 @@ pub fn require_class(conn: &mut PgConnection, name: &str) -> Result<i32, Invento
 /// none. Bumps the generation.
 pub fn delete_inventory(
     conn: &mut PgConnection,
-    provider: (i64, ProviderUuid),
+    provider: (ProviderId, ProviderUuid),
     class: &str,
 ) -> Result<bool, InventoryError> {
     let (provider_id, provider_uuid) = provider;
@@ -330,7 +330,7 @@ pub fn report_node_inventories(
             .collect::<Vec<i32>>()
     };
     super::names::ensure_resource_classes(conn, &classes)?;
-    let written: Vec<super::providers::ProviderId> = crate::db::cached::query(
+    let written: Vec<super::providers::Touched> = crate::db::cached::query(
         "WITH wanted AS (
              SELECT rp.id AS provider_id, rc.id AS class_id, t.total, t.reserved
                FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[])
@@ -354,7 +354,7 @@ pub fn report_node_inventories(
     .bind::<Array<Integer>, _>(column(|inventory| inventory.reserved))
     .bind::<Timestamptz, _>(now)
     .load(conn)?;
-    let ids: Vec<i64> = written.iter().map(|row| row.id).collect();
+    let ids: Vec<ProviderId> = written.iter().map(|row| row.id).collect();
     super::providers::bump_generations(conn, &ids, &[], now)?;
     Ok(())
 }

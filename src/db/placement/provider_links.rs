@@ -6,10 +6,13 @@ use diesel::sql_types::{Array, BigInt, Text, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use crate::db::DbError;
-use crate::domain::identity::ProviderUuid;
+use crate::domain::identity::{ProviderId, ProviderUuid};
 
 /// Returns the trait names of provider `provider_id`, sorted.
-pub fn provider_traits(conn: &mut PgConnection, provider_id: i64) -> Result<Vec<String>, DbError> {
+pub fn provider_traits(
+    conn: &mut PgConnection,
+    provider_id: ProviderId,
+) -> Result<Vec<String>, DbError> {
     #[derive(QueryableByName)]
     struct Name {
         #[diesel(sql_type = Text)]
@@ -156,7 +159,10 @@ pub fn replace_aggregates(
 
 /// Removes every trait of provider `provider_id` and bumps its generation (DELETE traits);
 /// returns the new generation.
-pub fn clear_provider_traits(conn: &mut PgConnection, provider_id: i64) -> Result<i64, DbError> {
+pub fn clear_provider_traits(
+    conn: &mut PgConnection,
+    provider_id: ProviderId,
+) -> Result<i64, DbError> {
     let new_generation = super::providers::bump_generation(conn, provider_id, None)?
         .ok_or_else(|| DbError::NotFound(format!("resource provider {provider_id}")))?;
     crate::db::cached::query(
@@ -170,7 +176,7 @@ pub fn clear_provider_traits(conn: &mut PgConnection, provider_id: i64) -> Resul
 /// Returns the aggregate uuids of provider `provider_id`, sorted.
 pub fn provider_aggregates(
     conn: &mut PgConnection,
-    provider_id: i64,
+    provider_id: ProviderId,
 ) -> Result<Vec<Uuid>, DbError> {
     #[derive(QueryableByName)]
     struct Aggregate {
@@ -191,7 +197,7 @@ pub fn provider_aggregates(
 /// aggregates that do not exist yet. Returns the provider's generation.
 pub fn set_provider_aggregates(
     conn: &mut PgConnection,
-    provider_id: i64,
+    provider_id: ProviderId,
     aggregates: &[Uuid],
 ) -> Result<i64, DbError> {
     let generation = super::providers::generation_of(conn, provider_id)?;
@@ -235,7 +241,7 @@ pub fn report_node_traits(
         .flat_map(|(uuid, traits)| traits.iter().map(move |name| (*uuid, name.as_str())))
         .unzip();
     super::names::ensure_traits(conn, &pair_traits, now)?;
-    let targets: Vec<super::providers::ProviderId> = crate::db::cached::query(
+    let targets: Vec<super::providers::Touched> = crate::db::cached::query(
         "WITH wanted AS (
              SELECT rp.id AS provider_id, t.id AS trait_id
                FROM unnest($2::uuid[], $3::text[]) AS w(provider, name)
@@ -261,7 +267,7 @@ pub fn report_node_traits(
     .bind::<Array<Text>, _>(&pair_traits)
     .bind::<Text, _>(STATUS_DISABLED)
     .load(conn)?;
-    let ids: Vec<i64> = targets.iter().map(|row| row.id).collect();
+    let ids: Vec<ProviderId> = targets.iter().map(|row| row.id).collect();
     super::providers::bump_generations(conn, &ids, &[], now)?;
     Ok(())
 }
@@ -271,15 +277,15 @@ pub fn report_node_traits(
 /// generation of each provider that changed: two statements. Returns how many changed.
 pub fn set_status_trait(
     conn: &mut PgConnection,
-    providers: &[(i64, bool)],
+    providers: &[(ProviderId, bool)],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<usize, DbError> {
     use diesel::sql_types::Bool;
     if providers.is_empty() {
         return Ok(0);
     }
-    let (ids, disabled): (Vec<i64>, Vec<bool>) = providers.iter().copied().unzip();
-    let changed: Vec<super::providers::ProviderId> = crate::db::cached::query(
+    let (ids, disabled): (Vec<ProviderId>, Vec<bool>) = providers.iter().copied().unzip();
+    let changed: Vec<super::providers::Touched> = crate::db::cached::query(
         "WITH status AS (SELECT id FROM traits WHERE name = $3),
          scope AS (SELECT * FROM unnest($1::bigint[], $2::bool[]) AS s(provider_id, disabled)),
          removed AS (
@@ -301,6 +307,6 @@ pub fn set_status_trait(
     .bind::<Array<Bool>, _>(&disabled)
     .bind::<Text, _>(STATUS_DISABLED)
     .load(conn)?;
-    let ids: Vec<i64> = changed.iter().map(|row| row.id).collect();
+    let ids: Vec<ProviderId> = changed.iter().map(|row| row.id).collect();
     super::providers::bump_generations(conn, &ids, &[], now)
 }

@@ -5,13 +5,13 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 
 use crate::db::DbError;
-use crate::domain::identity::{ConsumerUuid, ProviderUuid};
+use crate::domain::identity::{ConsumerUuid, ProviderId, ProviderUuid};
 
 /// One provider as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct ProviderRow {
     #[diesel(sql_type = BigInt)]
-    pub id: i64,
+    pub id: ProviderId,
     #[diesel(sql_type = SqlUuid)]
     pub uuid: ProviderUuid,
     #[diesel(sql_type = Text)]
@@ -156,7 +156,7 @@ pub fn create_provider(
     };
     let id = inserted.id.ok_or(ProviderError::ParentMissing)?;
     Ok(ProviderRow {
-        id,
+        id: ProviderId(id),
         uuid,
         name: name.to_owned(),
         generation: 0,
@@ -165,11 +165,11 @@ pub fn create_provider(
     })
 }
 
-fn root_id_of(conn: &mut PgConnection, id: i64) -> Result<Option<i64>, DbError> {
+fn root_id_of(conn: &mut PgConnection, id: ProviderId) -> Result<Option<ProviderId>, DbError> {
     #[derive(QueryableByName)]
     struct Root {
         #[diesel(sql_type = Nullable<BigInt>)]
-        root: Option<i64>,
+        root: Option<ProviderId>,
     }
     let root: Root =
         diesel::sql_query("SELECT root_provider_id AS root FROM resource_providers WHERE id = $1")
@@ -253,7 +253,11 @@ pub fn update_provider(
 }
 
 /// Says whether provider `candidate` lies in the subtree of provider `ancestor`.
-fn is_descendant(conn: &mut PgConnection, candidate: i64, ancestor: i64) -> Result<bool, DbError> {
+fn is_descendant(
+    conn: &mut PgConnection,
+    candidate: ProviderId,
+    ancestor: ProviderId,
+) -> Result<bool, DbError> {
     #[derive(QueryableByName)]
     struct Found {
         #[diesel(sql_type = diesel::sql_types::Bool)]
@@ -317,7 +321,7 @@ pub fn delete_provider(conn: &mut PgConnection, uuid: ProviderUuid) -> Result<()
 /// `None`); returns the new one, or `None` when it was not at `expected`.
 pub fn bump_generation(
     conn: &mut PgConnection,
-    provider_id: i64,
+    provider_id: ProviderId,
     expected: Option<i64>,
 ) -> Result<Option<i64>, DbError> {
     #[derive(QueryableByName)]
@@ -336,7 +340,7 @@ pub fn bump_generation(
 }
 
 /// Returns the generation of provider `provider_id`.
-pub fn generation_of(conn: &mut PgConnection, provider_id: i64) -> Result<i64, DbError> {
+pub fn generation_of(conn: &mut PgConnection, provider_id: ProviderId) -> Result<i64, DbError> {
     #[derive(QueryableByName)]
     struct Generation {
         #[diesel(sql_type = BigInt)]
@@ -354,7 +358,7 @@ pub fn generation_of(conn: &mut PgConnection, provider_id: i64) -> Result<i64, D
 /// statement. Call while holding the providers (`lock`) or their nodes.
 pub fn bump_generations(
     conn: &mut PgConnection,
-    ids: &[i64],
+    ids: &[ProviderId],
     freed: &[ConsumerUuid],
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<usize, DbError> {
@@ -374,16 +378,16 @@ pub fn bump_generations(
 
 /// A provider a write touched, by row id (what batch writes return for `bump_generations`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, QueryableByName)]
-pub struct ProviderId {
+pub struct Touched {
     #[diesel(sql_type = BigInt)]
-    pub id: i64,
+    pub id: ProviderId,
 }
 
 /// A provider held for a write.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct LockedProvider {
     #[diesel(sql_type = BigInt)]
-    pub id: i64,
+    pub id: ProviderId,
     #[diesel(sql_type = SqlUuid)]
     pub uuid: ProviderUuid,
     #[diesel(sql_type = BigInt)]

@@ -12,7 +12,7 @@ use super::views::{ProviderAggregates, ProviderTraits};
 use crate::db;
 use crate::db::placement::provider_links::{LinkWrite, provider_aggregates, provider_traits};
 use crate::db::placement::providers::ProviderRow;
-use crate::domain::identity::ProviderUuid;
+use crate::domain::identity::{ProviderId, ProviderUuid};
 use crate::http::AppState;
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
@@ -38,7 +38,7 @@ async fn provider_with<T: Send + 'static>(
     state: &AppState,
     path: &str,
     minor: u16,
-    read: fn(&mut db::Connection, i64) -> Result<T, db::DbError>,
+    read: fn(&mut db::Connection, ProviderId) -> Result<T, db::DbError>,
 ) -> Result<(ProviderRow, T), PlacementError> {
     require(request, minor)?;
     let provider = path_provider(state, path).await?;

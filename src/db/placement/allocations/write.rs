@@ -9,7 +9,7 @@ use diesel::sql_types::{Array, BigInt, Double, Integer, Nullable, Text, Uuid as 
 
 use super::{AllocationError, ConsumerAllocations};
 use crate::db::DbError;
-use crate::domain::identity::{ConsumerUuid, ProviderUuid};
+use crate::domain::identity::{ConsumerUuid, ProviderId, ProviderUuid};
 
 /// A consumer as the clearing statement finds it, with the ids of its project, user and type
 /// names when those exist.
@@ -166,7 +166,7 @@ fn ensure_named(
 #[derive(Debug, Default)]
 pub(super) struct AllocationRows {
     consumers: Vec<usize>,
-    provider_ids: Vec<i64>,
+    provider_ids: Vec<ProviderId>,
     providers: Vec<ProviderUuid>,
     classes: Vec<String>,
     amounts: Vec<i32>,
@@ -176,7 +176,7 @@ impl AllocationRows {
     pub(super) fn push(
         &mut self,
         consumer: usize,
-        provider_id: i64,
+        provider_id: ProviderId,
         provider: ProviderUuid,
         class: &str,
         amount: i32,

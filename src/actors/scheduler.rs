@@ -446,7 +446,7 @@ impl ClaimAttempt<'_> {
             name: self.boot.name.clone(),
             project_id: self.boot.project.clone(),
             user_id: self.boot.user.clone(),
-            host: candidate.host.to_string(),
+            host: candidate.host.clone(),
             node: candidate.node.clone(),
             resource_class: candidate.resource_class.clone(),
             server: self.boot.server.clone(),
@@ -469,7 +469,7 @@ impl ClaimAttempt<'_> {
                 conn,
                 &db::spawns::SpawnRequest {
                     instance_uuid: self.instance,
-                    host: candidate.host.to_string(),
+                    host: candidate.host.clone(),
                     node: candidate.node.clone(),
                     pci_devices: self.request.pci_devices,
                 },

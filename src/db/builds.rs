@@ -348,7 +348,7 @@ fn move_build(
         conn,
         &super::spawns::SpawnRequest {
             instance_uuid: instance,
-            host: next.host.to_string(),
+            host: next.host.clone(),
             node: next.node.clone(),
             pci_devices,
         },

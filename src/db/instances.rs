@@ -47,7 +47,7 @@ pub struct NewInstance {
     pub name: String,
     pub project_id: String,
     pub user_id: String,
-    pub host: String,
+    pub host: HostName,
     pub node: String,
     pub resource_class: String,
     /// What a server booted through the Compute API records besides.

@@ -17,7 +17,7 @@ pub struct SpawnRequest {
     #[diesel(sql_type = SqlUuid)]
     pub instance_uuid: InstanceUuid,
     #[diesel(sql_type = Text)]
-    pub host: String,
+    pub host: HostName,
     #[diesel(sql_type = Text)]
     pub node: String,
     #[diesel(sql_type = Integer)]

@@ -290,7 +290,7 @@ pub(crate) fn leave_a_build(
         name: "left-behind".to_owned(),
         project_id: "project".to_owned(),
         user_id: "user".to_owned(),
-        host: node.host.clone().unwrap(),
+        host: node.host.clone().unwrap().into(),
         node: node.uuid.to_string(),
         resource_class: "baremetal".to_owned(),
         server: None,

@@ -86,6 +86,16 @@ impl Driver {
     }
 
     pub(crate) async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
+        let answer = self.answer(method, path, body).await;
+        assert!(
+            answer["value"].get("error").is_none(),
+            "webdriver {path}: {answer}"
+        );
+        answer["value"].clone()
+    }
+
+    /// WebDriver's whole answer to one command, an error included.
+    async fn answer(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
         let url = if path == "/session" {
             format!("{}{path}", self.base)
         } else {
@@ -95,12 +105,7 @@ impl Driver {
         if !body.is_null() {
             request = request.json(&body);
         }
-        let answer: Value = request.send().await.unwrap().json().await.unwrap();
-        assert!(
-            answer["value"].get("error").is_none(),
-            "webdriver {path}: {answer}"
-        );
-        answer["value"].clone()
+        request.send().await.unwrap().json().await.unwrap()
     }
 
     pub(crate) async fn script(&self, script: &str) -> Value {
@@ -112,26 +117,35 @@ impl Driver {
         .await
     }
 
+    /// Clicks the element `selector` finds. The page redraws a table when an event comes (a
+    /// resync, a host's state): an element found just before is then gone, and it is found
+    /// again, as a user would click the button now on the page.
     pub(crate) async fn click(&self, selector: &str) {
-        let element = self
-            .call(
-                reqwest::Method::POST,
-                "/element",
-                json!({"using": "css selector", "value": selector}),
-            )
-            .await;
-        let id = element
-            .as_object()
-            .and_then(|map| map.values().next())
-            .and_then(Value::as_str)
-            .unwrap()
-            .to_owned();
-        self.call(
-            reqwest::Method::POST,
-            &format!("/element/{id}/click"),
-            json!({}),
-        )
-        .await;
+        for _ in 0..10 {
+            let element = self
+                .call(
+                    reqwest::Method::POST,
+                    "/element",
+                    json!({"using": "css selector", "value": selector}),
+                )
+                .await;
+            let id = element
+                .as_object()
+                .and_then(|map| map.values().next())
+                .and_then(Value::as_str)
+                .unwrap()
+                .to_owned();
+            let path = format!("/element/{id}/click");
+            let answer = self.answer(reqwest::Method::POST, &path, json!({})).await;
+            match answer["value"]["error"].as_str() {
+                None => return,
+                Some("stale element reference") => {
+                    actix_rt::time::sleep(Duration::from_millis(100)).await;
+                }
+                Some(_) => panic!("webdriver {path}: {answer}"),
+            }
+        }
+        panic!("{selector}: redrawn under every click");
     }
 
     async fn screenshot(&self) -> Vec<u8> {

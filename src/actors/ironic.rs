@@ -11,6 +11,7 @@ use uuid::Uuid;
 use crate::db::ironic::{self, NewIronicNode, NodeSetting};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
+use crate::domain::identity::InstanceUuid;
 
 /// The conductor name a lock from the admin API records.
 pub const FAULT_CONDUCTOR: &str = "fault-injection";
@@ -110,13 +111,13 @@ ironic_write! {
 
 ironic_write! {
     /// Deploys an instance onto a node; fails on a locked node.
-    Deploy { node: Uuid, instance: Uuid }
+    Deploy { node: Uuid, instance: InstanceUuid }
         => |message, conn, now| ironic::deploy(conn, message.node, message.instance, now)
 }
 
 ironic_write! {
     /// Powers the node of an instance on (a reboot ends on) or off; fails on a locked node.
-    SetPower { node: Uuid, instance: Uuid, on: bool }
+    SetPower { node: Uuid, instance: InstanceUuid, on: bool }
         => |message, conn, now| ironic::set_power(conn, message.node, message.instance, message.on, now)
 }
 
@@ -130,7 +131,7 @@ ironic_write! {
 #[rtype(result = "Result<bool, DbError>")]
 pub struct Carries {
     pub node: Uuid,
-    pub instance: Uuid,
+    pub instance: InstanceUuid,
 }
 
 impl Handler<Carries> for Ironic {

@@ -92,10 +92,7 @@ impl NodeSource {
     pub async fn carries(&self, node: Uuid, instance: InstanceUuid) -> Result<bool, SourceError> {
         match self {
             NodeSource::Simulated(ironic) => ironic
-                .send(Carries {
-                    node,
-                    instance: instance.uuid(),
-                })
+                .send(Carries { node, instance })
                 .await?
                 .map_err(|error| SourceError::Failed(error.to_string())),
             NodeSource::Ironic(driver) => driver.carries(node, instance.uuid()).await,
@@ -142,7 +139,7 @@ impl NodeSource {
                 ironic
                     .send(Deploy {
                         node: request.node,
-                        instance: request.instance.uuid(),
+                        instance: request.instance,
                     })
                     .await?
                     .map_err(|error| SourceError::Failed(error.to_string()))?;
@@ -164,7 +161,7 @@ impl NodeSource {
             NodeSource::Simulated(ironic) => ironic
                 .send(SetPower {
                     node,
-                    instance: instance.uuid(),
+                    instance,
                     on: action != PowerAction::Stop,
                 })
                 .await?

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::schema::ironic_nodes;
+use crate::domain::identity::InstanceUuid;
 use crate::domain::node::{IronicNode, ProvisionState};
 
 /// The columns a node is read with, in the order of `NodeColumns`.
@@ -152,13 +153,17 @@ pub fn delete_node(conn: &mut PgConnection, uuid: Uuid) -> Result<(), DbError> {
 }
 
 /// Says whether node `uuid` exists and carries instance `instance` (the simulator's view).
-pub fn carries(conn: &mut PgConnection, uuid: Uuid, instance: Uuid) -> Result<bool, DbError> {
+pub fn carries(
+    conn: &mut PgConnection,
+    uuid: Uuid,
+    instance: InstanceUuid,
+) -> Result<bool, DbError> {
     let carried: Option<Option<Uuid>> = ironic_nodes::table
         .filter(ironic_nodes::uuid.eq(uuid))
         .select(ironic_nodes::instance_uuid)
         .first(conn)
         .optional()?;
-    Ok(carried.flatten() == Some(instance))
+    Ok(carried.flatten() == Some(instance.uuid()))
 }
 
 /// Refuses a simulator write to node `uuid` when the node comes from a real Ironic (a process
@@ -242,7 +247,7 @@ pub fn make_available(
 pub fn deploy(
     conn: &mut PgConnection,
     uuid: Uuid,
-    instance: Uuid,
+    instance: InstanceUuid,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     let node = lock_free_node(conn, uuid)?;
@@ -264,7 +269,7 @@ pub fn deploy(
         .set((
             ironic_nodes::provision_state.eq(ProvisionState::Active.as_str()),
             ironic_nodes::power_state.eq("power on"),
-            ironic_nodes::instance_uuid.eq(Some(instance)),
+            ironic_nodes::instance_uuid.eq(Some(instance.uuid())),
             ironic_nodes::updated_at.eq(now),
         ))
         .execute(conn)?;
@@ -276,12 +281,12 @@ pub fn deploy(
 pub fn set_power(
     conn: &mut PgConnection,
     uuid: Uuid,
-    instance: Uuid,
+    instance: InstanceUuid,
     on: bool,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
     let node = lock_free_node(conn, uuid)?;
-    if node.instance_uuid != Some(instance) {
+    if node.instance_uuid != Some(instance.uuid()) {
         return Err(DbError::Conflict(format!(
             "ironic node {uuid} does not carry instance {instance}"
         )));

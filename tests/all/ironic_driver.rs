@@ -10,6 +10,7 @@ use std::time::Duration;
 use actix_web::{App, HttpResponse, HttpServer, web};
 use ringmaster::actors::node_source::{DeployRequest, Fence, IronicDriver, SourceError};
 use ringmaster::config::IronicSettings;
+use ringmaster::domain::identity::InstanceUuid;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -236,8 +237,9 @@ fn a_listing_never_undoes_a_newer_read_and_the_simulator_leaves_mirrored_nodes_a
         "deploy failed"
     );
 
-    let refused = ringmaster::db::ironic::deploy(&mut conn, node, Uuid::new_v4(), t(30))
-        .expect_err("a mirrored node is Ironic's");
+    let refused =
+        ringmaster::db::ironic::deploy(&mut conn, node, InstanceUuid(Uuid::new_v4()), t(30))
+            .expect_err("a mirrored node is Ironic's");
     assert!(
         refused.to_string().contains("comes from a real Ironic"),
         "{refused}"

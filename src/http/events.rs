@@ -198,11 +198,10 @@ fn listen(
     std::thread::spawn(move || {
         let mut listener = None;
         let mut backoff = LISTEN_POLL;
-        // Set until the first listening connection is up (the streams that started the hub
-        // read before it listened), and again when one was lost: notifications sent meanwhile
-        // are gone, so every stream reads everything once when it listens (again).
-        let mut lost = true;
-        let mut first = true;
+        // Why notifications were missed, until a listening connection is up: at first the
+        // streams that started the hub read before it listened, later one was lost. Every
+        // stream then reads everything once, for what it missed.
+        let mut missed = Some("the event listener started after the stream");
         while let Some(sender) = hub.upgrade() {
             drop(sender);
             std::thread::sleep(backoff);
@@ -210,17 +209,10 @@ fn listen(
                 Some(open) => open,
                 None => match db::notify::Listener::open(&pool, &[db::notify::CHANNEL]) {
                     Ok(opened) => {
-                        if std::mem::take(&mut lost)
+                        if let Some(reason) = missed.take()
                             && let Some(sender) = hub.upgrade()
                         {
-                            // Listening (again: a new primary, a restarted server): every
-                            // stream reads everything once, for what it missed.
-                            let reason = if std::mem::take(&mut first) {
-                                "the event listener started after the stream"
-                            } else {
-                                log::info!("event listener reconnected: streams resync");
-                                "the database connection was restored"
-                            };
+                            log::info!("event listener up ({reason}): streams resync");
                             let _ = sender.send(Event::local(
                                 "resync",
                                 serde_json::json!({ "reason": reason }),
@@ -251,7 +243,7 @@ fn listen(
                 Err(error) => {
                     log::debug!("event listener lost its connection: {error}");
                     listener = None;
-                    lost = true;
+                    missed = Some("the database connection was restored");
                 }
             }
         }

@@ -111,9 +111,8 @@ impl Run {
         let registry = self.actors.registry.clone();
         match message {
             Message::CreateProvider { uuid, name } => {
-                let uuid = parse_uuid(&self.interpolate(uuid)?)?;
+                let uuid = ProviderUuid(parse_uuid(&self.interpolate(uuid)?)?);
                 let name = self.interpolate(name)?;
-                let uuid = ProviderUuid(uuid);
                 let outcome = ask(&registry, CreateProvider { uuid, name }).await?;
                 Ok(match outcome {
                     ProviderOutcome::Existing => json!({"outcome": "existing", "uuid": uuid}),

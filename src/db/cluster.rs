@@ -145,6 +145,7 @@ impl Cluster {
         if !data_dir.join("PG_VERSION").exists() {
             initdb(&binaries, &run_as, &data_dir, options.throwaway)?;
         }
+        wait_for_last_server(&data_dir);
         let owned = start_server(&binaries, &run_as, &data_dir, options)?;
         let mut cluster = Cluster {
             socket_dir,
@@ -288,6 +289,29 @@ fn server_answers(socket_dir: &Path) -> bool {
     }
     let url = format!("{}&connect_timeout=2", socket_url(socket_dir, "postgres"));
     super::connect(&url).is_ok()
+}
+
+/// Waits (up to the stop timeout) for the server of the last run on `data_dir` to finish
+/// stopping: right after its owner was killed it shuts down while refusing connections, and
+/// its `postmaster.pid` would make the new server refuse to start.
+fn wait_for_last_server(data_dir: &Path) {
+    let still_running = || {
+        fs::read_to_string(data_dir.join("postmaster.pid"))
+            .ok()
+            .and_then(|text| text.lines().next()?.trim().parse::<u32>().ok())
+            .and_then(|pid| fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+            .is_some_and(|name| name.trim() == "postgres")
+    };
+    let deadline = Instant::now() + STOP_TIMEOUT;
+    if still_running() {
+        log::warn!(
+            "waiting for the PostgreSQL server of the last run on {} to stop",
+            data_dir.display()
+        );
+    }
+    while still_running() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Holds an exclusive lock on `<data dir>.lock` while this process checks for and starts the

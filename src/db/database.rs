@@ -77,6 +77,12 @@ impl Database {
         } else {
             Vec::new()
         };
+        // A server this process has just started on its own data directory: the hosts its
+        // last run held are free at once (a restart after a stop or a crash), not after the
+        // grace a failover's new primary gets.
+        if migrating && cluster.as_ref().is_some_and(Cluster::is_owner) {
+            super::presence::record_private_server(&mut conn)?;
+        }
         let pool = build_pool(&url, pool_size)?;
         Ok(Database {
             pool,

@@ -128,7 +128,14 @@ pub fn register_host(
     let age = seen
         .flatten()
         .map(|seen| {
-            humantime::format_duration((now - seen).to_std().unwrap_or_default()).to_string()
+            // To the millisecond below a second, to the second above: no nanoseconds.
+            let age = (now - seen).to_std().unwrap_or_default();
+            let age = if age.as_secs() == 0 {
+                std::time::Duration::from_millis(age.as_millis().try_into().unwrap_or(0))
+            } else {
+                std::time::Duration::from_secs(age.as_secs())
+            };
+            humantime::format_duration(age).to_string()
         })
         .unwrap_or_else(|| "no heartbeat yet".to_owned());
     Err(DbError::Conflict(format!(

@@ -67,6 +67,21 @@ fn record_server(conn: &mut PooledConnection) -> Result<(), DbError> {
     Ok(())
 }
 
+/// Records the server `conn` is on as one no other process of the deployment reached before
+/// it: the embedded server this process has just started on its own data directory. Only its
+/// own socket reaches that server, and whoever used it before went down with the server that
+/// ran there before (a clean stop or a crash), so a holder without a presence is gone at once;
+/// the rejoin grace of a failover (`new_server_sql`) does not apply. Idempotent.
+pub fn record_private_server(conn: &mut diesel::PgConnection) -> Result<(), DbError> {
+    diesel::sql_query(
+        "INSERT INTO ringmaster_servers (started_at, first_seen)
+         VALUES (pg_postmaster_start_time(), '-infinity')
+         ON CONFLICT (started_at) DO UPDATE SET first_seen = EXCLUDED.first_seen",
+    )
+    .execute(conn)?;
+    Ok(())
+}
+
 /// How often the presence connection is checked, at most.
 const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 

@@ -294,7 +294,7 @@ fn destructive_commands_refuse_a_live_deployment_and_ask_on_a_terminal() {
 #[test]
 fn a_dump_restores_into_a_fresh_data_dir_and_passes_the_audit() {
     let (dir, mut demo, address) = start_demo_with("dump", &["--nodes", "8"]);
-    eight_providers_with_inventory(&address);
+    crate::helpers::wait_for_reported_providers(&address, 8);
     for index in 0..3 {
         let (status, body) = http_json(
             &address,
@@ -380,24 +380,6 @@ fn live_counts(data_dir: &std::path::Path) -> Vec<i64> {
     .collect();
     drop(conn);
     counts
-}
-
-fn eight_providers_with_inventory(address: &str) {
-    eventually(
-        Duration::from_secs(30),
-        "8 providers with inventory",
-        || {
-            let (_, body) = http(address, "GET", "/api/v1/providers");
-            let providers: Value = serde_json::from_str(&body).ok()?;
-            (providers
-                .as_array()?
-                .iter()
-                .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
-                .count()
-                == 8)
-                .then_some(())
-        },
-    );
 }
 
 #[test]

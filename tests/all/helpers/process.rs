@@ -327,3 +327,23 @@ pub fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|line| line.strip_prefix(&format!("{name}: ")))
         .map(str::trim)
 }
+
+/// Waits until `count` providers of a `ringmaster` process at `address` have their node's
+/// inventory (one CUSTOM_BAREMETAL) reported: its nodes can be booted on.
+pub fn wait_for_reported_providers(address: &str, count: usize) {
+    super::eventually(
+        Duration::from_secs(30),
+        &format!("{count} providers with inventory"),
+        || {
+            let (_, body) = http(address, "GET", "/api/v1/providers");
+            let providers: serde_json::Value = serde_json::from_str(&body).ok()?;
+            (providers
+                .as_array()?
+                .iter()
+                .filter(|provider| provider["inventory"]["CUSTOM_BAREMETAL"]["total"] == 1)
+                .count()
+                == count)
+                .then_some(())
+        },
+    );
+}

@@ -29,6 +29,10 @@ use crate::domain::instance::Instance;
 use crate::domain::node::custom_resource_class;
 use crate::domain::rebalance::HostJudge;
 
+mod together;
+
+pub use self::together::BootTogether;
+
 /// The most claims one boot attempts before it gives up (each lost race costs one).
 const MAX_CLAIM_ATTEMPTS: usize = 64;
 
@@ -156,19 +160,10 @@ impl Handler<Boot> for Scheduler {
     type Result = ResponseFuture<Result<Instance, BootError>>;
 
     fn handle(&mut self, message: Boot, _: &mut Self::Context) -> Self::Result {
-        let judge = HostJudge {
-            liveness: self.settings.liveness,
-            outage: self.ring.outage(),
-        };
-        let (pool, clock, hosts, settings) = (
-            self.pool.clone(),
-            self.clock.clone(),
-            self.hosts.clone(),
-            self.settings,
-        );
+        let parts = self.parts();
         Box::pin(async move {
             let started = std::time::Instant::now();
-            let booted = boot(pool, clock, judge, hosts, settings, message).await;
+            let booted = boot(parts, message).await;
             let result = match &booted {
                 Ok(instance) => instance.vm_state.as_str(),
                 Err(_) => "refused",
@@ -179,16 +174,41 @@ impl Handler<Boot> for Scheduler {
     }
 }
 
-/// Boots: claims a node, has its host (here or in another process) build the instance, and
-/// returns the instance as the build left it.
-async fn boot(
+/// What a boot takes along from the scheduler.
+struct Parts {
     pool: Pool,
     clock: SharedClock,
-    judge: HostJudge,
     hosts: HostDirectory,
     settings: HostSettings,
-    message: Boot,
-) -> Result<Instance, BootError> {
+    /// How hosts are judged now: by their heartbeats, the outage the rebalancer noted credited.
+    judge: HostJudge,
+}
+
+impl Scheduler {
+    fn parts(&self) -> Parts {
+        Parts {
+            pool: self.pool.clone(),
+            clock: self.clock.clone(),
+            hosts: self.hosts.clone(),
+            settings: self.settings,
+            judge: HostJudge {
+                liveness: self.settings.liveness,
+                outage: self.ring.outage(),
+            },
+        }
+    }
+}
+
+/// Boots: claims a node, has its host (here or in another process) build the instance, and
+/// returns the instance as the build left it.
+async fn boot(parts: Parts, message: Boot) -> Result<Instance, BootError> {
+    let Parts {
+        pool,
+        clock,
+        hosts,
+        settings,
+        judge,
+    } = parts;
     let build_wait = settings.instance_build_timeout;
     let instance = message.uuid.unwrap_or_else(|| InstanceUuid(Uuid::new_v4()));
     let local_hosts = hosts.names();
@@ -217,6 +237,20 @@ async fn boot(
         node: placed,
         local,
     };
+    after_claim(pool, clock, hosts, build_wait, message, instance, placed).await
+}
+
+/// Has a claimed instance built and answers it: at once (the build going on behind) when the
+/// boot answers when claimed, else as the build left it.
+async fn after_claim(
+    pool: Pool,
+    clock: SharedClock,
+    hosts: HostDirectory,
+    build_wait: std::time::Duration,
+    message: Boot,
+    instance: InstanceUuid,
+    placed: Placed,
+) -> Result<Instance, BootError> {
     if message.answer_when_claimed {
         let answer = db::run(&pool, move |conn| {
             db::instances::get_instance(conn, instance)
@@ -526,6 +560,9 @@ enum ClaimFailure {
 enum ClaimError {
     #[error("instance {0} exists already")]
     Exists(InstanceUuid),
+    /// A boot of several together found no node for one of them: none is kept.
+    #[error("no free node for every boot together")]
+    Short,
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -534,6 +571,7 @@ impl From<ClaimError> for BootError {
     fn from(error: ClaimError) -> Self {
         match error {
             ClaimError::Exists(uuid) => BootError::Exists(uuid),
+            ClaimError::Short => BootError::no_valid_host("", 0),
             ClaimError::Db(error) => BootError::Db(error),
         }
     }

@@ -41,6 +41,11 @@ pub(crate) async fn get(app: &TestApp, path: &str) -> Value {
 
 /// Starts cmp-1 through the API, enrolls 4 nodes and lets the host own and report them.
 pub(crate) async fn one_host_four_nodes(app: &TestApp) -> Vec<String> {
+    one_host_with_nodes(app, 4).await
+}
+
+/// Host cmp-1, up, with `count` baremetal nodes it owns and has reported; their uuids.
+pub(crate) async fn one_host_with_nodes(app: &TestApp, count: usize) -> Vec<String> {
     let (status, body) = send(
         app,
         reqwest::Method::POST,
@@ -56,11 +61,11 @@ pub(crate) async fn one_host_four_nodes(app: &TestApp) -> Vec<String> {
         app,
         reqwest::Method::POST,
         "/api/v1/nodes",
-        Some(json!({"count": 4, "resource_class": "baremetal"})),
+        Some(json!({"count": count, "resource_class": "baremetal"})),
     )
     .await;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(body["enrolled"], 4);
+    assert_eq!(body["enrolled"], count);
     app.actors
         .rebalancer
         .send(RebalanceNow)

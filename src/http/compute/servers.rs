@@ -18,7 +18,7 @@ use super::server_body::{
 use super::server_filter::filter;
 use super::server_view;
 use crate::actors::compute_host::DestroyInstance;
-use crate::actors::scheduler::{Boot, BootError};
+use crate::actors::scheduler::{Boot, BootError, BootTogether};
 use crate::db;
 use crate::domain::compute::flavor::{Scalar, check_name};
 use crate::domain::compute::server::{ServerRecord, ServerRequest, names};
@@ -68,26 +68,23 @@ pub async fn create_server(
     let uuids: Vec<InstanceUuid> = (0..max_count)
         .map(|_| InstanceUuid(Uuid::new_v4()))
         .collect();
-    // Only a request that needs several nodes at once counts them first (one that needs one
-    // learns it from its claim).
-    let free = if min_count > 1 {
-        free_nodes(&state, &asked, min_count).await?
-    } else {
-        min_count
-    };
-    let mut booted = 0;
-    for (uuid, name) in uuids
+    let named: Vec<(InstanceUuid, String)> = uuids
         .iter()
+        .copied()
         .zip(names(&name, u32::try_from(max_count).unwrap_or(1)))
-    {
-        let placed =
-            free >= min_count && boot(&state, &caller, &asked, *uuid, name.clone()).await?;
-        if placed {
-            booted += 1;
-        } else if booted < min_count {
-            keep_unplaced(&state, &caller, &asked, *uuid, name).await?;
-        } else {
-            break;
+        .collect();
+    // The first `min_count` stand or fall together (one transaction claims them all); each
+    // one beyond is booted while nodes are free.
+    let (together, beyond) = named.split_at(usize::try_from(min_count).unwrap_or(1));
+    if !boot_together(&state, &caller, &asked, together).await? {
+        for (uuid, name) in &named {
+            keep_unplaced(&state, &caller, &asked, *uuid, name.clone()).await?;
+        }
+    } else {
+        for (uuid, name) in beyond {
+            if !boot(&state, &caller, &asked, *uuid, name.clone()).await? {
+                break;
+            }
         }
     }
     if common::scalar(&server, "return_reservation_id") == Scalar::Bool(true) {
@@ -124,33 +121,25 @@ async fn with_key(
     }
 }
 
-/// How many nodes could take the server now (up to `wanted`).
-async fn free_nodes(
-    state: &AppState,
-    asked: &ServerRequest,
-    wanted: i64,
-) -> Result<i64, ComputeError> {
-    let judge = state.actors.judge();
-    let now = state.actors.clock.now();
-    let cooling_after = state.actors.settings.host.cooling_after(now);
-    let asked = asked.clone();
-    let limit = i32::try_from(wanted).unwrap_or(i32::MAX);
-    let free = db::run(&state.pool, move |conn| {
-        let up =
-            crate::actors::scheduler::schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
-        let request = db::instances::NodeRequest {
-            resource_class: "",
-            placement_class: &asked.placement_class,
-            hosts: &up,
-            pci_devices: 0,
-            required_traits: &asked.required_traits,
-            forbidden_traits: &asked.forbidden_traits,
-            cooling_after,
-        };
-        db::instances::free_nodes(conn, &request, limit)
-    })
-    .await?;
-    Ok(free.len() as i64)
+/// The boot of one server of the request.
+fn boot_of(caller: &Caller, asked: &ServerRequest, uuid: InstanceUuid, name: String) -> Boot {
+    Boot {
+        uuid: Some(uuid),
+        name,
+        resource_class: String::new(),
+        project: caller.project_id.clone(),
+        user: caller.user_id.clone(),
+        pci_devices: 0,
+        server: Some(asked.clone()),
+        answer_when_claimed: true,
+    }
+}
+
+fn scheduler_unavailable(_: actix::MailboxError) -> ComputeError {
+    ComputeError::new(
+        actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
+        "The scheduler is unavailable, try again.",
+    )
 }
 
 /// Boots one server; `false` when no node could take it.
@@ -164,25 +153,43 @@ async fn boot(
     let booted = state
         .actors
         .scheduler
-        .send(Boot {
-            uuid: Some(uuid),
-            name,
-            resource_class: String::new(),
-            project: caller.project_id.clone(),
-            user: caller.user_id.clone(),
-            pci_devices: 0,
-            server: Some(asked.clone()),
-            answer_when_claimed: true,
-        })
+        .send(boot_of(caller, asked, uuid, name))
         .await
-        .map_err(|_| {
-            ComputeError::new(
-                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-                "The scheduler is unavailable, try again.",
-            )
-        })?;
+        .map_err(scheduler_unavailable)?;
+    placed(uuid, booted.map(|_| ()))
+}
+
+/// Boots every one of `servers` or none (one when there is one); `false` when the free nodes
+/// do not take them all (no claim kept).
+async fn boot_together(
+    state: &AppState,
+    caller: &Caller,
+    asked: &ServerRequest,
+    servers: &[(InstanceUuid, String)],
+) -> Result<bool, ComputeError> {
+    if let [(uuid, name)] = servers {
+        return boot(state, caller, asked, *uuid, name.clone()).await;
+    }
+    let boots = servers
+        .iter()
+        .map(|(uuid, name)| boot_of(caller, asked, *uuid, name.clone()))
+        .collect();
+    let booted = state
+        .actors
+        .scheduler
+        .send(BootTogether { boots })
+        .await
+        .map_err(scheduler_unavailable)?;
+    let first = servers
+        .first()
+        .map_or(InstanceUuid(Uuid::nil()), |(uuid, _)| *uuid);
+    placed(first, booted.map(|_| ()))
+}
+
+/// What a boot's answer says of its placement: `true` placed, `false` no valid host.
+fn placed(uuid: InstanceUuid, booted: Result<(), BootError>) -> Result<bool, ComputeError> {
     match booted {
-        Ok(_) => Ok(true),
+        Ok(()) => Ok(true),
         Err(BootError::NoValidHost { .. }) => Ok(false),
         Err(BootError::Db(error)) => Err(error.into()),
         Err(other) => {

@@ -22,6 +22,7 @@ mod keystone;
 mod log_args;
 mod manual;
 mod placement;
+mod secret_mask;
 mod serve_args;
 mod upgrade;
 

@@ -74,7 +74,7 @@ fn value_of(matches: &ArgMatches, command: &clap::Command, key: &ConfigKey) -> O
             let value = if SECRET_FLAGS.contains(&key.flag) {
                 "****".to_owned()
             } else {
-                mask_password(value)
+                super::secret_mask::mask_password(value)
             };
             if integer {
                 value
@@ -90,44 +90,9 @@ fn value_of(matches: &ArgMatches, command: &clap::Command, key: &ConfigKey) -> O
     })
 }
 
-/// A URL's password replaced by `****` (`postgres://user:****@host/db`).
-pub fn mask_password(value: &str) -> String {
-    let Some((scheme, rest)) = value.split_once("://") else {
-        return value.to_owned();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let Some((userinfo, host)) = authority.rsplit_once('@') else {
-        return value.to_owned();
-    };
-    match userinfo.split_once(':') {
-        Some((user, _password)) => format!("{scheme}://{user}:****@{host}{tail}"),
-        None => value.to_owned(),
-    }
-}
-
 /// Checks `path` without starting anything.
 pub fn check(path: &Path) -> Result<ExitCode, CliError> {
     let file = ConfigFile::read(path, &command())?;
     println!("{}: ok ({} settings)", path.display(), file.entries.len());
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_url_password_is_masked_and_nothing_else_is() {
-        assert_eq!(
-            mask_password("postgres://ringmaster:s3cret@db.example.org:5432/ringmaster?x=1"),
-            "postgres://ringmaster:****@db.example.org:5432/ringmaster?x=1"
-        );
-        assert_eq!(
-            mask_password("postgres://ringmaster@db/ringmaster"),
-            "postgres://ringmaster@db/ringmaster"
-        );
-        assert_eq!(mask_password("127.0.0.1:8080"), "127.0.0.1:8080");
-        assert_eq!(mask_password("http://a/b@c"), "http://a/b@c");
-    }
 }

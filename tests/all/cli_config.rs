@@ -381,3 +381,45 @@ fn help_names_each_environment_variable_without_a_stray_value() {
     assert!(stdout.contains("[env: RINGMASTER_DATA_DIR]"), "{stdout}");
     assert!(stdout.contains("[env: RINGMASTER_CONFIG]"), "{stdout}");
 }
+
+/// Issue 44, item 8: `config show` masks a database password in every form libpq takes (and
+/// `ringmaster audit` accepts): the URL's user, a `password=` query parameter, a key/value
+/// connection string's `password` quoted or not.
+#[test]
+fn config_show_masks_a_database_password_in_every_form() {
+    for (url, shown) in [
+        (
+            "postgres://ringmaster:hunter2@db.example.org/ringmaster",
+            "postgres://ringmaster:****@db.example.org/ringmaster",
+        ),
+        (
+            "postgresql://ringmaster@db.example.org/ringmaster?password=hunter2&sslmode=require",
+            "postgresql://ringmaster@db.example.org/ringmaster?password=****&sslmode=require",
+        ),
+        (
+            "host=db.example.org user=ringmaster password=hunter2 dbname=ringmaster",
+            "host=db.example.org user=ringmaster password=**** dbname=ringmaster",
+        ),
+        (
+            "host=db.example.org password = 'hunter2 \\' x' dbname=ringmaster",
+            "host=db.example.org password = **** dbname=ringmaster",
+        ),
+    ] {
+        let (code, stdout, stderr) = run_to_end(
+            ringmaster()
+                .args(["config", "show"])
+                .env("DATABASE_URL", url),
+        );
+        assert_eq!(code, Some(0), "{stderr}");
+        assert!(
+            !stdout.contains("hunter2"),
+            "password shown for {url}: {stdout}"
+        );
+        let line = stdout
+            .lines()
+            .find(|line| line.starts_with("url = "))
+            .unwrap_or_else(|| panic!("no url line: {stdout}"));
+        let value: toml::Value = toml::from_str(line.split("  #").next().unwrap()).unwrap();
+        assert_eq!(value["url"].as_str(), Some(shown), "{line}");
+    }
+}

@@ -36,6 +36,7 @@ mod compute_images;
 mod compute_ironic;
 mod compute_keypairs;
 mod compute_multi_create;
+mod compute_racing_deletes;
 mod compute_samples;
 mod compute_servers;
 mod compute_services;

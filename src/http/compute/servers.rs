@@ -295,6 +295,10 @@ pub async fn delete_server(
             )
         })?
         .map_err(|error| {
+            // A delete racing this one got there first: gone, as Nova answers it then.
+            if error.kind() == crate::domain::error::ErrorKind::NotFound {
+                return ComputeError::not_found(format!("Instance {uuid} could not be found."));
+            }
             log::warn!("delete of server {uuid} failed: {error}");
             ComputeError::conflict(format!("Server {uuid} could not be deleted now: {error}"))
         })?;

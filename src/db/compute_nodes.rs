@@ -6,6 +6,8 @@
 //! * a node keeps one compute-node uuid forever: a claim reuses a live row, adopts the
 //!   provider already named after the node, or undeletes the node's soft-deleted row, and
 //!   only then creates a new one;
+//! * a claim that undeletes or creates a node's compute node gives the node's live instances
+//!   its host in the same statement;
 //! * a move changes `host` of the compute node and of its instances, bumps `owner_epoch` and
 //!   writes a `node_moves` row, all in one statement, conditional on the expected owner and
 //!   epoch; providers, inventories and allocations are not touched;
@@ -49,6 +51,71 @@ impl From<ComputeNodeView> for ComputeNode {
     }
 }
 
+/// The claim of `claim_nodes`, one statement: $1 the nodes, $2 their hosts, $3 now, $4 the
+/// building vm_state. Identity first: the provider already named after the node (adoption),
+/// else the node's latest soft-deleted compute node (undelete), else its archived one, else
+/// the Ironic node's own uuid (as Nova does since 2018): a returning node always gets its
+/// identity back. A uuid that another provider (of another name) or another live compute node
+/// holds is never taken: that node is not claimed, and the audit reports it.
+const CLAIM_NODES: &str = "WITH input AS (
+         SELECT DISTINCT ON (node) node, host
+           FROM unnest($1::text[], $2::text[]) AS t(node, host)
+          WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c
+                             WHERE c.hypervisor_hostname = t.node AND c.deleted = 0)
+     ),
+     chosen AS (
+         SELECT i.node, i.host,
+                COALESCE(rp.uuid, gone.uuid, archived.uuid, i.node::uuid) AS uuid
+           FROM input i
+           LEFT JOIN resource_providers rp ON rp.name = i.node
+           LEFT JOIN LATERAL (SELECT c.uuid FROM compute_nodes c
+                               WHERE c.hypervisor_hostname = i.node AND c.deleted <> 0
+                               ORDER BY c.id DESC LIMIT 1) gone ON TRUE
+           LEFT JOIN LATERAL (SELECT s.uuid FROM shadow_compute_nodes s
+                               WHERE s.hypervisor_hostname = i.node
+                               ORDER BY s.id DESC LIMIT 1) archived ON TRUE
+     ),
+     usable AS (
+         SELECT * FROM chosen ch
+          WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp
+                             WHERE rp.uuid = ch.uuid AND rp.name <> ch.node)
+            AND NOT EXISTS (SELECT 1 FROM compute_nodes c
+                             WHERE c.uuid = ch.uuid AND c.deleted = 0)
+     ),
+     undeleted AS (
+         UPDATE compute_nodes c
+            SET deleted = 0, deleted_at = NULL, host = usable.host,
+                hypervisor_hostname = usable.node,
+                owner_epoch = c.owner_epoch + 1, updated_at = $3
+           FROM usable
+          WHERE c.uuid = usable.uuid AND c.deleted <> 0
+         RETURNING c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch
+     ),
+     inserted AS (
+         INSERT INTO compute_nodes (uuid, host, hypervisor_hostname, vcpus, memory_mb,
+                                    local_gb, created_at)
+         SELECT usable.uuid, usable.host, usable.node, n.cpus, n.memory_mb, n.local_gb, $3
+           FROM usable
+           JOIN ironic_nodes n ON n.uuid::text = usable.node
+          WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c WHERE c.uuid = usable.uuid)
+         RETURNING id, uuid, host, hypervisor_hostname, owner_epoch
+     ),
+     claimed AS (
+         SELECT * FROM undeleted UNION ALL SELECT * FROM inserted
+     ),
+     instances_followed AS (
+         -- A live instance that still names the node (an ERROR server keeps its node after
+         -- the node's orphan delete) follows the node's new owner in this statement
+         -- (invariant 4); a build keeps its updated_at, as in a move.
+         UPDATE instances i SET host = claimed.host,
+                updated_at = CASE WHEN i.vm_state = $4 THEN i.updated_at ELSE $3 END
+           FROM claimed
+          WHERE i.node = claimed.hypervisor_hostname AND i.deleted = 0
+            AND i.host IS DISTINCT FROM claimed.host
+     )
+     SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch
+       FROM claimed";
+
 /// Gives each node of `claims` a live compute node owned by its host, with its provider, and
 /// makes enrolled nodes available. Nodes that already have a live compute node are left as
 /// they are. Returns the compute nodes this call created or undeleted. A handful of
@@ -63,63 +130,12 @@ pub fn claim_nodes(
     }
     let nodes: Vec<String> = claims.iter().map(|claim| claim.node.to_string()).collect();
     let hosts: Vec<String> = claims.iter().map(|claim| claim.host.clone()).collect();
-    // Identity first: the provider already named after the node (adoption), else the node's
-    // latest soft-deleted compute node (undelete), else its archived one, else the Ironic
-    // node's own uuid (as Nova does since 2018): a returning node always gets its identity
-    // back. A uuid that another provider (of another name) or another live compute node holds
-    // is never taken: that node is not claimed, and the audit reports it.
-    let claimed: Vec<ComputeNodeView> = diesel::sql_query(
-        "WITH input AS (
-             SELECT DISTINCT ON (node) node, host
-               FROM unnest($1::text[], $2::text[]) AS t(node, host)
-              WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c
-                                 WHERE c.hypervisor_hostname = t.node AND c.deleted = 0)
-         ),
-         chosen AS (
-             SELECT i.node, i.host,
-                    COALESCE(rp.uuid, gone.uuid, archived.uuid, i.node::uuid) AS uuid
-               FROM input i
-               LEFT JOIN resource_providers rp ON rp.name = i.node
-               LEFT JOIN LATERAL (SELECT c.uuid FROM compute_nodes c
-                                   WHERE c.hypervisor_hostname = i.node AND c.deleted <> 0
-                                   ORDER BY c.id DESC LIMIT 1) gone ON TRUE
-               LEFT JOIN LATERAL (SELECT s.uuid FROM shadow_compute_nodes s
-                                   WHERE s.hypervisor_hostname = i.node
-                                   ORDER BY s.id DESC LIMIT 1) archived ON TRUE
-         ),
-         usable AS (
-             SELECT * FROM chosen ch
-              WHERE NOT EXISTS (SELECT 1 FROM resource_providers rp
-                                 WHERE rp.uuid = ch.uuid AND rp.name <> ch.node)
-                AND NOT EXISTS (SELECT 1 FROM compute_nodes c
-                                 WHERE c.uuid = ch.uuid AND c.deleted = 0)
-         ),
-         undeleted AS (
-             UPDATE compute_nodes c
-                SET deleted = 0, deleted_at = NULL, host = usable.host,
-                    hypervisor_hostname = usable.node,
-                    owner_epoch = c.owner_epoch + 1, updated_at = $3
-               FROM usable
-              WHERE c.uuid = usable.uuid AND c.deleted <> 0
-             RETURNING c.id, c.uuid, c.host, c.hypervisor_hostname, c.owner_epoch
-         ),
-         inserted AS (
-             INSERT INTO compute_nodes (uuid, host, hypervisor_hostname, vcpus, memory_mb,
-                                        local_gb, created_at)
-             SELECT usable.uuid, usable.host, usable.node, n.cpus, n.memory_mb, n.local_gb, $3
-               FROM usable
-               JOIN ironic_nodes n ON n.uuid::text = usable.node
-              WHERE NOT EXISTS (SELECT 1 FROM compute_nodes c WHERE c.uuid = usable.uuid)
-             RETURNING id, uuid, host, hypervisor_hostname, owner_epoch
-         )
-         SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM undeleted
-         UNION ALL
-         SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM inserted",
-    )
-    .bind::<Array<Text>, _>(&nodes)
-    .bind::<Array<Text>, _>(&hosts)
-    .bind::<Timestamptz, _>(now)
-    .load(conn)?;
+    let claimed: Vec<ComputeNodeView> = diesel::sql_query(CLAIM_NODES)
+        .bind::<Array<Text>, _>(&nodes)
+        .bind::<Array<Text>, _>(&hosts)
+        .bind::<Timestamptz, _>(now)
+        .bind::<Text, _>(crate::domain::instance::VmState::Building.as_str())
+        .load(conn)?;
     let claimed: Vec<ComputeNode> = claimed.into_iter().map(ComputeNode::from).collect();
     finish_claims(conn, claims, &claimed, now)?;
     Ok(claimed)

@@ -3,6 +3,7 @@
 //! are deleted only when invariant 6 allows, and the audit sees what breaks an invariant.
 
 use chrono::{DateTime, Duration, Utc};
+use diesel::connection::SimpleConnection;
 use diesel::{PgConnection, RunQueryDsl};
 use ringmaster::db::audit::check_invariants;
 use ringmaster::db::compute_nodes::{
@@ -344,6 +345,62 @@ fn an_orphan_is_deleted_only_by_its_owner_once_ironic_forgot_it_and_never_with_a
         "only the allocated one is kept"
     );
     assert_eq!(count(&mut conn, "SELECT count(*) AS n FROM allocations"), 1);
+    assert_audit_clean(&mut conn);
+}
+
+/// The chaos fault run's invariant-4 report: an ERROR server keeps its node after the node's
+/// orphan delete (it holds no allocation), and the re-enrolled node's claim by another host
+/// must carry the server with it, in the claim's own statement. A deleted server is left as
+/// it was.
+#[test]
+fn a_reclaimed_node_takes_its_live_instances_to_its_new_owner() {
+    let db = TestDb::new();
+    let mut conn = db.conn();
+    let nodes = enroll(&mut conn, 1);
+    let first = claim_nodes(&mut conn, &claims(&nodes, "compute-1"), now())
+        .unwrap()
+        .remove(0);
+    let (failed, gone) = (Uuid::new_v4(), Uuid::new_v4());
+    conn.batch_execute(&format!(
+        "INSERT INTO instances (uuid, project_id, user_id, host, node, vm_state)
+         VALUES ('{failed}', 'p', 'u', 'compute-1', '{node}', 'error'),
+                ('{gone}', 'p', 'u', 'compute-1', '{node}', 'deleted');
+         UPDATE instances SET deleted = id, deleted_at = now() WHERE uuid = '{gone}'",
+        node = nodes[0]
+    ))
+    .unwrap();
+    diesel::sql_query("DELETE FROM ironic_nodes")
+        .execute(&mut conn)
+        .unwrap();
+    assert_eq!(
+        orphan(&mut conn, first.node, "compute-1", 1),
+        OrphanOutcome::Deleted
+    );
+
+    let again = [NewIronicNode::enrolling(nodes[0], None, "baremetal")];
+    enroll_nodes(&mut conn, &again).unwrap();
+    let back = claim_nodes(&mut conn, &claims(&nodes, "compute-2"), now())
+        .unwrap()
+        .remove(0);
+    assert_eq!((back.uuid, back.host.as_str()), (first.uuid, "compute-2"));
+    let host_of = |conn: &mut PgConnection, uuid: Uuid| {
+        count(
+            conn,
+            &format!(
+                "SELECT count(*) AS n FROM instances WHERE uuid = '{uuid}' AND host = 'compute-2'"
+            ),
+        )
+    };
+    assert_eq!(
+        host_of(&mut conn, failed),
+        1,
+        "the live server follows its node"
+    );
+    assert_eq!(
+        host_of(&mut conn, gone),
+        0,
+        "a deleted server is not rewritten"
+    );
     assert_audit_clean(&mut conn);
 }
 

@@ -40,6 +40,11 @@ use crate::db::Pool;
 /// The largest request body taken (a 100,000-node enroll with names fits).
 pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 
+/// The largest Compute request body taken: Nova's (oslo.middleware's `max_request_body_size`,
+/// 112 KiB). A server's user data (64 KiB, base64) fits; a 15 MB "key pair" is refused before
+/// it is held.
+pub const COMPUTE_BODY_LIMIT: usize = 114_688;
+
 /// What every handler may reach.
 #[derive(Clone)]
 pub struct AppState {

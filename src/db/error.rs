@@ -19,6 +19,10 @@ pub enum DbError {
     NotNullViolation { column: String },
     #[error("{0}")]
     Conflict(String),
+    /// What the caller sent, refused by PostgreSQL (a regular expression its `~` cannot take):
+    /// the message is for the caller.
+    #[error("{0}")]
+    InvalidInput(String),
     #[error("the host's lease lapsed: write abandoned")]
     LeaseLapsed,
     #[error("this process no longer holds the {lease} lease (epoch {epoch}): write refused")]
@@ -50,7 +54,8 @@ impl DbError {
             | DbError::LeadershipLost { .. } => ErrorKind::Conflict,
             DbError::ForeignKeyViolation { .. }
             | DbError::CheckViolation { .. }
-            | DbError::NotNullViolation { .. } => ErrorKind::Invalid,
+            | DbError::NotNullViolation { .. }
+            | DbError::InvalidInput(_) => ErrorKind::Invalid,
             DbError::Unavailable(_) | DbError::Canceled => ErrorKind::Unavailable,
             DbError::Migration(_) | DbError::Other(_) => ErrorKind::Internal,
         }

@@ -20,29 +20,59 @@ pub struct KeyPair {
     pub created_at: DateTime<Utc>,
 }
 
-/// Imports a key pair; `false` when the user has one of that name.
+/// A key pair to import, as checked.
+#[derive(Debug, Clone, Copy)]
+pub struct NewKeyPair<'a> {
+    pub name: &'a str,
+    pub user: &'a str,
+    pub fingerprint: &'a str,
+    pub public_key: &'a str,
+    pub kind: &'a str,
+}
+
+/// What an import came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyPairImport {
+    Created(KeyPair),
+    /// The user has a key pair of that name.
+    Exists,
+    /// The user holds `quota` key pairs already.
+    OverQuota,
+}
+
+/// Imports a key pair, unless its user holds `quota` key pairs already (counted under a lock
+/// on the user until the transaction ends, so that racing imports cannot pass the quota
+/// together) or one of its name. Run it in a transaction (`db::transaction`).
 pub fn create_keypair(
     conn: &mut PgConnection,
-    name: &str,
-    user: &str,
-    fingerprint: &str,
-    public_key: &str,
-    kind: &str,
+    pair: NewKeyPair<'_>,
+    quota: i64,
     now: DateTime<Utc>,
-) -> Result<Option<KeyPair>, DbError> {
-    Ok(diesel::insert_into(key_pairs::table)
+) -> Result<KeyPairImport, DbError> {
+    diesel::sql_query("SELECT pg_advisory_xact_lock(26, hashtext($1))")
+        .bind::<diesel::sql_types::Text, _>(pair.user)
+        .execute(conn)?;
+    let held: i64 = key_pairs::table
+        .filter(key_pairs::user_id.eq(pair.user))
+        .count()
+        .get_result(conn)?;
+    if held >= quota {
+        return Ok(KeyPairImport::OverQuota);
+    }
+    let created = diesel::insert_into(key_pairs::table)
         .values((
-            key_pairs::name.eq(name),
-            key_pairs::user_id.eq(user),
-            key_pairs::fingerprint.eq(fingerprint),
-            key_pairs::public_key.eq(public_key),
-            key_pairs::type_.eq(kind),
+            key_pairs::name.eq(pair.name),
+            key_pairs::user_id.eq(pair.user),
+            key_pairs::fingerprint.eq(pair.fingerprint),
+            key_pairs::public_key.eq(pair.public_key),
+            key_pairs::type_.eq(pair.kind),
             key_pairs::created_at.eq(now),
         ))
         .on_conflict_do_nothing()
         .returning(KeyPair::as_returning())
         .get_result(conn)
-        .optional()?)
+        .optional()?;
+    Ok(created.map_or(KeyPairImport::Exists, KeyPairImport::Created))
 }
 
 /// Key pair `name` of `user`.

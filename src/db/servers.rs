@@ -128,12 +128,39 @@ pub fn get_server(
     .map(ServerRecord::from))
 }
 
-/// Lists the servers `filter` selects, newest first, at most `filter.limit`; a marker that
-/// names no server (of those the filter could show) is `NotFound`.
+/// Refuses `pattern` (the filter `field`) unless PostgreSQL's `~`, which runs it, takes it: its
+/// regular expressions are not Rust's (`\p{L}`, `(?P<x>…)` are Rust's only; back references
+/// PostgreSQL's only).
+fn check_pattern(conn: &mut PgConnection, field: &str, pattern: &str) -> Result<(), DbError> {
+    match diesel::sql_query("SELECT '' ~ $1")
+        .bind::<Text, _>(pattern)
+        .execute(conn)
+    {
+        Ok(_) => Ok(()),
+        Err(diesel::result::Error::DatabaseError(_, info))
+            if info.message().starts_with("invalid regular expression") =>
+        {
+            Err(DbError::InvalidInput(format!(
+                "Invalid regular expression for {field}: {pattern}"
+            )))
+        }
+        Err(other) => Err(other.into()),
+    }
+}
+
+/// Lists the servers `filter` selects, newest first (or oldest first), at most `filter.limit`; a marker that
+/// names no server (of those the filter could show) is `NotFound`, a pattern PostgreSQL cannot
+/// run `InvalidInput`.
 pub fn list_servers(
     conn: &mut PgConnection,
     filter: &ServerFilter,
 ) -> Result<Vec<ServerRecord>, DbError> {
+    if let Some(name) = &filter.name {
+        check_pattern(conn, "name", name)?;
+    }
+    if let Some((ip, version)) = &filter.ip {
+        check_pattern(conn, if *version == 6 { "ip6" } else { "ip" }, ip)?;
+    }
     let marker = match filter.marker {
         None => None,
         Some(marker) => {
@@ -155,6 +182,11 @@ pub fn list_servers(
     };
     let (marker_at, marker_id) = marker.unzip();
     let states: Option<Vec<String>> = filter.vm_states.clone();
+    let (after, order) = if filter.oldest_first {
+        (">", "ASC")
+    } else {
+        ("<", "DESC")
+    };
     Ok(diesel::sql_query(format!(
         "SELECT {SERVER_COLUMNS}
           WHERE ($1::text IS NULL OR i.project_id = $1)
@@ -163,12 +195,12 @@ pub fn list_servers(
             AND ($4::text IS NULL OR i.host = $4)
             AND ($5::timestamptz IS NULL OR COALESCE(i.updated_at, i.created_at) >= $5)
             AND (CASE WHEN $7 THEN i.deleted <> 0 WHEN $6 THEN true ELSE i.deleted = 0 END)
-            AND ($8::timestamptz IS NULL OR (i.created_at, i.id) < ($8, $9))
+            AND ($8::timestamptz IS NULL OR (i.created_at, i.id) {after} ($8, $9))
             AND ($11::text IS NULL OR EXISTS (
                   SELECT 1 FROM json_each(a.addresses::json) AS nets(name, list),
                                 json_array_elements(nets.list) AS x(address)
                    WHERE x.address->>'addr' ~ $11 AND x.address->>'version' = $12::text))
-          ORDER BY i.created_at DESC, i.id DESC
+          ORDER BY i.created_at {order}, i.id {order}
           LIMIT $10"
     ))
     .bind::<Nullable<Text>, _>(filter.project.as_deref())

@@ -16,6 +16,7 @@ pub mod middleware;
 pub mod server_actions;
 pub mod server_body;
 pub mod server_filter;
+pub mod server_schema;
 pub mod server_view;
 pub mod servers;
 pub mod service_removal;
@@ -32,7 +33,7 @@ pub fn configure(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/compute")
             .wrap(from_fn(middleware::compute_request))
-            .app_data(web::PayloadConfig::new(crate::http::BODY_LIMIT))
+            .app_data(web::PayloadConfig::new(crate::http::COMPUTE_BODY_LIMIT))
             .app_data(web::PathConfig::default().error_handler(|error, _| {
                 ComputeError::bad_request(format!("Invalid path: {error}")).into()
             }))

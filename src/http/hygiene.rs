@@ -191,7 +191,8 @@ async fn with_body_checked(
         return Ok(request);
     }
     let (http_request, mut payload) = request.into_parts();
-    let read = actix_rt::time::timeout(deadline, read_body(&mut payload)).await;
+    let limit = surface.body_limit();
+    let read = actix_rt::time::timeout(deadline, read_body(&mut payload, limit)).await;
     let refused = |status, message: String| {
         let mut response = answer(surface, status, message);
         if status == StatusCode::REQUEST_TIMEOUT {
@@ -215,10 +216,7 @@ async fn with_body_checked(
         Ok(Err(BodyError::TooLarge)) => {
             return Err(refused(
                 StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the request body is too large: over {} bytes",
-                    super::BODY_LIMIT
-                ),
+                format!("the request body is too large: over {limit} bytes"),
             ));
         }
         Ok(Err(BodyError::Broken)) => {
@@ -246,11 +244,11 @@ enum BodyError {
     Broken,
 }
 
-async fn read_body(payload: &mut Payload) -> Result<Bytes, BodyError> {
+async fn read_body(payload: &mut Payload, limit: usize) -> Result<Bytes, BodyError> {
     let mut body = BytesMut::new();
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|_| BodyError::Broken)?;
-        if body.len() + chunk.len() > super::BODY_LIMIT {
+        if body.len() + chunk.len() > limit {
             return Err(BodyError::TooLarge);
         }
         body.extend_from_slice(&chunk);
@@ -322,6 +320,14 @@ impl Surface {
             Surface::Compute
         } else {
             Surface::Admin
+        }
+    }
+
+    /// The largest body this API takes: Nova's for Compute, else `BODY_LIMIT`.
+    fn body_limit(self) -> usize {
+        match self {
+            Surface::Compute => super::COMPUTE_BODY_LIMIT,
+            Surface::Admin | Surface::Placement => super::BODY_LIMIT,
         }
     }
 }

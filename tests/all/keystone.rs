@@ -1,6 +1,6 @@
 //! Keystone authentication (issue 17) against a real Keystone 30.0.0: no token, an unknown, a
 //! revoked and an expired token are 401; a reader cannot write (403) and an admin can, in
-//! Placement and in the admin API; the caller's `X-Roles` count for nothing; a Keystone that
+//! Placement, the Compute API and the admin API; the caller's `X-Roles` count for nothing; a Keystone that
 //! cannot be reached is 503 in Placement's envelope, never an open door.
 
 use std::time::Duration;
@@ -111,7 +111,45 @@ async fn keystone_decides_who_may_read_and_write() {
         201
     );
 
+    compute_follows_nova_s_policy(&app, &reader, &demo).await;
     a_revoked_token_is_refused_after_the_cache_lifetime(&app, &keystone).await;
+}
+
+/// Compute under Keystone (issue 44, item 5): the token's roles decide, as Nova's defaults do;
+/// a reader reads and creates nothing, whatever `X-Roles` it sends; a member passes the policy
+/// (and is then told its flavor does not exist).
+async fn compute_follows_nova_s_policy(app: &TestApp, reader: &str, member: &str) {
+    let server = json!({"server": {"name": "s", "imageRef": crate::compute_policy::IMAGE,
+                                   "flavorRef": "no-such-flavor", "networks": "none"}});
+    for roles in ["reader", "admin", "member"] {
+        let (status, _, body) = app
+            .compute(Method::POST, "/servers")
+            .version("2.92")
+            .token(reader)
+            .roles(roles)
+            .json(server.clone())
+            .send()
+            .await;
+        assert_eq!(status, 403, "a reader with X-Roles {roles}: {body}");
+        assert_eq!(
+            body["forbidden"]["message"],
+            "Policy doesn't allow os_compute_api:servers:create to be performed."
+        );
+    }
+    let (status, _, body) = app
+        .compute(Method::GET, "/servers")
+        .token(reader)
+        .send()
+        .await;
+    assert_eq!(status, 200, "a reader lists: {body}");
+    let (status, _, body) = app
+        .compute(Method::POST, "/servers")
+        .version("2.92")
+        .token(member)
+        .json(server)
+        .send()
+        .await;
+    assert_eq!(status, 400, "a member passes the policy: {body}");
 }
 
 /// No token, an unknown one: 401, in Placement and in the admin API, in both envelopes, with

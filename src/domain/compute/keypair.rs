@@ -5,6 +5,9 @@
 
 use md5::Digest;
 
+/// The key pairs a user may hold (Nova's default `key_pairs` quota).
+pub const KEY_PAIRS_PER_USER: i64 = 100;
+
 /// Checks a key pair name for the microversion (`with_at_and_dot`: 2.92 and later).
 pub fn check_name(name: &str, with_at_and_dot: bool) -> Result<(), String> {
     let fits = !name.is_empty()
@@ -29,25 +32,46 @@ pub fn check_name(name: &str, with_at_and_dot: bool) -> Result<(), String> {
     }
 }
 
-/// The fingerprint of an OpenSSH public key line (`ssh-ed25519 AAAA… comment`), or Nova's
-/// reason to refuse it.
+/// The longest public key line taken, in bytes: a 16384-bit RSA key (about 2,800) with a long
+/// comment. A page of a user's key pairs is bounded by it.
+pub const MAX_PUBLIC_KEY: usize = 16 * 1024;
+
+/// The bounds of an RSA modulus OpenSSH takes, in bits.
+const RSA_BITS: std::ops::RangeInclusive<usize> = 1024..=16384;
+
+/// The fingerprint of an OpenSSH public key line (`ssh-ed25519 AAAA… comment`), once the key
+/// parses as a real public key of the type it names (RSA of 1024 to 16384 bits, ECDSA,
+/// Ed25519, DSA, or a security key's), or Nova's reason to refuse it.
 pub fn fingerprint(public_key: &str) -> Result<String, String> {
     let refused = || "Keypair data is invalid: failed to generate fingerprint".to_owned();
-    let mut fields = public_key.split_whitespace();
-    let (Some(kind), Some(blob)) = (fields.next(), fields.next()) else {
-        return Err(refused());
-    };
-    let decoded = crate::domain::text::decode_base64(blob).ok_or_else(refused)?;
-    // The blob starts with its own key type, length-prefixed.
-    let named = decoded
-        .get(..4)
-        .map(|len| u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize)
-        .and_then(|len| decoded.get(4..4 + len))
-        .is_some_and(|name| name == kind.as_bytes());
-    if !named {
-        return Err(refused());
+    if public_key.len() > MAX_PUBLIC_KEY {
+        return Err(format!(
+            "Keypair data is invalid: a public key of {} bytes (at most {MAX_PUBLIC_KEY} are taken)",
+            public_key.len()
+        ));
     }
-    let digest = md5::Md5::digest(&decoded);
+    let key = ssh_key::PublicKey::from_openssh(public_key.trim()).map_err(|_| refused())?;
+    match key.key_data() {
+        ssh_key::public::KeyData::Rsa(rsa) => {
+            let bits = rsa
+                .n
+                .as_positive_bytes()
+                .and_then(|n| Some(n.len() * 8 - n.first()?.leading_zeros() as usize))
+                .unwrap_or(0);
+            if !RSA_BITS.contains(&bits) {
+                return Err(format!(
+                    "Keypair data is invalid: an RSA key of {bits} bits (from {} to {} are taken)",
+                    RSA_BITS.start(),
+                    RSA_BITS.end()
+                ));
+            }
+        }
+        ssh_key::public::KeyData::Other(_) => return Err(refused()),
+        _ => {}
+    }
+    // The key's blob as it was sent (a parsed key encodes back to the same bytes).
+    let blob = key.to_bytes().map_err(|_| refused())?;
+    let digest = md5::Md5::digest(&blob);
     Ok(digest
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -74,6 +98,40 @@ mod tests {
             "x AAAA",
         ] {
             assert!(fingerprint(junk).is_err(), "{junk}");
+        }
+    }
+
+    /// Keys made by `ssh-keygen`, and what `ssh-keygen -l -E md5` says of them.
+    const MADE: [(&str, &str); 2] = [
+        (
+            "ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBL7edZKPIxGrYg9wSgIrxqx9xETvcciF27y0Gcy9WeXquuazF+pt7kPOVLgceJzWgyc2WM9L0RjTmrOxTLFtSDM= me@vm",
+            "98:00:f4:85:d1:97:99:8c:75:ec:25:49:59:3c:b0:a3",
+        ),
+        (
+            "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQCYg6V2XXSW5PYxBwaBconsXd429iyObK6zSiZn+o2GfMbCdi25XVw/V81MK4xKsGRZFpEuhId5BYFzWvRHUXgaZ4AolxAnaH0jESh4B7JM/9PBw5KLUcWSZUHTQp0WIjY2bcgLIUwNJoSrpp5j8PPGMlUwWVbNsAOJOqxSXtm3qJjnWPdrDw90d0Zi1KTAXzH/6NIX5iiE2L6y/6j3fZPO/VxnUPG+DCONuAe9vDXhA63D5ocG2COZwM9q0jW3ZQEmFqzg2TGtoizjihjPIQvUGoBXWKosWbu2ku9SGfvt3i9pEtcXu6sNh/i5gtN4nVwgDTvRsOcke8Gg/PG3HvX1 me@vm",
+            "ec:26:5e:d3:48:73:1d:72:10:2b:ee:1f:9e:ab:f0:39",
+        ),
+    ];
+
+    #[test]
+    fn real_keys_are_fingerprinted_as_ssh_keygen_does() {
+        for (key, print) in MADE {
+            assert_eq!(fingerprint(key).as_deref(), Ok(print), "{key}");
+        }
+    }
+
+    /// A key that only looks like one: the right header over data that is not a key of its
+    /// type (8 bytes of Ed25519 key, a modulus of zeros, one of 512 bits).
+    #[test]
+    fn a_header_over_junk_is_not_a_key() {
+        let zeros = format!("ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAyA{}", "A".repeat(266));
+        for junk in [
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAACAAAAAAAAAAA",
+            zeros.as_str(),
+            "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAAAQQD/////////////////////////////////////////////////////////////////////////////////////",
+        ] {
+            let refused = fingerprint(junk).expect_err(junk);
+            assert!(refused.starts_with("Keypair data is invalid"), "{refused}");
         }
     }
 

@@ -71,8 +71,10 @@ pub struct ServerFilter {
     pub include_deleted: bool,
     /// Only deleted ones.
     pub only_deleted: bool,
-    /// After this server, newest first.
+    /// After this server, newest first (oldest first when `oldest_first`).
     pub marker: Option<uuid::Uuid>,
+    /// `sort_key=created_at&sort_dir=asc`.
+    pub oldest_first: bool,
     /// A regular expression one of its addresses of this IP version (4 or 6) must match.
     pub ip: Option<(String, i32)>,
     pub limit: i64,

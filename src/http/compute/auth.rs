@@ -1,8 +1,14 @@
 //! Who calls the Compute API and what Nova's default policy lets them do. Without Keystone, as
 //! Nova's `noauth2`: the token is `user[:project]` (the project is the user's name without
-//! one), user `admin` is an admin, `X-Roles` replaces the roles; with an admin token
-//! configured, only that token is taken and it is an admin. With Keystone, the token's user,
-//! project and roles, and nothing the caller says of itself.
+//! one), user `admin` is an admin and any other user a `member` (and `reader`) of its project,
+//! `X-Roles` replaces the roles; with an admin token configured, only that token is taken and
+//! it is an admin. With Keystone, the token's user, project and roles, and nothing the caller
+//! says of itself.
+//!
+//! The rules are Nova's defaults: what belongs to a project is read by its `reader`s and
+//! changed by its `member`s (`admin` implies `member`, which implies `reader`, as Keystone's
+//! default implied roles have it); an admin reads and changes any project's; a role Nova does
+//! not know grants nothing.
 
 use actix_web::dev::ServiceRequest;
 use actix_web::http::StatusCode;
@@ -31,19 +37,50 @@ impl Caller {
         self.has_role("admin")
     }
 
-    /// May read what belongs to `project` (Nova's `PROJECT_READER_OR_ADMIN`): an admin, or
-    /// any role of that project (noauth2 callers have none and are members of their project).
-    pub fn may_read(&self, project: &str) -> bool {
+    /// Holds `wanted` or a role that implies it (`admin` → `member` → `reader`).
+    fn holds(&self, wanted: &str) -> bool {
+        let implying: &[&str] = match wanted {
+            "reader" => &["reader", "member", "admin"],
+            "member" => &["member", "admin"],
+            _ => &[],
+        };
+        self.has_role(wanted) || implying.iter().any(|role| self.has_role(role))
+    }
+
+    /// Is an admin or a caller of `project` with any role: may learn what `project` holds
+    /// exists (to anyone else, as to Nova's project-scoped queries, it does not).
+    pub fn sees(&self, project: &str) -> bool {
         self.is_admin() || self.project_id == project
     }
 
+    /// May read what belongs to `project` (Nova's `PROJECT_READER_OR_ADMIN`): an admin, or a
+    /// reader of that project.
+    pub fn may_read(&self, project: &str) -> bool {
+        self.is_admin() || (self.project_id == project && self.holds("reader"))
+    }
+
     /// May change what belongs to `project` (`PROJECT_MEMBER_OR_ADMIN`): an admin, or a
-    /// caller of that project that is not only a reader.
+    /// member of that project.
     pub fn may_write(&self, project: &str) -> bool {
-        self.is_admin()
-            || (self.project_id == project
-                && (self.roles.is_empty()
-                    || self.roles.iter().any(|r| !r.eq_ignore_ascii_case("reader"))))
+        self.is_admin() || (self.project_id == project && self.holds("member"))
+    }
+
+    /// Refuses a caller that may not read its own project's: Nova's 403 naming `rule`.
+    pub fn require_reader(&self, rule: &str) -> Result<(), ComputeError> {
+        if self.may_read(&self.project_id) {
+            Ok(())
+        } else {
+            Err(ComputeError::policy(rule))
+        }
+    }
+
+    /// Refuses a caller that may not change its own project's: Nova's 403 naming `rule`.
+    pub fn require_member(&self, rule: &str) -> Result<(), ComputeError> {
+        if self.may_write(&self.project_id) {
+            Ok(())
+        } else {
+            Err(ComputeError::policy(rule))
+        }
     }
 
     /// Refuses a non-admin: Nova's 403 naming the rule.
@@ -129,9 +166,14 @@ pub async fn authenticate(request: &ServiceRequest) -> Result<Caller, ComputeErr
         None,
     );
     let user = token.split_once(':').map_or(token, |(user, _)| user);
+    let roles = if header(request, "x-roles").is_none() && parsed.roles.is_empty() {
+        vec!["member".to_owned(), "reader".to_owned()]
+    } else {
+        parsed.roles
+    };
     Ok(Caller {
         user_id: user.to_owned(),
         project_id: parsed.project_id,
-        roles: parsed.roles,
+        roles,
     })
 }

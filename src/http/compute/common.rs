@@ -114,16 +114,20 @@ pub fn known_parameters(pairs: &[(String, String)], known: &[&str]) -> Result<()
     }
 }
 
-/// `limit` and `marker` as Nova reads them: a limit is a non-negative integer.
+/// Nova's `max_limit`: the most items one page holds, whatever `limit` asks.
+pub const MAX_LIMIT: i64 = 1000;
+
+/// `limit` and `marker` as Nova reads them: a limit is a non-negative integer, capped at
+/// [`MAX_LIMIT`].
 pub fn limit_and_marker(
     pairs: &[(String, String)],
 ) -> Result<(Option<i64>, Option<String>), ComputeError> {
     let limit = match last(pairs, "limit") {
         None => None,
+        // Any run of digits, as Nova's schema takes it.
         Some(text) => Some(
-            text.parse::<i64>()
-                .ok()
-                .filter(|limit| *limit >= 0)
+            (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| text.parse::<i64>().unwrap_or(MAX_LIMIT).min(MAX_LIMIT))
                 .ok_or_else(|| {
                     ComputeError::bad_request(format!(
                         "Invalid input for query parameters limit. Value: {text}. '{text}' does \

@@ -85,6 +85,9 @@ impl ResponseError for ComputeError {
 impl From<DbError> for ComputeError {
     fn from(error: DbError) -> Self {
         let request = crate::http::observe::current_request_id();
+        if let DbError::InvalidInput(message) = error {
+            return ComputeError::bad_request(message);
+        }
         match error.kind() {
             ErrorKind::Unavailable => {
                 log::error!("compute request {request} failed: {error}");

@@ -9,7 +9,7 @@ use super::auth::Caller;
 use super::common::{self, Version};
 use super::error::ComputeError;
 use crate::db;
-use crate::db::keypairs::KeyPair;
+use crate::db::keypairs::{KeyPair, KeyPairImport, NewKeyPair};
 use crate::domain::compute::keypair;
 use crate::http::AppState;
 
@@ -22,12 +22,20 @@ fn brief(version: Version, pair: &KeyPair) -> Value {
     view
 }
 
-/// The user whose key pairs a request is about: the caller's, or (an admin, 2.10) `user_id`.
-fn user_of(caller: &Caller, version: Version, asked: Option<&str>) -> Result<String, ComputeError> {
+/// The user whose key pairs a request is about: the caller's, or (an admin, 2.10) `user_id`;
+/// else Nova's 403 naming the action's rule, `os_compute_api:os-keypairs:{action}`.
+fn user_of(
+    caller: &Caller,
+    version: Version,
+    asked: Option<&str>,
+    action: &str,
+) -> Result<String, ComputeError> {
     match asked {
         Some(user) if version.at_least(10) => {
             if user != caller.user_id && !caller.is_admin() {
-                return Err(ComputeError::policy("os_compute_api:os-keypairs:show"));
+                return Err(ComputeError::policy(&format!(
+                    "os_compute_api:os-keypairs:{action}"
+                )));
             }
             Ok(user.to_owned())
         }
@@ -75,17 +83,33 @@ pub async fn create_keypair(
         &caller,
         version,
         pair.get("user_id").and_then(Value::as_str),
+        "create",
     )?;
     let now = state.actors.clock.now();
     let (named, owner) = (name.clone(), user.clone());
-    let created = db::run(&state.pool, move |conn| {
-        db::keypairs::create_keypair(conn, &named, &owner, &fingerprint, &public_key, &kind, now)
+    let imported = db::transaction(&state.pool, move |conn| {
+        let pair = NewKeyPair {
+            name: &named,
+            user: &owner,
+            fingerprint: &fingerprint,
+            public_key: &public_key,
+            kind: &kind,
+        };
+        db::keypairs::create_keypair(conn, pair, keypair::KEY_PAIRS_PER_USER, now)
     })
     .await?;
-    let Some(created) = created else {
-        return Err(ComputeError::conflict(format!(
-            "Key pair '{name}' already exists."
-        )));
+    let created = match imported {
+        KeyPairImport::Created(created) => created,
+        KeyPairImport::Exists => {
+            return Err(ComputeError::conflict(format!(
+                "Key pair '{name}' already exists."
+            )));
+        }
+        KeyPairImport::OverQuota => {
+            return Err(ComputeError::forbidden(
+                "Quota exceeded, too many key pairs.",
+            ));
+        }
     };
     let mut view = brief(version, &created);
     view["user_id"] = json!(created.user_id);
@@ -106,8 +130,8 @@ pub async fn list_keypairs(
 ) -> Result<HttpResponse, ComputeError> {
     let pairs = common::query_pairs(&request)?;
     let (limit, marker) = common::limit_and_marker(&pairs)?;
-    let user = user_of(&caller, version, common::last(&pairs, "user_id"))?;
-    let limit = limit.unwrap_or(1000).min(1000);
+    let user = user_of(&caller, version, common::last(&pairs, "user_id"), "index")?;
+    let limit = limit.unwrap_or(common::MAX_LIMIT);
     let listed = db::run(&state.pool, move |conn| {
         db::keypairs::list_keypairs(conn, &user, marker.as_deref(), limit)
     })
@@ -149,7 +173,7 @@ pub async fn show_keypair(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ComputeError> {
     let pairs = common::query_pairs(&request)?;
-    let user = user_of(&caller, version, common::last(&pairs, "user_id"))?;
+    let user = user_of(&caller, version, common::last(&pairs, "user_id"), "show")?;
     let pair = found(&state, user, path.into_inner()).await?;
     let mut view = brief(version, &pair);
     view["user_id"] = json!(pair.user_id);
@@ -175,7 +199,7 @@ pub async fn delete_keypair(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ComputeError> {
     let pairs = common::query_pairs(&request)?;
-    let user = user_of(&caller, version, common::last(&pairs, "user_id"))?;
+    let user = user_of(&caller, version, common::last(&pairs, "user_id"), "delete")?;
     let name = path.into_inner();
     let (owner, named) = (user.clone(), name.clone());
     let deleted = db::run(&state.pool, move |conn| {

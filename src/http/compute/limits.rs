@@ -9,12 +9,13 @@ use super::auth::Caller;
 use super::common::Version;
 use super::error::ComputeError;
 use crate::db;
+use crate::domain::compute::keypair::KEY_PAIRS_PER_USER;
 use crate::http::AppState;
 
 /// Nova's default quotas, with servers, cores and RAM unlimited.
 fn quota_set(project: &str, version: Version) -> Value {
     let mut quotas = json!({
-        "id": project, "instances": -1, "cores": -1, "ram": -1, "key_pairs": 100,
+        "id": project, "instances": -1, "cores": -1, "ram": -1, "key_pairs": KEY_PAIRS_PER_USER,
         "metadata_items": 128, "server_groups": 10, "server_group_members": 10,
     });
     if !version.at_least(57) {
@@ -48,7 +49,7 @@ pub async fn show_limits(
     .await?;
     let mut absolute = json!({
         "maxTotalInstances": -1, "maxTotalCores": -1, "maxTotalRAMSize": -1,
-        "maxServerMeta": 128, "maxImageMeta": 128, "maxTotalKeypairs": 100,
+        "maxServerMeta": 128, "maxImageMeta": 128, "maxTotalKeypairs": KEY_PAIRS_PER_USER,
         "maxServerGroups": 10, "maxServerGroupMembers": 10,
         "totalInstancesUsed": servers, "totalCoresUsed": cores, "totalRAMUsed": ram,
         "totalServerGroupsUsed": 0,

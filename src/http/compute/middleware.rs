@@ -2,7 +2,8 @@
 //! its microversion (Nova's 400 and 406), authenticates its caller, and gets Nova's headers:
 //! `OpenStack-API-Version: compute X`, `X-OpenStack-Nova-API-Version: X` with `Vary`, and the
 //! request id as `x-openstack-request-id` and `x-compute-request-id`. A method a path does
-//! not take is Nova's 405 in the envelope.
+//! not take is Nova's 405 in the envelope; a POST or PUT whose `Content-Type` is not JSON,
+//! Nova's 415.
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -22,6 +23,28 @@ fn is_version_document(path: &str) -> bool {
         path,
         "/compute" | "/compute/" | "/compute/v2.1" | "/compute/v2.1/"
     )
+}
+
+/// Says whether `request` sends a body of a type Nova does not read: a POST or PUT whose
+/// `Content-Type` is neither `application/json` nor `application/vnd.openstack.compute+json`
+/// (none at all is read as JSON).
+fn unsupported_body(request: &ServiceRequest) -> bool {
+    let method = request.method();
+    if method != actix_web::http::Method::POST && method != actix_web::http::Method::PUT {
+        return false;
+    }
+    let Some(value) = request.headers().get(actix_web::http::header::CONTENT_TYPE) else {
+        return false;
+    };
+    let media = value
+        .to_str()
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    media != "application/json" && media != "application/vnd.openstack.compute+json"
 }
 
 fn values<'a>(request: &'a ServiceRequest, name: &str) -> Vec<&'a str> {
@@ -49,6 +72,10 @@ pub async fn compute_request(
         )),
         Ok(_) if is_version_document(request.path()) => None,
         Ok(_) => match super::auth::authenticate(&request).await {
+            Ok(_) if unsupported_body(&request) => Some(ComputeError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Unsupported Content-Type",
+            )),
             Ok(caller) => {
                 request.extensions_mut().insert(caller);
                 None

@@ -29,9 +29,8 @@ pub fn filter(pairs: &[(String, String)], caller: &Caller) -> Result<ServerFilte
         (true, true, asked) => asked.map(str::to_owned),
         _ => Some(caller.project_id.clone()),
     };
-    let name = common::last(pairs, "name")
-        .map(|pattern| checked_pattern("name", pattern))
-        .transpose()?;
+    // Patterns are checked where they run, by PostgreSQL (`db::servers::list_servers`).
+    let name = common::last(pairs, "name").map(str::to_owned);
     // A status Nova does not know selects nothing.
     let vm_states = common::last(pairs, "status").map(|status| {
         vm_states_of_status(status)
@@ -64,8 +63,8 @@ pub fn filter(pairs: &[(String, String)], caller: &Caller) -> Result<ServerFilte
         })
         .transpose()?;
     let ip = match (common::last(pairs, "ip"), common::last(pairs, "ip6")) {
-        (Some(pattern), _) => Some((checked_pattern("ip", pattern)?, 4)),
-        (None, Some(pattern)) => Some((checked_pattern("ip6", pattern)?, 6)),
+        (Some(pattern), _) => Some((pattern.to_owned(), 4)),
+        (None, Some(pattern)) => Some((pattern.to_owned(), 6)),
         (None, None) => None,
     };
     Ok(ServerFilter {
@@ -81,16 +80,67 @@ pub fn filter(pairs: &[(String, String)], caller: &Caller) -> Result<ServerFilte
         include_deleted: changes_since.is_some() || deleted,
         only_deleted: deleted,
         marker,
+        oldest_first: oldest_first(pairs)?,
         ip,
-        limit: limit.unwrap_or(1000).min(1000),
+        limit: limit.unwrap_or(common::MAX_LIMIT),
     })
 }
 
-/// `pattern` if it is a regular expression, else Nova's 400 naming `field`.
-fn checked_pattern(field: &str, pattern: &str) -> Result<String, ComputeError> {
-    regex::Regex::new(pattern)
-        .map(|_| pattern.to_owned())
-        .map_err(|_| {
-            ComputeError::bad_request(format!("Invalid regular expression for {field}: {pattern}"))
-        })
+/// The sort keys Nova's `GET /servers` schema takes.
+const SORT_KEYS: &[&str] = &[
+    "access_ip_v4",
+    "access_ip_v6",
+    "auto_disk_config",
+    "availability_zone",
+    "config_drive",
+    "created_at",
+    "display_description",
+    "display_name",
+    "host",
+    "hostname",
+    "image_ref",
+    "instance_type_id",
+    "kernel_id",
+    "key_name",
+    "launch_index",
+    "launched_at",
+    "locked",
+    "locked_by",
+    "node",
+    "power_state",
+    "progress",
+    "project_id",
+    "ramdisk_id",
+    "root_device_name",
+    "task_state",
+    "terminated_at",
+    "updated_at",
+    "user_id",
+    "uuid",
+    "vm_state",
+];
+
+/// `sort_key` and `sort_dir` as Nova's schema takes them (400 otherwise); ringmaster orders by
+/// `created_at` only, and says so for another key Nova takes.
+fn oldest_first(pairs: &[(String, String)]) -> Result<bool, ComputeError> {
+    let invalid = |field: &str, value: &str, allowed: &[&str]| {
+        ComputeError::bad_request(format!(
+            "Invalid input for query parameters {field}. Value: {value}. '{value}' is not one \
+             of {allowed:?}"
+        ))
+    };
+    let key = common::last(pairs, "sort_key").unwrap_or("created_at");
+    if !SORT_KEYS.contains(&key) {
+        return Err(invalid("sort_key", key, SORT_KEYS));
+    }
+    if key != "created_at" {
+        return Err(ComputeError::bad_request(format!(
+            "ringmaster lists servers by created_at only, not by sort_key {key}"
+        )));
+    }
+    match common::last(pairs, "sort_dir").unwrap_or("desc") {
+        "desc" => Ok(false),
+        "asc" => Ok(true),
+        other => Err(invalid("sort_dir", other, &["asc", "desc"])),
+    }
 }

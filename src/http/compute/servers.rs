@@ -41,6 +41,8 @@ pub async fn create_server(
     )?;
     let server = common::member(body, "server")?;
     common::only(&server, CREATE_PROPERTIES, "server")?;
+    caller.require_member("os_compute_api:servers:create")?;
+    super::server_schema::check_fields(&server, version, &caller)?;
     let name =
         check_name("name", &common::scalar(&server, "name")).map_err(ComputeError::bad_request)?;
     let min_count = count(&server, "min_count", 1)?;
@@ -222,7 +224,8 @@ async fn keep_unplaced(
     .map_err(ComputeError::from)
 }
 
-/// A live server the caller may see: 404 otherwise, as Nova hides others' servers.
+/// A live server of a project the caller sees: 404 otherwise, as Nova hides others' servers
+/// (what the caller may do with it, each route checks).
 pub async fn visible_server(
     state: &AppState,
     caller: &Caller,
@@ -235,7 +238,7 @@ pub async fn visible_server(
     })
     .await?;
     match found {
-        Some(server) if caller.may_read(&server.project_id) => Ok(server),
+        Some(server) if caller.sees(&server.project_id) => Ok(server),
         _ => Err(not_found()),
     }
 }
@@ -249,6 +252,9 @@ pub async fn show_server(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ComputeError> {
     let server = visible_server(&state, &caller, &path).await?;
+    if !caller.may_read(&server.project_id) {
+        return Err(ComputeError::policy("os_compute_api:servers:show"));
+    }
     Ok(HttpResponse::Ok()
         .json(json!({"server": server_view::full(&request, version, &caller, &server)})))
 }
@@ -342,6 +348,7 @@ pub async fn list_servers(
     request: HttpRequest,
     caller: Caller,
 ) -> Result<HttpResponse, ComputeError> {
+    caller.require_reader("os_compute_api:servers:index")?;
     let (servers, limit) = listed(&state, &request, &caller).await?;
     let views = servers
         .iter()
@@ -357,6 +364,7 @@ pub async fn list_servers_detail(
     caller: Caller,
     version: Version,
 ) -> Result<HttpResponse, ComputeError> {
+    caller.require_reader("os_compute_api:servers:detail")?;
     let (servers, limit) = listed(&state, &request, &caller).await?;
     let views = servers
         .iter()

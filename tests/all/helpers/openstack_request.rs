@@ -1,6 +1,7 @@
 //! One request to an OpenStack API of the app (Placement or Compute), being built:
 //! `app.placement(method, path)` or `app.compute(method, path)`, then any of
-//! `.version("1.20")`, `.token("admin")` (or `.token(None)`), `.json(body)`, and `.send().await`.
+//! `.version("1.20")`, `.token("admin")` (or `.token(None)`), `.roles("reader")`, `.json(body)`,
+//! and `.send().await`.
 
 use super::app::TestApp;
 
@@ -12,6 +13,8 @@ pub struct OpenStackRequest<'a> {
     path: String,
     version: Option<String>,
     token: Option<String>,
+    /// `X-Roles`, when given.
+    roles: Option<String>,
     body: Option<serde_json::Value>,
 }
 
@@ -43,6 +46,7 @@ impl<'a> OpenStackRequest<'a> {
             path,
             version: None,
             token: token.map(str::to_owned),
+            roles: None,
             body: None,
         }
     }
@@ -56,6 +60,12 @@ impl<'a> OpenStackRequest<'a> {
     /// Authenticates with this token (`x-auth-token`; `user[:project]` under noauth2), or none.
     pub fn token<'t>(mut self, token: impl Into<Option<&'t str>>) -> Self {
         self.token = token.into().map(str::to_owned);
+        self
+    }
+
+    /// Sends `X-Roles: {roles}` (under noauth2, the caller's roles).
+    pub fn roles(mut self, roles: &str) -> Self {
+        self.roles = Some(roles.to_owned());
         self
     }
 
@@ -78,6 +88,9 @@ impl<'a> OpenStackRequest<'a> {
         }
         if let Some(token) = &self.token {
             request = request.header("x-auth-token", token);
+        }
+        if let Some(roles) = &self.roles {
+            request = request.header("x-roles", roles);
         }
         if let Some(body) = &self.body {
             request = request.json(body);

@@ -69,7 +69,8 @@ def largest_key(rng):
 
 
 def junk_key():
-    return 'ssh-rsa AAAAB3NzaC1yc2E' + 'A' * (15 * 1024 * 1024) + ' junk@example'
+    # 15 + 1 + 15 MiB base64 characters: a whole number of groups, so it decodes.
+    return 'ssh-rsa AAAAB3NzaC1yc2E' + 'A' * (15 * 1024 * 1024 + 1) + ' junk@example'
 
 
 def lists(port, clients):

@@ -42,9 +42,9 @@ impl Caller {
         let implying: &[&str] = match wanted {
             "reader" => &["reader", "member", "admin"],
             "member" => &["member", "admin"],
-            _ => &[],
+            other => return self.has_role(other),
         };
-        self.has_role(wanted) || implying.iter().any(|role| self.has_role(role))
+        implying.iter().any(|role| self.has_role(role))
     }
 
     /// Is an admin or a caller of `project` with any role: may learn what `project` holds
@@ -67,29 +67,26 @@ impl Caller {
 
     /// Refuses a caller that may not read its own project's: Nova's 403 naming `rule`.
     pub fn require_reader(&self, rule: &str) -> Result<(), ComputeError> {
-        if self.may_read(&self.project_id) {
-            Ok(())
-        } else {
-            Err(ComputeError::policy(rule))
-        }
+        allowed_or(self.may_read(&self.project_id), rule)
     }
 
     /// Refuses a caller that may not change its own project's: Nova's 403 naming `rule`.
     pub fn require_member(&self, rule: &str) -> Result<(), ComputeError> {
-        if self.may_write(&self.project_id) {
-            Ok(())
-        } else {
-            Err(ComputeError::policy(rule))
-        }
+        allowed_or(self.may_write(&self.project_id), rule)
     }
 
     /// Refuses a non-admin: Nova's 403 naming the rule.
     pub fn require_admin(&self, rule: &str) -> Result<(), ComputeError> {
-        if self.is_admin() {
-            Ok(())
-        } else {
-            Err(ComputeError::policy(rule))
-        }
+        allowed_or(self.is_admin(), rule)
+    }
+}
+
+/// `Ok` when `allowed`, else Nova's 403 naming `rule`.
+fn allowed_or(allowed: bool, rule: &str) -> Result<(), ComputeError> {
+    if allowed {
+        Ok(())
+    } else {
+        Err(ComputeError::policy(rule))
     }
 }
 

@@ -365,7 +365,18 @@ fn claim_node(
     clock: &SharedClock,
 ) -> Result<Option<FreeNode>, ClaimError> {
     let now = clock.now();
-    let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
+    let mut up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
+    let destination = boot.server.as_ref().map(|server| {
+        (
+            server.requested_host.as_deref(),
+            server.requested_node.as_deref(),
+        )
+    });
+    let (only_host, only_node) = destination.unwrap_or_default();
+    if let Some(only_host) = only_host {
+        // An admin's requested host (2.74): the boot is placed there or nowhere.
+        up.retain(|host| host == only_host);
+    }
     if up.is_empty() {
         return Ok(None);
     }
@@ -391,6 +402,7 @@ fn claim_node(
         required_traits: required,
         forbidden_traits: forbidden,
         cooling_after: settings.cooling_after(now),
+        node: only_node,
     };
     let mut tried: Vec<ProviderUuid> = Vec::new();
     for _ in 0..MAX_CLAIM_ATTEMPTS {

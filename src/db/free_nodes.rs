@@ -1,11 +1,12 @@
 //! The nodes a boot may take now (`FREE_NODES`): of the class, available, unlocked, not in
 //! maintenance, owned by an up host, with the unit free and enough PCI devices, with the traits
 //! asked for; offered by uuid (the free index), nodes with failed builds after the others and
-//! not during their cooldown (issue 31). `pick_free_node` locks the one a claim takes.
+//! not during their cooldown (issue 31); only the node asked for, when a boot asks for one.
+//! `pick_free_node` locks the one a claim takes.
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
-use diesel::sql_types::{Array, Integer, Text, Timestamptz, Uuid as SqlUuid};
+use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 
 use super::DbError;
 use crate::domain::identity::{HostName, ProviderUuid};
@@ -42,6 +43,8 @@ pub struct NodeRequest<'a> {
     /// Nodes whose last failed build is after this are cooling down: not offered. Nodes with
     /// failed builds come after every node without (Nova's BuildFailureWeigher).
     pub cooling_after: DateTime<Utc>,
+    /// Only this node (its Ironic uuid), when the boot asked for one.
+    pub node: Option<&'a str>,
 }
 
 /// The nodes that can take an instance: of the class, available, unlocked, not in maintenance,
@@ -70,7 +73,8 @@ const FREE_NODES: &str = concat!(
                    WHERE pt.resource_provider_id = rp.id AND t.name = ANY($7)))
             AND NOT EXISTS (SELECT 1 FROM node_build_failures f
                              WHERE f.node = n.uuid AND f.last_failed_at > $8)
-            AND $9 = EXISTS (SELECT 1 FROM node_build_failures f WHERE f.node = n.uuid)"
+            AND $9 = EXISTS (SELECT 1 FROM node_build_failures f WHERE f.node = n.uuid)
+            AND ($10::text IS NULL OR c.hypervisor_hostname = $10)"
 );
 
 /// The order of free nodes: by uuid (the free index), those with failed builds by how many.
@@ -106,6 +110,7 @@ pub fn free_nodes(
                 .bind::<Array<Text>, _>(request.forbidden_traits)
                 .bind::<Timestamptz, _>(request.cooling_after)
                 .bind::<diesel::sql_types::Bool, _>(failed)
+                .bind::<Nullable<Text>, _>(request.node)
                 .load::<FreeNode>(conn)?,
         );
     }
@@ -143,6 +148,7 @@ pub fn pick_free_node(
         .bind::<Array<Text>, _>(request.forbidden_traits)
         .bind::<Timestamptz, _>(request.cooling_after)
         .bind::<diesel::sql_types::Bool, _>(failed)
+        .bind::<Nullable<Text>, _>(request.node)
         .load::<FreeNode>(conn)?
         .into_iter()
         .next();

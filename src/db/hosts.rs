@@ -25,6 +25,41 @@ pub fn list_hosts(conn: &mut PgConnection) -> Result<Vec<Host>, DbError> {
     Ok(hosts)
 }
 
+/// What of a destination a create asks for (Nova's `host` and `hypervisor_hostname`) is not
+/// there: `host` without a live compute service, or `node` without a live compute node (on
+/// `host`, when both are asked; then it is `host` that is named, as Nova names it). `None`
+/// when everything asked is there.
+pub fn missing_destination(
+    conn: &mut PgConnection,
+    host: Option<&str>,
+    node: Option<&str>,
+) -> Result<Option<String>, DbError> {
+    if let Some(host) = host {
+        let served = services::table
+            .filter(services::binary.eq(COMPUTE_BINARY))
+            .filter(services::deleted.eq(0))
+            .filter(services::host.eq(host));
+        if !diesel::select(diesel::dsl::exists(served)).get_result::<bool>(conn)? {
+            return Ok(Some(host.to_owned()));
+        }
+    }
+    let Some(node) = node else {
+        return Ok(None);
+    };
+    let mut nodes = compute_nodes::table
+        .filter(compute_nodes::deleted.eq(0))
+        .filter(compute_nodes::hypervisor_hostname.eq(node))
+        .into_boxed();
+    if let Some(host) = host {
+        nodes = nodes.filter(compute_nodes::host.eq(host));
+    }
+    if diesel::select(diesel::dsl::exists(nodes)).get_result::<bool>(conn)? {
+        Ok(None)
+    } else {
+        Ok(Some(host.unwrap_or(node).to_owned()))
+    }
+}
+
 /// Returns how many live compute nodes each host owns.
 pub fn node_counts(conn: &mut PgConnection) -> Result<Vec<(String, i64)>, DbError> {
     Ok(compute_nodes::table

@@ -61,7 +61,9 @@ fn status_traits(app: &TestApp) -> i64 {
 }
 
 /// Starts compute host `cmp-2` in the app's process and has it heartbeat once.
-async fn second_host(app: &TestApp) -> actix::Addr<ringmaster::actors::compute_host::ComputeHost> {
+pub(crate) async fn second_host(
+    app: &TestApp,
+) -> actix::Addr<ringmaster::actors::compute_host::ComputeHost> {
     let (status, _) = send(
         app,
         Method::POST,

@@ -64,7 +64,7 @@ async fn patterns_postgresql_cannot_run_are_400_and_limits_are_capped() {
     }
 }
 
-async fn create(
+pub(crate) async fn create(
     app: &TestApp,
     version: &str,
     token: &str,

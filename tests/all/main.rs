@@ -31,6 +31,7 @@ mod cli_operations;
 mod cli_restart;
 mod cli_service;
 mod code_shape;
+mod compute_destination;
 mod compute_flavors;
 mod compute_images;
 mod compute_ironic;

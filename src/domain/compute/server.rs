@@ -22,6 +22,11 @@ pub struct ServerRequest {
     /// What the deploy asks Ironic for of the image (JSON: `ImageSource::to_json`), when an
     /// image service resolved it.
     pub image: Option<String>,
+    /// The host an admin asked the server be placed on (`host`, 2.74), known to exist.
+    pub requested_host: Option<String>,
+    /// The node (its Ironic uuid, Nova's `hypervisor_hostname`) an admin asked for (2.74),
+    /// known to exist (on `requested_host`, when both are asked).
+    pub requested_node: Option<String>,
 }
 
 /// A server as the Compute API shows it: its instance row and what hangs off it.

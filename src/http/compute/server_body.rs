@@ -190,5 +190,7 @@ pub fn server_request(
             .and_then(Value::as_str)
             .map(str::to_owned),
         image: None,
+        requested_host: None,
+        requested_node: None,
     })
 }

@@ -204,10 +204,6 @@ pub fn check_fields(
             "host" | "hypervisor_hostname" => {
                 caller.require_admin("compute:servers:create:requested_destination")?;
                 text(key, value, 1, 255)?;
-                return Err(ComputeError::bad_request(format!(
-                    "ringmaster does not place a server on a requested {key} yet; boot \
-                     without one"
-                )));
             }
             _ => {}
         }

@@ -67,6 +67,7 @@ pub async fn create_server(
         super::images::boot_from(&mut asked, &image)?;
     }
     with_key(&state, &caller, &server, &mut asked).await?;
+    with_destination(&state, &server, &mut asked).await?;
     let uuids: Vec<InstanceUuid> = (0..max_count)
         .map(|_| InstanceUuid(Uuid::new_v4()))
         .collect();
@@ -121,6 +122,33 @@ async fn with_key(
         }
         Some(_) => Err(ComputeError::bad_request("Invalid key_name provided.")),
     }
+}
+
+/// The host and node an admin asked for (2.74; `check_fields` checked who asks and the
+/// fields' types): 400 with Nova's message when either is not there.
+async fn with_destination(
+    state: &AppState,
+    server: &serde_json::Map<String, Value>,
+    asked: &mut ServerRequest,
+) -> Result<(), ComputeError> {
+    let asked_for = |key| server.get(key).and_then(Value::as_str).map(str::to_owned);
+    let (host, node) = (asked_for("host"), asked_for("hypervisor_hostname"));
+    if host.is_none() && node.is_none() {
+        return Ok(());
+    }
+    let (find_host, find_node) = (host.clone(), node.clone());
+    let missing = db::run(&state.pool, move |conn| {
+        db::hosts::missing_destination(conn, find_host.as_deref(), find_node.as_deref())
+    })
+    .await?;
+    if let Some(missing) = missing {
+        return Err(ComputeError::bad_request(format!(
+            "Compute host {missing} could not be found."
+        )));
+    }
+    asked.requested_host = host;
+    asked.requested_node = node;
+    Ok(())
 }
 
 /// The boot of one server of the request.

@@ -225,6 +225,7 @@ impl Run {
                 required_traits: &[],
                 forbidden_traits: &[],
                 cooling_after,
+                node: None,
             };
             db::instances::free_nodes(conn, &request, i32::MAX)
         })

@@ -134,7 +134,9 @@ impl Keystone {
         let client = settings
             .tls
             .http_client(Duration::from_secs(10))
-            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+            .map_err(|error| {
+                KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+            })?;
         Ok(Keystone {
             settings,
             base,
@@ -169,13 +171,14 @@ impl Keystone {
                 .header("X-Subject-Token", token)
                 .send()
                 .await
-                .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+                .map_err(|error| {
+                    KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+                })?;
             match response.status().as_u16() {
                 200 => {
-                    let body: TokenBody = response
-                        .json()
-                        .await
-                        .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+                    let body: TokenBody = response.json().await.map_err(|error| {
+                        KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+                    })?;
                     let identity = identity_of(&body.token);
                     self.remember(token, &identity, body.token.expires_at);
                     return Ok(identity);
@@ -213,17 +216,18 @@ impl Keystone {
             .header("X-Auth-Token", &service)
             .send()
             .await
-            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+            .map_err(|error| {
+                KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+            })?;
         if response.status().as_u16() != 200 {
             return Err(KeystoneError::Unavailable(format!(
                 "Keystone answered {} to GET /v3/auth/catalog",
                 response.status()
             )));
         }
-        let body: serde_json::Value = response
-            .json()
-            .await
-            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+        let body: serde_json::Value = response.json().await.map_err(|error| {
+            KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+        })?;
         let endpoints = body["catalog"]
             .as_array()
             .into_iter()
@@ -325,7 +329,9 @@ impl Keystone {
             .json(&body)
             .send()
             .await
-            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+            .map_err(|error| {
+                KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+            })?;
         match response.status().as_u16() {
             201 => {}
             // Unknown user, wrong password, no role on the project (or no such project).
@@ -342,10 +348,9 @@ impl Keystone {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned)
             .ok_or_else(|| KeystoneError::Unavailable("no X-Subject-Token".to_owned()))?;
-        let doc: TokenBody = response
-            .json()
-            .await
-            .map_err(|error| KeystoneError::Unavailable(error.to_string()))?;
+        let doc: TokenBody = response.json().await.map_err(|error| {
+            KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+        })?;
         Ok((token, doc.token.expires_at))
     }
 }

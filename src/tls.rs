@@ -62,7 +62,7 @@ fn read_certificates(
         path: path.to_owned(),
         reason,
     };
-    let bytes = std::fs::read(path).map_err(|source| error(source.to_string()))?;
+    let bytes = read_pem_file(path).map_err(error)?;
     let certificates = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|source| error(format!("not a PEM certificate file ({source})")))?;
@@ -79,9 +79,62 @@ fn read_key(flag: &'static str, path: &Path) -> Result<PrivateKeyDer<'static>, T
         path: path.to_owned(),
         reason,
     };
-    let bytes = std::fs::read(path).map_err(|source| error(source.to_string()))?;
+    let bytes = read_pem_file(path).map_err(error)?;
+    if readable_by_everyone(path) {
+        return Err(error(
+            "is readable by every user of this machine; a private key must not be: \
+             `chmod o-r` it (PostgreSQL and OpenSSH refuse such a key too)"
+                .to_owned(),
+        ));
+    }
+    if is_encrypted(&bytes) {
+        return Err(error(
+            "is an encrypted private key; ringmaster reads unencrypted keys only \
+             (`openssl pkey -in KEY -out PLAIN` decrypts it; keep PLAIN at mode 0600)"
+                .to_owned(),
+        ));
+    }
     PrivateKeyDer::from_pem_slice(&bytes)
         .map_err(|source| error(format!("holds no PEM private key ({source})")))
+}
+
+/// The largest certificate, key or CA file read: well above a system's CA bundle.
+const MAX_PEM_FILE: u64 = 4 * 1024 * 1024;
+
+/// A regular file of at most `MAX_PEM_FILE` bytes, read whole: a device (`/dev/zero`), a
+/// directory or a larger file is refused without reading more than the limit.
+fn read_pem_file(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|source| source.to_string())?;
+    let metadata = file.metadata().map_err(|source| source.to_string())?;
+    if !metadata.is_file() {
+        return Err("is not a regular file".to_owned());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_PEM_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|source| source.to_string())?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_PEM_FILE {
+        return Err(format!(
+            "is over {} MiB: not a PEM file",
+            MAX_PEM_FILE / 1024 / 1024
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Whether every user of the machine may read the file (its mode has `o+r`).
+fn readable_by_everyone(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|metadata| metadata.permissions().mode() & 0o004 != 0)
+}
+
+/// Whether a PEM key is encrypted: PKCS#8's `ENCRYPTED PRIVATE KEY`, or OpenSSL's traditional
+/// `Proc-Type: 4,ENCRYPTED` header.
+fn is_encrypted(bytes: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(bytes);
+    text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        || text.contains("Proc-Type: 4,ENCRYPTED")
 }
 
 /// A certificate chain and the private key of its first certificate, checked to be a pair.
@@ -112,6 +165,50 @@ mod tests {
         path
     }
 
+    fn private(path: &Path) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    #[test]
+    fn a_key_others_may_read_a_device_or_an_encrypted_key_is_refused_saying_why() {
+        let dir = std::env::temp_dir().join(format!("rm-tls-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let open = write(&dir, "open.pem", "-----BEGIN PRIVATE KEY-----\n");
+        let error = read_key("--tls-key", &open).unwrap_err().to_string();
+        assert!(error.contains("readable by every user"), "{error}");
+        let encrypted = write(
+            &dir,
+            "encrypted.pem",
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n",
+        );
+        private(&encrypted);
+        let error = read_key("--tls-key", &encrypted).unwrap_err().to_string();
+        assert!(error.contains("is an encrypted private key"), "{error}");
+        let traditional = write(
+            &dir,
+            "traditional.pem",
+            "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,00\n",
+        );
+        private(&traditional);
+        let error = read_key("--tls-key", &traditional).unwrap_err().to_string();
+        assert!(error.contains("is an encrypted private key"), "{error}");
+        let error = read_key("--tls-key", Path::new("/dev/zero"))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(error, "--tls-key /dev/zero: is not a regular file");
+        let huge = dir.join("huge.pem");
+        std::fs::File::create(&huge)
+            .unwrap()
+            .set_len(MAX_PEM_FILE + 1)
+            .unwrap();
+        let error = read_certificates("--tls-cert", &huge)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("is over 4 MiB"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn files_that_are_not_pem_are_named_with_their_flag() {
         let dir = std::env::temp_dir().join(format!("rm-tls-{}", uuid::Uuid::new_v4()));
@@ -123,6 +220,7 @@ mod tests {
             .to_string();
         assert!(error.starts_with("--tls-cert "), "{error}");
         assert!(error.contains("no PEM certificate"), "{error}");
+        private(&junk);
         let error = read_key("--tls-key", &junk).unwrap_err().to_string();
         assert!(error.contains("no PEM private key"), "{error}");
         let missing = dir.join("missing.pem");

@@ -192,13 +192,9 @@ impl ServerCertVerifier for Current {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         match &*self.0.current_trust() {
-            Trust::Roots(verifier) => verifier.verify_server_cert(
-                end_entity,
-                intermediates,
-                server_name,
-                ocsp_response,
-                now,
-            ),
+            Trust::Roots(verifier) => verifier
+                .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+                .map_err(explained),
             Trust::Nothing(reason) => Err(rustls::Error::General(reason.clone())),
             Trust::Anything => Ok(ServerCertVerified::assertion()),
         }
@@ -227,6 +223,27 @@ impl ServerCertVerifier for Current {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+/// What webpki's `CaUsedAsEndEntity` means and what to do, in place of its bare name: the
+/// server presents a CA certificate (`CA:TRUE`, what `openssl req -x509` makes unless told
+/// otherwise) as its own, which RFC 5280 clients refuse even when that CA is trusted.
+const CA_AS_SERVER: &str = "the server's certificate is a CA certificate (basic constraints \
+    CA:TRUE) used as a server certificate, which ringmaster refuses even when it is the CA file \
+    itself; issue a server certificate (CA:FALSE) from that CA and give the CA as the CA file";
+
+/// A refusal of the server's certificate, told so that it says what to do where webpki's
+/// own words do not.
+fn explained(error: rustls::Error) -> rustls::Error {
+    if let rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) = &error
+        && matches!(
+            other.0.downcast_ref::<webpki::Error>(),
+            Some(webpki::Error::CaUsedAsEndEntity)
+        )
+    {
+        return rustls::Error::General(CA_AS_SERVER.to_owned());
+    }
+    error
 }
 
 /// A signature `check` of the handshake, with this build's signature algorithms.

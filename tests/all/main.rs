@@ -73,3 +73,4 @@ mod security;
 mod security_secrets;
 mod shared_writers;
 mod tls;
+mod tls_files;

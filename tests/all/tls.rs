@@ -302,7 +302,6 @@ async fn forwarded_https_counts_only_from_trusted_proxies() {
 /// certificate the server requires, `insecure`; a server outside the CA is refused.
 #[actix_web::test]
 async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
-    use actix_web::{App, HttpResponse, HttpServer, web};
     let dir = TempDir::new("tls-client");
     let ca = TestCa::new("ironic CA");
     let ca_file = ca.write_ca(&dir.path, "ca.pem");
@@ -310,22 +309,7 @@ async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
     let client = ca.issue(&dir.path, "ringmaster", &[]);
 
     let config = server_requiring_a_client_certificate(&ca_file, &server);
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    let running = HttpServer::new(|| {
-        App::new().route(
-            "/",
-            web::get().to(|| async { HttpResponse::Ok().body("ironic") }),
-        )
-    })
-    .workers(1)
-    .disable_signals()
-    .listen_rustls_0_23(listener, config)
-    .unwrap()
-    .run();
-    let handle = running.handle();
-    actix_rt::spawn(running);
-    let url = format!("https://127.0.0.1:{}/", address.port());
+    let (handle, url) = crate::tls_files::serve_https(config);
 
     let settings = |cafile: bool, client_cert: bool, insecure: bool| ClientTlsSettings {
         cafile: cafile.then(|| ca_file.clone()),

@@ -54,10 +54,34 @@ impl TestCa {
         let key_path = dir.join(format!("{stem}-key.pem"));
         std::fs::write(&cert, certificate.pem()).unwrap();
         std::fs::write(&key_path, key.serialize_pem()).unwrap();
+        // Readable by its owner only, as a private key must be (others may not read it).
+        let owner_only = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+        std::fs::set_permissions(&key_path, owner_only).unwrap();
         Issued {
             cert,
             key: key_path,
             der: certificate.der().to_vec(),
         }
+    }
+}
+
+/// A certificate for `names` signed by its own key, as `openssl req -x509` makes one:
+/// `CA:TRUE` when `is_ca` (openssl's default), else a plain server certificate.
+pub fn self_signed(dir: &Path, stem: &str, names: &[&str], is_ca: bool) -> Issued {
+    let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+    let mut params = CertificateParams::new(names).unwrap();
+    if is_ca {
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    }
+    let key = KeyPair::generate().unwrap();
+    let certificate = params.self_signed(&key).unwrap();
+    let cert = dir.join(format!("{stem}.pem"));
+    let key_path = dir.join(format!("{stem}-key.pem"));
+    std::fs::write(&cert, certificate.pem()).unwrap();
+    std::fs::write(&key_path, key.serialize_pem()).unwrap();
+    Issued {
+        cert,
+        key: key_path,
+        der: certificate.der().to_vec(),
     }
 }

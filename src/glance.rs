@@ -37,7 +37,7 @@ impl Glance {
             .to_owned();
         let client = tls
             .http_client(Duration::from_secs(10))
-            .map_err(|error| GlanceError::Unavailable(crate::domain::error::with_causes(&error)))?;
+            .map_err(|error| GlanceError::Unavailable(crate::tls::with_causes(&error)))?;
         Ok(Glance { base, client })
     }
 
@@ -59,7 +59,7 @@ impl Glance {
         request
             .send()
             .await
-            .map_err(|error| GlanceError::Unavailable(crate::domain::error::with_causes(&error)))
+            .map_err(|error| GlanceError::Unavailable(crate::tls::with_causes(&error)))
     }
 
     /// Image `id` as the caller (`token`) sees it; `None` when it does not exist or the caller
@@ -67,9 +67,11 @@ impl Glance {
     pub async fn image(&self, id: &str, token: Option<&str>) -> Result<Option<Value>, GlanceError> {
         let response = self.get(&format!("/v2/images/{id}"), token).await?;
         match response.status().as_u16() {
-            200 => response.json().await.map(Some).map_err(|error| {
-                GlanceError::Unavailable(crate::domain::error::with_causes(&error))
-            }),
+            200 => response
+                .json()
+                .await
+                .map(Some)
+                .map_err(|error| GlanceError::Unavailable(crate::tls::with_causes(&error))),
             403 | 404 => Ok(None),
             401 => Err(GlanceError::Unauthorized),
             status => Err(GlanceError::Unavailable(format!(
@@ -107,7 +109,7 @@ impl Glance {
             .header("Range", "bytes=0-0")
             .send()
             .await
-            .map_err(|error| GlanceError::Unavailable(crate::domain::error::with_causes(&error)))?;
+            .map_err(|error| GlanceError::Unavailable(crate::tls::with_causes(&error)))?;
         Ok(matches!(response.status().as_u16(), 200 | 206))
     }
 }

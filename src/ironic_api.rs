@@ -220,11 +220,11 @@ impl IronicApi {
             tls.http_client(Duration::from_secs(30))
                 .map_err(|error| IronicError::Unreachable {
                     url: base.clone(),
-                    reason: crate::domain::error::with_causes(&error),
+                    reason: crate::tls::with_causes(&error),
                 })?;
         let unreachable = |error: reqwest::Error| IronicError::Unreachable {
             url: base.clone(),
-            reason: crate::domain::error::with_causes(&error),
+            reason: crate::tls::with_causes(&error),
         };
         // Behind Keystone, even the version document goes with the token (it is public in
         // Ironic; a proxy in front may not be).
@@ -237,7 +237,7 @@ impl IronicApi {
             .await
             .map_err(|error| IronicError::BadAnswer {
                 what: "its version document".to_owned(),
-                reason: crate::domain::error::with_causes(&error),
+                reason: crate::tls::with_causes(&error),
             })?;
         let doc = root
             .default_version
@@ -420,7 +420,7 @@ impl IronicApi {
                 .await
                 .map_err(|error| IronicError::Unreachable {
                     url: self.base.clone(),
-                    reason: crate::domain::error::with_causes(&error),
+                    reason: crate::tls::with_causes(&error),
                 })?;
             let status = response.status();
             if status.is_success() {
@@ -457,7 +457,7 @@ impl IronicApi {
             .await
             .map_err(|error| IronicError::BadAnswer {
                 what: what.to_owned(),
-                reason: crate::domain::error::with_causes(&error),
+                reason: crate::tls::with_causes(&error),
             })
     }
 }

@@ -134,9 +134,7 @@ impl Keystone {
         let client = settings
             .tls
             .http_client(Duration::from_secs(10))
-            .map_err(|error| {
-                KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
-            })?;
+            .map_err(|error| KeystoneError::Unavailable(crate::tls::with_causes(&error)))?;
         Ok(Keystone {
             settings,
             base,
@@ -171,13 +169,11 @@ impl Keystone {
                 .header("X-Subject-Token", token)
                 .send()
                 .await
-                .map_err(|error| {
-                    KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
-                })?;
+                .map_err(|error| KeystoneError::Unavailable(crate::tls::with_causes(&error)))?;
             match response.status().as_u16() {
                 200 => {
                     let body: TokenBody = response.json().await.map_err(|error| {
-                        KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
+                        KeystoneError::Unavailable(crate::tls::with_causes(&error))
                     })?;
                     let identity = identity_of(&body.token);
                     self.remember(token, &identity, body.token.expires_at);
@@ -216,18 +212,17 @@ impl Keystone {
             .header("X-Auth-Token", &service)
             .send()
             .await
-            .map_err(|error| {
-                KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
-            })?;
+            .map_err(|error| KeystoneError::Unavailable(crate::tls::with_causes(&error)))?;
         if response.status().as_u16() != 200 {
             return Err(KeystoneError::Unavailable(format!(
                 "Keystone answered {} to GET /v3/auth/catalog",
                 response.status()
             )));
         }
-        let body: serde_json::Value = response.json().await.map_err(|error| {
-            KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
-        })?;
+        let body: serde_json::Value = response
+            .json()
+            .await
+            .map_err(|error| KeystoneError::Unavailable(crate::tls::with_causes(&error)))?;
         let endpoints = body["catalog"]
             .as_array()
             .into_iter()
@@ -329,9 +324,7 @@ impl Keystone {
             .json(&body)
             .send()
             .await
-            .map_err(|error| {
-                KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
-            })?;
+            .map_err(|error| KeystoneError::Unavailable(crate::tls::with_causes(&error)))?;
         match response.status().as_u16() {
             201 => {}
             // Unknown user, wrong password, no role on the project (or no such project).
@@ -348,9 +341,10 @@ impl Keystone {
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned)
             .ok_or_else(|| KeystoneError::Unavailable("no X-Subject-Token".to_owned()))?;
-        let doc: TokenBody = response.json().await.map_err(|error| {
-            KeystoneError::Unavailable(crate::domain::error::with_causes(&error))
-        })?;
+        let doc: TokenBody = response
+            .json()
+            .await
+            .map_err(|error| KeystoneError::Unavailable(crate::tls::with_causes(&error)))?;
         Ok((token, doc.token.expires_at))
     }
 }

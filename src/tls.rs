@@ -155,6 +155,23 @@ fn certified_key(
         })
 }
 
+/// `error` and each of its causes, `: `-separated (`error sending request for url (…): client
+/// error (Connect): invalid peer certificate: …`), as outgoing HTTP errors are told: a cause
+/// whose text the message already holds is not said twice.
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(current) = cause {
+        let text = current.to_string();
+        if !text.is_empty() && !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        cause = current.source();
+    }
+    message
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +246,31 @@ mod tests {
             .to_string();
         assert!(error.contains("missing.pem"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod cause_tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("error sending request")]
+    struct Outer(#[source] Middle);
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("client error (Connect)")]
+    struct Middle(#[source] std::io::Error);
+
+    #[test]
+    fn each_cause_is_told_once() {
+        let root = std::io::Error::other("invalid peer certificate: UnknownIssuer");
+        let error = Outer(Middle(root));
+        assert_eq!(
+            with_causes(&error),
+            "error sending request: client error (Connect): invalid peer certificate: \
+             UnknownIssuer"
+        );
+        let plain = std::io::Error::other("refused");
+        assert_eq!(with_causes(&plain), "refused");
     }
 }

@@ -115,7 +115,7 @@ async fn a_self_signed_ca_certificate_as_the_server_s_is_refused_saying_why() {
         let answer = client.get(&url).send().await;
         if is_ca {
             let error = answer.expect_err("a CA certificate as the server's is refused");
-            let told = ringmaster::domain::error::with_causes(&error);
+            let told = ringmaster::tls::with_causes(&error);
             assert!(told.starts_with("error sending request for url"), "{told}");
             assert!(
                 told.contains("is a CA certificate (basic constraints CA:TRUE) used as a server")

@@ -124,7 +124,8 @@ pub enum ConfigCommand {
     /// Prints the settings `serve` would run with (these flags, the environment, the file,
     /// the defaults), each with where it came from; secrets masked.
     Show(Box<ServeArgs>),
-    /// Checks a configuration file (every key, type and value) without starting anything:
+    /// Checks a configuration file (every key, type and value, and every check `serve` makes of
+    /// its settings) without starting anything:
     /// exit 0 when it is good, 1 naming the line and key when not.
     Check {
         /// The file to check.
@@ -353,12 +354,19 @@ fn run_scripts(
     })
 }
 
-fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
+/// The checks of a start made before anything is touched: the bind address (and the token a
+/// non-loopback one needs), the certificate and key the listener serves.
+fn startable(config: &Config) -> Result<(), CliError> {
     config.server.validate()?;
-    // A certificate that cannot be served stops the start before the database is touched.
     if let Some(files) = &config.server.access.tls {
         crate::tls::server::ServerTls::load(files.clone()).map_err(AppError::from)?;
     }
+    Ok(())
+}
+
+fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
+    // A certificate that cannot be served stops the start before the database is touched.
+    startable(&config)?;
     let scheme = if config.server.access.tls.is_some() {
         "https"
     } else {

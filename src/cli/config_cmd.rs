@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use clap::{ArgAction, ArgMatches};
+use clap::{ArgAction, ArgMatches, FromArgMatches};
 
 use super::CliError;
 use super::config_file::{self, ConfigFile};
@@ -90,9 +90,32 @@ fn value_of(matches: &ArgMatches, command: &clap::Command, key: &ConfigKey) -> O
     })
 }
 
-/// Checks `path` without starting anything.
+/// Checks `path` without starting anything: the file's keys, types and values, then every check
+/// `serve` makes of its settings (flags that need or exclude each other, host names, the bind
+/// address, the secret and TLS files), with the file laid over the environment as `serve` lays
+/// it. Any refusal is one line naming the file; exit 1.
 pub fn check(path: &Path) -> Result<ExitCode, CliError> {
-    let file = ConfigFile::read(path, &command())?;
+    let base = command();
+    let file = ConfigFile::read(path, &base)?;
+    let refused = |message: String| CliError::Failed(format!("{}: {message}", path.display()));
+    let matches = file
+        .apply(base)
+        .try_get_matches_from(["ringmaster", "serve"])
+        .map_err(|error| refused(config_file::one_line(&error)))?;
+    if let Some(serving) = invocation::serving_matches(&matches) {
+        invocation::check_relations(serving, Some(&file))
+            .map_err(|error| refused(error.to_string()))?;
+    }
+    let cli = super::Cli::from_arg_matches(&matches)
+        .map_err(|error| refused(config_file::one_line(&error)))?;
+    let super::Command::Serve(args) = cli.command else {
+        return Err(refused("not a serve command line".to_owned()));
+    };
+    let source = super::database_source(&cli.database);
+    super::serve_args::config(source, &cli.database, args)
+        .map_err(CliError::from)
+        .and_then(|config| super::startable(&config))
+        .map_err(|error| refused(error.to_string()))?;
     println!("{}: ok ({} settings)", path.display(), file.entries.len());
     Ok(ExitCode::SUCCESS)
 }

@@ -91,10 +91,10 @@ impl ConfigFile {
     /// Reads and checks the file at `path` against the flags of `command` (the whole command
     /// line, as `Cli::command()` gives it).
     pub fn read(path: &Path, command: &Command) -> Result<ConfigFile, FileError> {
-        let text = std::fs::read_to_string(path).map_err(|error| FileError {
+        let text = read_bounded(path).map_err(|message| FileError {
             path: path.to_owned(),
             line: None,
-            message: format!("cannot read the configuration file: {error}"),
+            message,
         })?;
         Self::parse(path, &text, command)
     }
@@ -175,6 +175,32 @@ impl ConfigFile {
     pub fn entry(&self, id: &str) -> Option<&FileEntry> {
         self.entries.iter().find(|entry| entry.key.id() == id)
     }
+}
+
+/// The largest configuration file taken: a real one is a few kilobytes, and what is parsed is
+/// held in memory several times over.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The file's text: a regular file of at most `MAX_FILE_BYTES`, of which no more is read.
+fn read_bounded(path: &Path) -> Result<String, String> {
+    use std::io::Read as _;
+    let cannot = |error: std::io::Error| format!("cannot read the configuration file: {error}");
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    if !file.metadata().map_err(cannot)?.is_file() {
+        return Err("the configuration file is not a regular file".to_owned());
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "the configuration file is larger than {} KiB, the most taken",
+            MAX_FILE_BYTES / 1024
+        ));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| "cannot read the configuration file: it is not UTF-8 text".to_owned())
 }
 
 /// The commands that take `serve`'s flags.
@@ -299,9 +325,12 @@ fn check(arg: &Arg, value: &FileValue) -> Result<(), String> {
         .arg(probe)
         .try_get_matches_from(words)
         .map(|_| ())
-        .map_err(|error| {
-            let rendered = error.render().to_string();
-            let first = rendered.lines().next().unwrap_or_default();
-            first.strip_prefix("error: ").unwrap_or(first).to_owned()
-        })
+        .map_err(|error| one_line(&error))
+}
+
+/// clap's error as one line, without its `error: ` prefix.
+pub(super) fn one_line(error: &clap::Error) -> String {
+    let rendered = error.render().to_string();
+    let first = rendered.lines().next().unwrap_or_default();
+    first.strip_prefix("error: ").unwrap_or(first).to_owned()
 }

@@ -103,7 +103,10 @@ pub fn serving_matches(matches: &ArgMatches) -> Option<&ArgMatches> {
     }
 }
 
-fn check_relations(matches: &ArgMatches, file: Option<&ConfigFile>) -> Result<(), ConfigError> {
+pub(super) fn check_relations(
+    matches: &ArgMatches,
+    file: Option<&ConfigFile>,
+) -> Result<(), ConfigError> {
     for (flag, needed) in REQUIRES {
         if is_given(matches, flag) && !is_given(matches, needed) {
             return Err(ConfigError::Invalid(format!(

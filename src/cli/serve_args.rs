@@ -227,16 +227,27 @@ fn leader_lease(args: &ServeArgs) -> Result<chrono::Duration, ConfigError> {
         .map_err(|_| ConfigError::Invalid("--leader-lease is too long".to_owned()))
 }
 
-/// Host names are letters, digits, `.`, `-` and `_`.
+/// The longest host name: the database's columns hold 255 characters.
+const MAX_HOST_NAME: usize = 255;
+
+/// Host names are 1 to 255 letters, digits, `.`, `-` and `_`, each given once.
 fn check_host_names(hosts: &[String]) -> Result<(), ConfigError> {
+    let mut seen = std::collections::HashSet::new();
     for host in hosts {
+        if !seen.insert(host.as_str()) {
+            return Err(ConfigError::Invalid(format!(
+                "host {host:?} is given twice in --hosts"
+            )));
+        }
         if host.is_empty()
+            || host.len() > MAX_HOST_NAME
             || !host
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
         {
             return Err(ConfigError::Invalid(format!(
-                "invalid host name {host:?} in --hosts"
+                "invalid host name {host:?} in --hosts: a name is 1 to {MAX_HOST_NAME} \
+                 letters, digits, '.', '-' and '_'"
             )));
         }
     }

@@ -1,6 +1,7 @@
 //! The configuration file (`--config`, issue 29): one setting from each of the four sources (the
 //! stronger wins), every error form (one line naming the file, the line and the key; exit 1;
-//! nothing started), `config show` masking secrets, `config check`; and a `serve` configured by
+//! nothing started), `config show` masking secrets, `config check` (making every check `serve`
+//! makes, and bounded); and a `serve` configured by
 //! the file alone, whose log file stays bounded, carries the embedded PostgreSQL's lines and
 //! takes new levels on SIGHUP.
 
@@ -223,15 +224,89 @@ fn flags_that_need_or_exclude_each_other_are_checked_whatever_their_source() {
     assert!(!stderr.contains("t0ken"), "{stderr}");
 }
 
+/// Files whose every key is good alone, and which `serve` refuses: each with what it says.
+const REFUSED_AT_START: &[(&str, &str)] = &[
+    (
+        "[http]\nadmin-token = \"t0ken-t0ken\"\nadmin-token-file = \"/etc/ringmaster/token\"\n",
+        ":2) and --admin-token-file (file ",
+    ),
+    (
+        "[hosts]\nhosts = [\"cmp-1\", \"cmp-1\"]\n",
+        "host \"cmp-1\" is given twice in --hosts",
+    ),
+    (
+        "[hosts]\nhosts = [\"../etc\"]\n",
+        "invalid host name \"../etc\"",
+    ),
+    ("[hosts]\nhosts = [\"a b\"]\n", "invalid host name \"a b\""),
+    (
+        "[hosts]\nhosts = [\"cmp-1\", \"\"]\n",
+        "invalid host name \"\"",
+    ),
+    ("[http]\nbind = \"0.0.0.0:8080\"\n", "admin token"),
+];
+
+#[test]
+fn config_check_refuses_what_serve_refuses_and_a_file_too_large_to_be_one() {
+    let dir = TempDir::new("config-check-start");
+    for (text, needle) in REFUSED_AT_START {
+        let file = write(&dir, "refused.toml", text);
+        let (code, stdout, stderr) = run_to_end(
+            ringmaster()
+                .arg("--config")
+                .arg(&file)
+                .arg("serve")
+                .env("DATABASE_URL", "not a url at all"),
+        );
+        assert_eq!(code, Some(2), "serve refuses {text:?}: {stderr}");
+        assert!(stdout.is_empty() && stderr.contains(needle), "{stderr}");
+        let (code, stdout, stderr) = run_to_end(ringmaster().args(["config", "check"]).arg(&file));
+        assert_eq!(code, Some(1), "config check refuses {text:?}: {stdout}");
+        assert!(!stdout.contains("ok"), "{stdout}");
+        let stderr: Vec<String> = stderr.lines().map(str::to_owned).collect();
+        assert_one_error_line(&stderr, &format!("{}: ", file.display()));
+        assert_one_error_line(&stderr, needle);
+    }
+    // A million hosts (18 MB) is refused by its size, before it is parsed.
+    let mut huge = String::from("[hosts]\nhosts = [");
+    for n in 0..1_000_000 {
+        huge.push_str(&format!("\"h{n:07}\","));
+    }
+    huge.push_str("]\n");
+    let file = write(&dir, "huge.toml", &huge);
+    for args in [&["config", "check"][..], &["serve", "--config"][..]] {
+        let (code, _, stderr) = run_to_end(ringmaster().args(args).arg(&file));
+        assert_eq!(code, Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}: the configuration file is larger than 1024 KiB, the most taken",
+                file.display()
+            )),
+            "{stderr}"
+        );
+    }
+    let (code, _, stderr) = run_to_end(ringmaster().args(["config", "check", "/dev/zero"]));
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.contains("/dev/zero: the configuration file is not a regular file"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn config_show_masks_secrets_and_config_check_passes_a_good_file() {
     let dir = TempDir::new("config-show");
+    let password = write(&dir, "keystone-password", "hunter4\n");
     let file = write(
         &dir,
         "ringmaster.toml",
-        "[http]\nbind = \"0.0.0.0:8080\"\nadmin-token = \"s3cret-admin-token\"\n\
-         [keystone]\nauth-strategy = \"keystone\"\nurl = \"https://admin:hunter3@keystone.example.org:5000/v3\"\n\
-         [hosts]\nhosts = [\"cmp-1\", \"cmp-2\"]\nservice-down-time = \"20s\"\n[log]\nformat = \"json\"\n",
+        &format!(
+            "[http]\nbind = \"0.0.0.0:8080\"\nadmin-token = \"s3cret-admin-token\"\n\
+             [keystone]\nauth-strategy = \"keystone\"\nurl = \"https://admin:hunter3@keystone.example.org:5000/v3\"\n\
+             user = \"ringmaster\"\npassword-file = \"{}\"\n\
+             [hosts]\nhosts = [\"cmp-1\", \"cmp-2\"]\nservice-down-time = \"20s\"\n[log]\nformat = \"json\"\n",
+            password.display()
+        ),
     );
     let (code, stdout, stderr) = run_to_end(
         ringmaster()
@@ -257,9 +332,9 @@ fn config_show_masks_secrets_and_config_check_passes_a_good_file() {
         "{stdout}"
     );
     assert!(stdout.contains("# tls-cert is unset"), "{stdout}");
-    let (code, stdout, _) = run_to_end(ringmaster().args(["config", "check"]).arg(&file));
-    assert_eq!(code, Some(0));
-    assert!(stdout.contains(": ok (7 settings)"), "{stdout}");
+    let (code, stdout, stderr) = run_to_end(ringmaster().args(["config", "check"]).arg(&file));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains(": ok (9 settings)"), "{stdout}");
     // What `config show` prints is itself a good file.
     let (_, shown, _) = run_to_end(
         ringmaster()

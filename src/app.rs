@@ -369,7 +369,10 @@ impl Application {
             bind: config.bind.clone(),
             source,
         };
-        let listener = TcpListener::bind(&config.bind).map_err(bind_error)?;
+        let listener: TcpListener = config
+            .listener
+            .take_or_bind(&config.bind)
+            .map_err(bind_error)?;
         // `/metrics` shows how long checkouts wait.
         crate::db::observe_checkouts(crate::metrics::observe_pool_wait);
         let local_addr = listener.local_addr().map_err(bind_error)?;

@@ -259,13 +259,13 @@ pub fn run(invocation: Invocation) -> Result<ExitCode, CliError> {
             args.hosts
                 .get_or_insert_with(|| DEMO_HOSTS.iter().map(|host| (*host).to_owned()).collect());
             args.nodes.get_or_insert(DEMO_NODES);
-            let config = config(args)?;
+            let config = bound(config(args)?)?;
             if fresh {
                 demo::make_fresh(&config.database)?;
             }
             serve(config, "demo")
         }
-        Command::Serve(args) => serve(config(args)?, "serve"),
+        Command::Serve(args) => serve(bound(config(args)?)?, "serve"),
         Command::Db(DbCommand::Migrate) => database::migrate(&source),
         Command::Db(DbCommand::Version) => database::schema_version(&source),
         Command::Db(DbCommand::ArchiveDeletedRows(args)) => {
@@ -364,9 +364,18 @@ fn startable(config: &Config) -> Result<(), CliError> {
     Ok(())
 }
 
-fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
-    // A certificate that cannot be served stops the start before the database is touched.
+/// `config` with its listener bound: a certificate that cannot be served, or a port in use,
+/// stops the start before the database is touched (a demo's `--fresh` empties it, its first
+/// start initializes it and enrolls nodes).
+fn bound(mut config: Config) -> Result<Config, CliError> {
     startable(&config)?;
+    let bind = config.server.bind.clone();
+    config.server.listener = crate::config::BoundListener::bind(&bind)
+        .map_err(|source| AppError::Bind { bind, source })?;
+    Ok(config)
+}
+
+fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     let scheme = if config.server.access.tls.is_some() {
         "https"
     } else {

@@ -125,6 +125,30 @@ pub struct ServerConfig {
     pub access: AccessSettings,
     /// What else SIGHUP does (besides reading the certificates again): the log levels.
     pub hangup: HangupHooks,
+    /// The listener bound before the start touched anything (`serve`, `demo`); else `bind` is
+    /// bound when the server is built.
+    pub listener: BoundListener,
+}
+
+/// A listener bound ahead of the server, so that a port in use stops a start before its
+/// database is initialized or its nodes enrolled, and nothing takes the port meanwhile.
+#[derive(Debug, Clone, Default)]
+pub struct BoundListener(pub Option<std::sync::Arc<std::net::TcpListener>>);
+
+impl BoundListener {
+    /// Binds `bind` now.
+    pub fn bind(bind: &str) -> std::io::Result<BoundListener> {
+        let listener = std::net::TcpListener::bind(bind)?;
+        Ok(BoundListener(Some(std::sync::Arc::new(listener))))
+    }
+
+    /// The bound listener (a new handle on it), or `bind` bound now.
+    pub fn take_or_bind(&self, bind: &str) -> std::io::Result<std::net::TcpListener> {
+        match &self.0 {
+            Some(listener) => listener.try_clone(),
+            None => std::net::TcpListener::bind(bind),
+        }
+    }
 }
 
 /// Work SIGHUP runs, each hook on a blocking thread.
@@ -423,6 +447,7 @@ mod tests {
             images: ImageSettings::default(),
             access: AccessSettings::default(),
             hangup: HangupHooks::default(),
+            listener: BoundListener::default(),
         }
     }
 

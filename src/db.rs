@@ -296,13 +296,14 @@ pub fn ping(conn: &mut PgConnection) -> Result<(), DbError> {
     Ok(())
 }
 
-/// Checks that the database answers a trivial query on a connection of `pool`, waiting at
-/// most `wait` for one (readiness: a database that is away is told quickly). Blocking.
-pub fn ping_within(pool: &Pool, wait: Duration) -> Result<(), DbError> {
+/// A connection of `pool` that answers a trivial query, waited for at most `wait` (readiness:
+/// a database that is away is told quickly). Blocking.
+pub fn answering_within(pool: &Pool, wait: Duration) -> Result<PooledConnection, DbError> {
     let mut conn = pool
         .get_timeout(wait)
         .map_err(|error| DbError::Unavailable(error.to_string()))?;
-    ping(&mut conn)
+    ping(&mut conn)?;
+    Ok(conn)
 }
 
 /// What is told of every checkout: how long it waited, and whether it got a connection.

@@ -149,6 +149,7 @@ pub(super) fn config(
             images: args.glance.settings(ironic.is_some())?,
             access,
             hangup: Default::default(),
+            listener: Default::default(),
             event_streams: crate::config::StreamLimits {
                 per_process: args.max_event_streams as usize,
                 per_client: args.max_event_streams_per_client as usize,

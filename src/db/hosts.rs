@@ -9,8 +9,9 @@ use uuid::Uuid;
 use super::DbError;
 use super::models::ServiceRow;
 use super::schema::{compute_nodes, services};
-use crate::domain::host::{COMPUTE_BINARY, DRAINING_REASON, Host};
+use crate::domain::host::{COMPUTE_BINARY, DRAINING_REASON, Host, HostState};
 use crate::domain::identity::HostName;
+use crate::domain::rebalance::HostJudge;
 use crate::domain::selection::NodeSelection;
 
 /// Lists the live compute hosts, in natural order of their names (cmp-2 before cmp-10).
@@ -58,6 +59,43 @@ pub fn missing_destination(
     } else {
         Ok(Some(host.unwrap_or(node).to_owned()))
     }
+}
+
+/// The deployment's nodes, and whether a host a boot may land on (up, not fenced, not disabled,
+/// as `judge` says at `now`) owns one whose inventory is reported: whether a boot can be placed
+/// (`/readyz`).
+pub fn placeable_nodes(
+    conn: &mut PgConnection,
+    judge: &HostJudge,
+    now: DateTime<Utc>,
+) -> Result<Placeable, DbError> {
+    let hosts: Vec<String> = list_hosts(conn)?
+        .into_iter()
+        .filter(|host| judge.state(host, now) == HostState::Up)
+        .map(|host| host.name)
+        .collect();
+    Ok(diesel::sql_query(PLACEABLE)
+        .bind::<diesel::sql_types::Array<Text>, _>(&hosts)
+        .get_result::<Placeable>(conn)?)
+}
+
+/// The nodes, and whether one of the hosts `$1` owns a node with inventory.
+const PLACEABLE: &str = "SELECT (SELECT count(*) FROM ironic_nodes) AS nodes,
+        EXISTS (SELECT 1 FROM compute_nodes c
+                 WHERE c.deleted = 0 AND c.host = ANY($1)
+                   AND EXISTS (SELECT 1 FROM resource_providers rp
+                                 JOIN inventories inv ON inv.resource_provider_id = rp.id
+                                WHERE rp.uuid = c.uuid)) AS owned";
+
+/// What `placeable_nodes` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, QueryableByName)]
+pub struct Placeable {
+    /// The deployment's nodes.
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    pub nodes: i64,
+    /// Whether a host that may take a boot owns one of them, its inventory reported.
+    #[diesel(sql_type = diesel::sql_types::Bool)]
+    pub owned: bool,
 }
 
 /// Returns how many live compute nodes each host owns.

@@ -28,6 +28,7 @@ mod cli_demo;
 mod cli_ha;
 mod cli_observability;
 mod cli_operations;
+mod cli_ready;
 mod cli_restart;
 mod cli_service;
 mod code_shape;

@@ -188,6 +188,7 @@ async fn serve_on(
         images: Default::default(),
         access: Default::default(),
         hangup: Default::default(),
+        listener: Default::default(),
     };
     configure(&mut config);
     let ringmaster::app::Process {

@@ -74,6 +74,7 @@ impl TestDeployment {
             images: Default::default(),
             access: Default::default(),
             hangup: Default::default(),
+            listener: Default::default(),
         };
         configure(&mut config);
         let application =

@@ -424,11 +424,62 @@ fn serve(config: Config, command: &'static str) -> Result<ExitCode, CliError> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Reads the secret in the first line of `file` (given as `flag`): an unreadable or empty file
-/// is an error naming the flag. Secrets come from files so that `ps` does not show them.
+/// The largest secret file read: a token or a password is a line.
+const MAX_SECRET_FILE: u64 = 64 * 1024;
+
+thread_local! {
+    /// While `config check` runs: the secret files named that are not on this machine (they
+    /// are written at install time), noted instead of refused.
+    static ABSENT_SECRETS: std::cell::RefCell<Option<Vec<String>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `check` with every secret file that does not exist noted (as `--flag path`) and
+/// taken as present, rather than refused; returns what `check` returned and the files noted.
+fn noting_absent_secrets<T>(check: impl FnOnce() -> T) -> (T, Vec<String>) {
+    ABSENT_SECRETS.with(|noted| *noted.borrow_mut() = Some(Vec::new()));
+    let checked = check();
+    let noted = ABSENT_SECRETS.with(|noted| noted.borrow_mut().take().unwrap_or_default());
+    (checked, noted)
+}
+
+/// Reads the secret in the first line of `file` (given as `flag`): a file that cannot be read,
+/// is not a regular file, is larger than 64 KiB or is empty is an error naming the flag.
+/// Secrets come from files so that `ps` does not show them.
 fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|error| ConfigError::Invalid(format!("{flag} {}: {error}", file.display())))?;
+    use std::io::Read as _;
+    let refused = |why: String| ConfigError::Invalid(format!("{flag} {}: {why}", file.display()));
+    let opened = match std::fs::File::open(file) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let noted = ABSENT_SECRETS.with(|noted| {
+                noted.borrow_mut().as_mut().map(|absent| {
+                    absent.push(format!("{flag} {}", file.display()));
+                })
+            });
+            return match noted {
+                Some(()) => Ok("absent".to_owned()),
+                None => Err(refused(error.to_string())),
+            };
+        }
+        opened => opened.map_err(|error| refused(error.to_string()))?,
+    };
+    if !opened
+        .metadata()
+        .map_err(|error| refused(error.to_string()))?
+        .is_file()
+    {
+        return Err(refused("not a regular file".to_owned()));
+    }
+    let mut text = String::new();
+    opened
+        .take(MAX_SECRET_FILE + 1)
+        .read_to_string(&mut text)
+        .map_err(|error| refused(error.to_string()))?;
+    if text.len() as u64 > MAX_SECRET_FILE {
+        return Err(refused(
+            "larger than 64 KiB: a secret file holds one line".to_owned(),
+        ));
+    }
     let secret = text.lines().next().unwrap_or("").trim().to_owned();
     if secret.is_empty() {
         return Err(ConfigError::Invalid(format!(

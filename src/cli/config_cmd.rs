@@ -112,10 +112,19 @@ pub fn check(path: &Path) -> Result<ExitCode, CliError> {
         return Err(refused("not a serve command line".to_owned()));
     };
     let source = super::database_source(&cli.database);
-    super::serve_args::config(source, &cli.database, args)
-        .map_err(CliError::from)
-        .and_then(|config| super::startable(&config))
-        .map_err(|error| refused(error.to_string()))?;
+    let (checked, absent) = super::noting_absent_secrets(|| {
+        super::serve_args::config(source, &cli.database, args)
+            .map_err(CliError::from)
+            .and_then(|config| super::startable(&config))
+    });
+    checked.map_err(|error| refused(error.to_string()))?;
     println!("{}: ok ({} settings)", path.display(), file.entries.len());
+    if !absent.is_empty() {
+        println!(
+            "{}: not on this machine, and needed by serve where it runs: {}",
+            path.display(),
+            absent.join(", ")
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

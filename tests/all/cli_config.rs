@@ -160,13 +160,17 @@ fn every_error_in_a_file_is_one_line_naming_the_file_the_line_and_the_key() {
         assert_eq!(code, Some(1), "{text:?}: {stderr}");
         assert!(stderr.contains(&at) && stderr.contains(needle), "{stderr}");
     }
-    let (code, _, stderr) =
-        run_to_end(ringmaster().args(["config", "check", "/nonexistent/r.toml"]));
-    assert_eq!(code, Some(1));
-    assert!(
-        stderr.contains("/nonexistent/r.toml: cannot read the configuration file"),
-        "{stderr}"
+    check_refuses(
+        Path::new("/nonexistent/r.toml"),
+        "/nonexistent/r.toml: cannot read the configuration file",
     );
+}
+
+/// `config check FILE` exits 1 saying `says`.
+fn check_refuses(file: &Path, says: &str) {
+    let (code, _, stderr) = run_to_end(ringmaster().args(["config", "check"]).arg(file));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains(says), "{says}: {stderr}");
 }
 
 #[test]
@@ -285,12 +289,51 @@ fn config_check_refuses_what_serve_refuses_and_a_file_too_large_to_be_one() {
             "{stderr}"
         );
     }
-    let (code, _, stderr) = run_to_end(ringmaster().args(["config", "check", "/dev/zero"]));
-    assert_eq!(code, Some(1));
-    assert!(
-        stderr.contains("/dev/zero: the configuration file is not a regular file"),
-        "{stderr}"
+    check_refuses(
+        Path::new("/dev/zero"),
+        "/dev/zero: the configuration file is not a regular file",
     );
+}
+
+/// A secret file not on this machine (written at install time) is named, not refused; one that
+/// is there is read as `serve` reads it, bounded.
+#[test]
+fn config_check_names_an_absent_secret_file_and_refuses_a_bad_one() {
+    let dir = TempDir::new("config-check-secrets");
+    let absent = write(
+        &dir,
+        "absent.toml",
+        "[http]\nadmin-token-file = \"/nonexistent/admin-token\"\n",
+    );
+    let (code, stdout, stderr) = run_to_end(ringmaster().args(["config", "check"]).arg(&absent));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("not on this machine, and needed by serve where it runs: --admin-token-file /nonexistent/admin-token"),
+        "{stdout}"
+    );
+    let empty = write(&dir, "empty-token", "\n");
+    let large = write(&dir, "large-token", &"t".repeat(70_000));
+    for (secret, says) in [
+        (Path::new("/dev/zero"), "not a regular file"),
+        (&dir.path, "not a regular file"),
+        (&large, "larger than 64 KiB"),
+        (&empty, "is empty"),
+    ] {
+        let named = write(
+            &dir,
+            "named.toml",
+            &format!("[http]\nadmin-token-file = \"{}\"\n", secret.display()),
+        );
+        check_refuses(
+            &named,
+            &format!(
+                "--admin-token-file {}{}",
+                secret.display(),
+                if says == "is empty" { " " } else { ": " }
+            ),
+        );
+        check_refuses(&named, says);
+    }
 }
 
 #[test]

@@ -447,10 +447,11 @@ fn noting_absent_secrets<T>(check: impl FnOnce() -> T) -> (T, Vec<String>) {
 /// is not a regular file, is larger than 64 KiB or is empty is an error naming the flag.
 /// Secrets come from files so that `ps` does not show them.
 fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError> {
-    use std::io::Read as _;
+    use crate::files::Refusal;
     let refused = |why: String| ConfigError::Invalid(format!("{flag} {}: {why}", file.display()));
-    let opened = match std::fs::File::open(file) {
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+    let bytes = match crate::files::read_bounded(file, MAX_SECRET_FILE) {
+        Ok(bytes) => bytes,
+        Err(Refusal::Io(error)) if error.kind() == std::io::ErrorKind::NotFound => {
             let noted = ABSENT_SECRETS.with(|noted| {
                 noted.borrow_mut().as_mut().map(|absent| {
                     absent.push(format!("{flag} {}", file.display()));
@@ -461,25 +462,15 @@ fn read_secret(flag: &str, file: &std::path::Path) -> Result<String, ConfigError
                 None => Err(refused(error.to_string())),
             };
         }
-        opened => opened.map_err(|error| refused(error.to_string()))?,
+        Err(Refusal::Io(error)) => return Err(refused(error.to_string())),
+        Err(Refusal::NotRegular) => return Err(refused("not a regular file".to_owned())),
+        Err(Refusal::TooLarge) => {
+            return Err(refused(
+                "larger than 64 KiB: a secret file holds one line".to_owned(),
+            ));
+        }
     };
-    if !opened
-        .metadata()
-        .map_err(|error| refused(error.to_string()))?
-        .is_file()
-    {
-        return Err(refused("not a regular file".to_owned()));
-    }
-    let mut text = String::new();
-    opened
-        .take(MAX_SECRET_FILE + 1)
-        .read_to_string(&mut text)
-        .map_err(|error| refused(error.to_string()))?;
-    if text.len() as u64 > MAX_SECRET_FILE {
-        return Err(refused(
-            "larger than 64 KiB: a secret file holds one line".to_owned(),
-        ));
-    }
+    let text = String::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".to_owned()))?;
     let secret = text.lines().next().unwrap_or("").trim().to_owned();
     if secret.is_empty() {
         return Err(ConfigError::Invalid(format!(

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod domain;
+pub mod files;
 pub mod glance;
 pub mod http;
 pub mod ironic_api;

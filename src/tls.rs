@@ -104,23 +104,12 @@ const MAX_PEM_FILE: u64 = 4 * 1024 * 1024;
 /// A regular file of at most `MAX_PEM_FILE` bytes, read whole: a device (`/dev/zero`), a
 /// directory or a larger file is refused without reading more than the limit.
 fn read_pem_file(path: &Path) -> Result<Vec<u8>, String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).map_err(|source| source.to_string())?;
-    let metadata = file.metadata().map_err(|source| source.to_string())?;
-    if !metadata.is_file() {
-        return Err("is not a regular file".to_owned());
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_PEM_FILE + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|source| source.to_string())?;
-    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_PEM_FILE {
-        return Err(format!(
-            "is over {} MiB: not a PEM file",
-            MAX_PEM_FILE / 1024 / 1024
-        ));
-    }
-    Ok(bytes)
+    use crate::files::{Refusal, read_bounded};
+    read_bounded(path, MAX_PEM_FILE).map_err(|refusal| match refusal {
+        Refusal::Io(source) => source.to_string(),
+        Refusal::NotRegular => "is not a regular file".to_owned(),
+        Refusal::TooLarge => format!("is over {} MiB: not a PEM file", MAX_PEM_FILE / 1024 / 1024),
+    })
 }
 
 /// Whether every user of the machine may read the file (its mode has `o+r`).

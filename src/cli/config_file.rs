@@ -183,22 +183,16 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
 /// The file's text: a regular file of at most `MAX_FILE_BYTES`, of which no more is read.
 fn read_bounded(path: &Path) -> Result<String, String> {
-    use std::io::Read as _;
-    let cannot = |error: std::io::Error| format!("cannot read the configuration file: {error}");
-    let file = std::fs::File::open(path).map_err(cannot)?;
-    if !file.metadata().map_err(cannot)?.is_file() {
-        return Err("the configuration file is not a regular file".to_owned());
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(cannot)?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "the configuration file is larger than {} KiB, the most taken",
-            MAX_FILE_BYTES / 1024
-        ));
-    }
+    use crate::files::Refusal;
+    let bytes =
+        crate::files::read_bounded(path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+            Refusal::Io(error) => format!("cannot read the configuration file: {error}"),
+            Refusal::NotRegular => "the configuration file is not a regular file".to_owned(),
+            Refusal::TooLarge => format!(
+                "the configuration file is larger than {} KiB, the most taken",
+                MAX_FILE_BYTES / 1024
+            ),
+        })?;
     String::from_utf8(bytes)
         .map_err(|_| "cannot read the configuration file: it is not UTF-8 text".to_owned())
 }

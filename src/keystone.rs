@@ -3,20 +3,36 @@
 //! caller's token with `GET /v3/auth/tokens` (its own token in `X-Auth-Token`, the caller's in
 //! `X-Subject-Token`). A valid token's user, project and roles are cached until the token
 //! expires or the cache lifetime ends, whichever is first (a short lifetime is how revocation
-//! is honoured); the cache is bounded. A Keystone that cannot be reached is `Unavailable`: the
-//! caller gets 503, never an open door.
+//! is honoured). The cache is bounded ([`CACHE_LIMIT`]; the least recently used token leaves
+//! first, never the whole cache), and a token is validated once however many requests carry it
+//! at the same moment: they wait on the one validation. A refused token is not cached. A
+//! Keystone that cannot be reached is `Unavailable`: the caller gets 503, never an open door.
 //!
 //! The gateway to Keystone, as `ironic_api` is to Ironic: IO and the cache, no policy.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-/// Tokens cached at most (their identities); past it, expired entries go first, then all.
-const CACHE_LIMIT: usize = 10_000;
+/// Tokens cached at most (their identities); past it, the least recently used leave.
+pub const CACHE_LIMIT: u64 = 10_000;
+
+/// A validated token's identity, and how long it is believed.
+#[derive(Clone)]
+struct Cached {
+    identity: Identity,
+    lifetime: Duration,
+}
+
+/// Each entry lives until its token ends or the cache lifetime does, whichever is first.
+struct UntilTokenEnds;
+
+impl moka::Expiry<String, Cached> for UntilTokenEnds {
+    fn expire_after_create(&self, _: &String, cached: &Cached, _: Instant) -> Option<Duration> {
+        Some(cached.lifetime)
+    }
+}
 
 /// ringmaster's own credentials in Keystone.
 #[derive(Clone)]
@@ -97,7 +113,7 @@ pub struct Keystone {
     base: String,
     client: reqwest::Client,
     service_token: tokio::sync::Mutex<Option<(String, DateTime<Utc>)>>,
-    cache: Mutex<HashMap<String, (Identity, Instant)>>,
+    cache: moka::future::Cache<String, Cached>,
 }
 
 #[derive(Deserialize)]
@@ -140,7 +156,11 @@ impl Keystone {
             base,
             client,
             service_token: tokio::sync::Mutex::new(None),
-            cache: Mutex::new(HashMap::new()),
+            cache: moka::future::Cache::builder()
+                .max_capacity(CACHE_LIMIT)
+                .eviction_policy(moka::policy::EvictionPolicy::lru())
+                .expire_after(UntilTokenEnds)
+                .build(),
         })
     }
 
@@ -154,11 +174,24 @@ impl Keystone {
         format!("{}/v3", self.base)
     }
 
-    /// Returns who `token` belongs to, from the cache or from Keystone.
+    /// Returns who `token` belongs to, from the cache or from Keystone. Concurrent calls with
+    /// one token not yet cached wait on a single validation; a refusal is not cached.
     pub async fn validate(&self, token: &str) -> Result<Identity, KeystoneError> {
-        if let Some(identity) = self.cached(token) {
-            return Ok(identity);
-        }
+        self.cache
+            .try_get_with_by_ref(token, self.ask(token))
+            .await
+            .map(|cached| cached.identity)
+            .map_err(|error| (*error).clone())
+    }
+
+    /// The tokens the cache holds now (its pending evictions done first).
+    pub async fn cached_tokens(&self) -> u64 {
+        self.cache.run_pending_tasks().await;
+        self.cache.entry_count()
+    }
+
+    /// Asks Keystone who `token` belongs to, and for how long to believe it.
+    async fn ask(&self, token: &str) -> Result<Cached, KeystoneError> {
         let mut retried = false;
         loop {
             let service = self.service_token(retried).await?;
@@ -175,9 +208,13 @@ impl Keystone {
                     let body: TokenBody = response.json().await.map_err(|error| {
                         KeystoneError::Unavailable(crate::tls::with_causes(&error))
                     })?;
-                    let identity = identity_of(&body.token);
-                    self.remember(token, &identity, body.token.expires_at);
-                    return Ok(identity);
+                    let left = (body.token.expires_at - Utc::now())
+                        .to_std()
+                        .unwrap_or(Duration::ZERO);
+                    return Ok(Cached {
+                        identity: identity_of(&body.token),
+                        lifetime: left.min(self.settings.cache_lifetime),
+                    });
                 }
                 404 => return Err(KeystoneError::Invalid),
                 // Our own token was refused (expired, revoked): log in again, once.
@@ -244,28 +281,6 @@ impl Keystone {
                 .filter(|endpoint| endpoint["interface"].as_str() == Some(interface.as_str()))
                 .find_map(|endpoint| endpoint["url"].as_str().map(str::to_owned))
         }))
-    }
-
-    fn cached(&self, token: &str) -> Option<Identity> {
-        let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        cache
-            .get(token)
-            .filter(|(_, until)| *until > Instant::now())
-            .map(|(identity, _)| identity.clone())
-    }
-
-    fn remember(&self, token: &str, identity: &Identity, expires_at: DateTime<Utc>) {
-        let left = (expires_at - Utc::now()).to_std().unwrap_or(Duration::ZERO);
-        let until = Instant::now() + left.min(self.settings.cache_lifetime);
-        let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-        if cache.len() >= CACHE_LIMIT {
-            let now = Instant::now();
-            cache.retain(|_, (_, until)| *until > now);
-            if cache.len() >= CACHE_LIMIT {
-                cache.clear();
-            }
-        }
-        cache.insert(token.to_owned(), (identity.clone(), until));
     }
 
     /// ringmaster's own token, for the services it calls (Ironic): logged in once, again when

@@ -1,6 +1,9 @@
 //! Rules for text a client sends: where a NUL character hides in a JSON document (no name,
 //! value or key of ringmaster may hold one: PostgreSQL text cannot), and base64.
 
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::{GeneralPurpose, GeneralPurposeConfig};
 use serde_json::Value;
 
 /// The path (`nodes[0].name`; empty for the document itself) of the first key or string in
@@ -31,33 +34,15 @@ fn join(head: &str, rest: &str) -> String {
     }
 }
 
+/// Standard base64 with its padding, trailing bits taken as Python's `base64` takes them.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
+
 /// Decodes standard base64 (with its padding); `None` for anything else.
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let body = text.trim_end_matches('=');
-    if !text.len().is_multiple_of(4) || text.len() - body.len() > 2 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for byte in body.bytes() {
-        buffer = (buffer << 6) | value(byte)?;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits) as u8);
-        }
-    }
-    Some(out)
+    BASE64.decode(text).ok()
 }
 
 #[cfg(test)]
@@ -77,5 +62,19 @@ mod tests {
             Some("allocations.p\\u0000")
         );
         assert_eq!(nul_path(&json!({"a": "b", "c": [1, 2]})), None);
+    }
+
+    #[test]
+    fn base64_is_standard_with_its_padding() {
+        assert_eq!(decode_base64("aGk=").as_deref(), Some(&b"hi"[..]));
+        assert_eq!(
+            decode_base64("aGl=").as_deref(),
+            Some(&b"hi"[..]),
+            "trailing bits"
+        );
+        assert_eq!(decode_base64("").as_deref(), Some(&b""[..]));
+        for refused in ["aGk", "aG=k", "a===", "aGk=\n", "aGk_", "-_8="] {
+            assert_eq!(decode_base64(refused), None, "{refused:?}");
+        }
     }
 }

@@ -19,6 +19,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
+use subtle::ConstantTimeEq as _;
 
 use super::AppState;
 use super::credentials::{AdminTokenConfig, admin_role_allows};
@@ -129,16 +130,7 @@ pub fn csrf_matches(headers: &actix_web::http::header::HeaderMap, session: &Sess
     headers
         .get(CSRF_HEADER)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|sent| constant_time_eq(sent.as_bytes(), session.csrf.as_bytes()))
-}
-
-fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
-    left.len() == right.len()
-        && left
-            .iter()
-            .zip(right)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+        .is_some_and(|sent| bool::from(sent.as_bytes().ct_eq(session.csrf.as_bytes())))
 }
 
 /// How callers authenticate, as the page needs to know.

@@ -152,7 +152,10 @@ impl Driver {
         let encoded = self
             .call(reqwest::Method::GET, "/screenshot", Value::Null)
             .await;
-        decode_base64(encoded.as_str().unwrap())
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded.as_str().unwrap())
+            .expect("a screenshot in standard base64")
     }
 
     /// Ends the session: chromedriver closes Chromium.
@@ -174,29 +177,6 @@ impl Drop for Driver {
         let _ = self.process.kill();
         let _ = self.process.wait();
     }
-}
-
-fn decode_base64(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        _ => 63,
-    };
-    let clean: Vec<u8> = text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
-        .collect();
-    let mut out = Vec::with_capacity(clean.len() * 3 / 4);
-    for chunk in clean.chunks(4) {
-        let bits = chunk.iter().enumerate().fold(0u32, |acc, (i, c)| {
-            acc | (u32::from(value(*c)) << (18 - 6 * i))
-        });
-        let bytes = bits.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    out
 }
 
 /// What the page shows, read in one script.

@@ -64,6 +64,7 @@ mod ironic_keystone;
 mod ironic_listing;
 mod ironic_source;
 mod keystone;
+mod keystone_cache;
 mod packaging;
 mod placement_api;
 mod placement_candidates;

@@ -17,6 +17,7 @@ then TZ=UTC /tmp/dateutil-venv/bin/python scripts/dateutil_vectors.py > tests/da
 
 import json
 import os
+import random
 import sys
 import time
 import warnings
@@ -615,6 +616,43 @@ GROUPS = [
 ]
 
 
+# Texts made of random pieces (seeded, so the file is the same on every run): the
+# combinations no one writes on purpose, where a port of the parser goes wrong first.
+RANDOM_TEXTS = 1500
+RANDOM_SEED = 2015
+WORDS = [
+    "Jan", "October", "Sept", "sep", "MAY", "dec.", "Feb", "Mon", "Tuesday", "thu", "Sun",
+    "Wed.", "am", "pm", "a", "p", "a.m.", "PM", "AM", "UTC", "GMT", "Z", "z", "EST", "CEST",
+    "BRST", "X", "ABCDEF", "utc", "+", "-", ":", ":", "/", ".", ",", "(", ")", "'", ";", "T",
+    "t", "h", "m", "s", "min", "hours", "of", "the", "at", "on", "st", "th", "and", "foo",
+    "v2", "noon", " ", " ", " ", "  ", "\t", "\u0662\u0660\u0661\u0665", "\uff11\uff12",
+    "\u00b2", "\u216b", "\u00e9", "\x00", "_", "inf", "nan", "Infinity", "e", "1e5",
+    "-0500", "+05:30", "(UTC)", "12:00:00", "2015-10-21", "10/21/15", "21.10.2015",
+]
+
+
+def random_number(rng):
+    digits = "".join(rng.choice("0123456789") for _ in range(rng.choice([1, 1, 2, 2, 2, 3, 4, 4, 5, 6, 7, 8, 12, 14])))
+    if rng.random() < 0.1:
+        digits += "." + "".join(rng.choice("0123456789") for _ in range(rng.randint(0, 7)))
+    if rng.random() < 0.05:
+        digits += "," + "".join(rng.choice("0123456789") for _ in range(2))
+    return digits
+
+
+def random_texts(seen):
+    rng = random.Random(RANDOM_SEED)
+    made = 0
+    while made < RANDOM_TEXTS:
+        pieces = [random_number(rng) if rng.random() < 0.35 else rng.choice(WORDS)
+                  for _ in range(rng.randint(1, 9))]
+        text = "".join(pieces)
+        if text not in seen:
+            seen.add(text)
+            made += 1
+            yield text
+
+
 def texts():
     seen = set()
     for group in GROUPS:
@@ -623,6 +661,7 @@ def texts():
                 raise SystemExit("duplicate text: %r" % text)
             seen.add(text)
             yield text
+    yield from random_texts(seen)
 
 
 def read(text):

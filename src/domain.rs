@@ -42,6 +42,7 @@ pub mod archive;
 pub mod candidates;
 pub mod clock;
 pub mod compute;
+pub mod dateutil;
 pub mod error;
 pub mod failover;
 pub mod host;

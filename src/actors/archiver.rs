@@ -28,18 +28,24 @@ pub struct ArchiveRequest {
 pub enum InvalidArchiveOption {
     #[error("{0}")]
     MaxRows(String),
-    #[error("{0}")]
+    /// The reason dateutil gives; the message names the body's `before` field (the command
+    /// line names its `--before` itself).
+    #[error("Invalid value for before: {0}")]
     Before(String),
 }
 
 impl ArchiveRequest {
-    /// Checks `--max_rows` and `--before` as Nova does and builds the request.
-    pub fn from_nova(options: &NovaArchiveOptions) -> Result<ArchiveRequest, InvalidArchiveOption> {
+    /// Checks `--max_rows` and `--before` as Nova does (`today` filling what a date leaves
+    /// out) and builds the request.
+    pub fn from_nova(
+        options: &NovaArchiveOptions,
+        today: chrono::NaiveDate,
+    ) -> Result<ArchiveRequest, InvalidArchiveOption> {
         let max_rows = check_max_rows(options.max_rows).map_err(InvalidArchiveOption::MaxRows)?;
         let before = options
             .before
             .as_deref()
-            .map(parse_before)
+            .map(|text| parse_before(text, today))
             .transpose()
             .map_err(InvalidArchiveOption::Before)?;
         Ok(ArchiveRequest {

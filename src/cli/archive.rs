@@ -78,23 +78,27 @@ pub fn archive_deleted_rows(
     source: &DatabaseSource,
     args: ArchiveArgs,
 ) -> Result<ExitCode, CliError> {
-    let request = ArchiveRequest::from_nova(&NovaArchiveOptions {
-        max_rows: args.max_rows,
-        before: args.before.clone(),
-        until_complete: args.until_complete,
-        purge: args.purge,
-        task_log: args.task_log,
-        sleep: Duration::from_secs(args.sleep),
-    });
+    let today = chrono::Utc::now().date_naive();
+    let request = ArchiveRequest::from_nova(
+        &NovaArchiveOptions {
+            max_rows: args.max_rows,
+            before: args.before.clone(),
+            until_complete: args.until_complete,
+            purge: args.purge,
+            task_log: args.task_log,
+            sleep: Duration::from_secs(args.sleep),
+        },
+        today,
+    );
     let request = match request {
         Ok(request) => request,
-        Err(invalid) => {
-            println!("{invalid}");
-            let code = match invalid {
-                InvalidArchiveOption::MaxRows(_) => 2,
-                InvalidArchiveOption::Before(_) => 4,
-            };
-            return Ok(ExitCode::from(code));
+        Err(InvalidArchiveOption::MaxRows(message)) => {
+            println!("{message}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(InvalidArchiveOption::Before(reason)) => {
+            println!("Invalid value for --before: {reason}");
+            return Ok(ExitCode::from(4));
         }
     };
     let database = super::database::open(source, 2)?;
@@ -186,10 +190,12 @@ pub fn purge(source: &DatabaseSource, args: PurgeArgs) -> Result<ExitCode, CliEr
         println!("Either --before or --all is required");
         return Ok(ExitCode::from(1));
     }
-    let before = match args.before.as_deref().map(parse_before).transpose() {
+    let today = chrono::Utc::now().date_naive();
+    let before = args.before.as_deref().map(|text| parse_before(text, today));
+    let before = match before.transpose() {
         Ok(before) => before,
-        Err(message) => {
-            println!("{message}");
+        Err(reason) => {
+            println!("Invalid value for --before: {reason}");
             return Ok(ExitCode::from(2));
         }
     };

@@ -79,7 +79,8 @@ pub async fn run_archive(
         body.extend_from_slice(&chunk);
     }
     let options = archive_options(&body).map_err(ApiError::BadRequest)?;
-    let request = ArchiveRequest::from_nova(&options)
+    let today = state.actors.clock.now().date_naive();
+    let request = ArchiveRequest::from_nova(&options, today)
         .map_err(|invalid| ApiError::BadRequest(invalid.to_string()))?;
     let report = state
         .actors

@@ -386,7 +386,8 @@ async fn archive_runs_from_the_api_and_is_recorded() {
         ),
         (
             json!({"before": "soon"}),
-            "Invalid value for --before: soon",
+            // The body's field, and dateutil's reason, as Nova words it.
+            "Invalid value for before: String does not contain a date: soon",
         ),
     ] {
         let (status, body) = send(

@@ -47,7 +47,7 @@ fn archive_validates_max_rows_and_before_with_novas_words() {
         run(&db, &[&archive[..], &["--before", "not-a-date"]].concat()),
         (
             Some(4),
-            "Invalid value for --before: not-a-date\n".to_owned()
+            "Invalid value for --before: String does not contain a date: not-a-date\n".to_owned()
         )
     );
     assert_eq!(
@@ -117,7 +117,10 @@ fn purge_exit_codes_and_words() {
     );
     assert_eq!(
         run(&db, &["db", "purge", "--before", "bogus"]),
-        (Some(2), "Invalid value for --before: bogus\n".to_owned())
+        (
+            Some(2),
+            "Invalid value for --before: String does not contain a date: bogus\n".to_owned()
+        )
     );
     assert_eq!(
         run(&db, &["db", "purge", "--all"]),
@@ -194,6 +197,10 @@ fn before_takes_the_dates_people_write() {
         "Oct 21 2015",
         "21 Oct 2015 12:00:00",
         "2015-10-21T12:00:00Z",
+        // dateutil reads these three as 2015-10-21 (a two-digit year within 50 years).
+        "21/10/2015",
+        "2015.10.21",
+        "Oct 21 15",
     ] {
         let (code, stdout) = run(
             &db,
@@ -213,7 +220,10 @@ fn before_takes_the_dates_people_write() {
     }
     let (code, stdout) = run(&db, &["db", "archive-deleted-rows", "--before", "soonish"]);
     assert_eq!(code, Some(4), "{stdout}");
-    assert_eq!(stdout.trim(), "Invalid value for --before: soonish");
+    assert_eq!(
+        stdout.trim(),
+        "Invalid value for --before: String does not contain a date: soonish"
+    );
     let (code, _) = run(&db, &["db", "purge", "--before", "soonish"]);
     assert_eq!(code, Some(2));
 }

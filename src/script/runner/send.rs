@@ -59,7 +59,22 @@ fn to_json(value: impl serde::Serialize) -> StepResult<Value> {
     serde_json::to_value(value).map_err(|error| error.to_string())
 }
 
+/// A date field of a message (`before`, `begin`, `end`) read as Nova reads `--before`.
+fn before_field(
+    field: &str,
+    text: &str,
+    today: chrono::NaiveDate,
+) -> StepResult<chrono::DateTime<chrono::Utc>> {
+    crate::domain::archive::parse_before(text, today)
+        .map_err(|reason| format!("Invalid value for {field}: {reason}"))
+}
+
 impl Run {
+    /// The script clock's day, which fills what a date leaves out.
+    fn today(&self) -> chrono::NaiveDate {
+        crate::domain::clock::Clock::now(self.clock.as_ref()).date_naive()
+    }
+
     /// Sends `message` to `to` and returns its answer as JSON.
     /// Sends `message` to `to`, waits for its answer and then for the work it set going in
     /// the background (a rebalance's passes on the new owners): the next message finds the
@@ -151,8 +166,8 @@ impl Run {
     async fn send_archiver(&mut self, message: &Message) -> StepResult<Value> {
         match message {
             Message::ArchiveOnce(args) => {
-                let request =
-                    ArchiveRequest::from_nova(args).map_err(|invalid| invalid.to_string())?;
+                let request = ArchiveRequest::from_nova(args, self.today())
+                    .map_err(|invalid| invalid.to_string())?;
                 let report = ask(&self.actors.archiver, ArchiveOnce { request }).await?;
                 let purged: BTreeMap<String, i64> = report
                     .purged
@@ -170,7 +185,7 @@ impl Run {
                     .as_deref()
                     .map(|text| self.interpolate(text))
                     .transpose()?
-                    .map(|text| crate::domain::archive::parse_before(&text))
+                    .map(|text| before_field("before", &text, self.today()))
                     .transpose()?;
                 let purged = db::run(&self.pool, move |conn| db::archive::purge(conn, before))
                     .await
@@ -185,8 +200,8 @@ impl Run {
             }
             Message::AuditPeriod(args) => {
                 let host = HostName::from(self.interpolate(&args.host)?);
-                let begin = crate::domain::archive::parse_before(&self.interpolate(&args.begin)?)?;
-                let end = crate::domain::archive::parse_before(&self.interpolate(&args.end)?)?;
+                let begin = before_field("begin", &self.interpolate(&args.begin)?, self.today())?;
+                let end = before_field("end", &self.interpolate(&args.end)?, self.today())?;
                 let now = crate::domain::clock::Clock::now(self.clock.as_ref());
                 db::run(&self.pool, move |conn| {
                     db::archive::record_audit_period(conn, &host, begin, end, now)

@@ -21,6 +21,7 @@ pub mod ironic;
 pub mod ironic_mirror;
 pub mod keypairs;
 pub mod leases;
+mod messages;
 pub mod models;
 pub mod node_groups;
 pub mod node_reports;
@@ -397,6 +398,36 @@ where
             Failed::Work(error) => error,
             Failed::Db(error) => E::from(DbError::from(error)),
         })
+}
+
+/// How many times `retrying_conflicts` tries a transaction.
+pub const CONFLICT_ATTEMPTS: u32 = 4;
+
+/// Runs `work` in one transaction; a deadlock or a serialization failure (which rolled it back
+/// whole) is tried again at once, up to `CONFLICT_ATTEMPTS` in all, each retry logged naming
+/// what the work is about (`label`).
+pub fn retrying_conflicts<T>(
+    conn: &mut PgConnection,
+    label: &str,
+    work: impl Fn(&mut PgConnection) -> Result<T, DbError>,
+) -> Result<T, DbError> {
+    let mut attempt = 1;
+    loop {
+        let result = in_transaction(conn, &work);
+        match &result {
+            Err(error @ (DbError::Deadlock | DbError::SerializationFailure))
+                if attempt < CONFLICT_ATTEMPTS =>
+            {
+                log::warn!("{label}: {error} (attempt {attempt}); retrying at once");
+                attempt += 1;
+            }
+            Err(error) => {
+                log::warn!("{label} failed: {error}");
+                return result;
+            }
+            Ok(_) => return result,
+        }
+    }
 }
 
 /// Makes `text` a LIKE pattern matching what starts with it (its `%`, `_` and `\\` taken

@@ -12,9 +12,6 @@ use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::node::ComputeNode;
 
-/// How many times a transaction that hit a deadlock or a serialization failure is tried.
-const RETRIES: u32 = 4;
-
 /// The registry actor.
 pub struct Registry {
     pool: Pool,
@@ -35,24 +32,7 @@ impl Registry {
         work: impl Fn(&mut db::Connection) -> Result<T, DbError>,
     ) -> Result<T, DbError> {
         let mut pooled = self.pool.get()?;
-        let conn: &mut db::Connection = &mut pooled;
-        let mut attempt = 1;
-        loop {
-            let result = db::in_transaction(conn, &work);
-            match &result {
-                Err(error @ (DbError::Deadlock | DbError::SerializationFailure))
-                    if attempt < RETRIES =>
-                {
-                    log::warn!("registry {label}: {error} (attempt {attempt}); retrying at once");
-                    attempt += 1;
-                }
-                Err(error) => {
-                    log::warn!("registry {label} failed: {error}");
-                    return result;
-                }
-                Ok(_) => return result,
-            }
-        }
+        db::retrying_conflicts(&mut pooled, &format!("registry {label}"), work)
     }
 }
 

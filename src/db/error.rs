@@ -33,6 +33,11 @@ pub enum DbError {
     Deadlock,
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The server takes the connection but not as ringmaster needs it (it writes its messages
+    /// in a language ringmaster does not read, and may not be told otherwise): waiting will
+    /// not help, an administrator will.
+    #[error("{0}")]
+    Refused(String),
     #[error("migration failed: {0}")]
     Migration(String),
     #[error("database work was canceled before it finished")]
@@ -57,7 +62,7 @@ impl DbError {
             | DbError::NotNullViolation { .. }
             | DbError::InvalidInput(_) => ErrorKind::Invalid,
             DbError::Unavailable(_) | DbError::Canceled => ErrorKind::Unavailable,
-            DbError::Migration(_) | DbError::Other(_) => ErrorKind::Internal,
+            DbError::Migration(_) | DbError::Refused(_) | DbError::Other(_) => ErrorKind::Internal,
         }
     }
 }
@@ -78,9 +83,14 @@ impl From<DieselError> for DbError {
                         column: info.column_name().unwrap_or("unknown").to_owned(),
                     },
                     DatabaseErrorKind::SerializationFailure => DbError::SerializationFailure,
-                    DatabaseErrorKind::ClosedConnection => {
+                    // The server gone, or no longer the primary (`25006`).
+                    DatabaseErrorKind::ClosedConnection
+                    | DatabaseErrorKind::UnableToSendCommand
+                    | DatabaseErrorKind::ReadOnlyTransaction => {
                         DbError::Unavailable(one_line(info.message()))
                     }
+                    // `40P01`, which diesel gives no kind: read in English, as every session
+                    // of ringmaster speaks it (`db::messages`).
                     _ if info.message().starts_with("deadlock detected") => DbError::Deadlock,
                     _ if is_connection_loss(info.message()) => {
                         DbError::Unavailable(one_line(info.message()))
@@ -146,8 +156,8 @@ impl DbError {
     }
 }
 
-/// Says whether libpq's or the server's `message` means the connection or the server went
-/// away (a restart, a crash recovery, a failover, a terminated backend): the work may succeed
+/// Says whether libpq's or the server's `message` (in English: `db::messages`) means the
+/// connection or the server went away (a restart, a crash recovery, a failover, a terminated backend): the work may succeed
 /// once the server is back, so it is `Unavailable`, never an internal error.
 fn is_connection_loss(message: &str) -> bool {
     const SIGNS: &[&str] = &[
@@ -159,8 +169,6 @@ fn is_connection_loss(message: &str) -> bool {
         "could not connect to server",
         "could not receive data from server",
         "could not send data to server",
-        "cannot execute",
-        "read-only transaction",
     ];
     SIGNS.iter().any(|sign| message.contains(sign))
 }

@@ -28,11 +28,13 @@ pub type PooledConnection = diesel::r2d2::PooledConnection<Manager>;
 /// but the database between statements.
 pub const IDLE_IN_TRANSACTION_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// Opens one connection (with ringmaster's client defaults), giving libpq's own reason on
-/// failure.
+/// Opens one connection (with ringmaster's client defaults, speaking English:
+/// `db::messages`), giving libpq's own reason on failure.
 pub fn connect(url: &str) -> Result<PgConnection, DbError> {
     use diesel::Connection as _;
-    PgConnection::establish(&with_client_defaults(url)).map_err(DbError::from)
+    let mut conn = PgConnection::establish(&with_client_defaults(url)).map_err(DbError::from)?;
+    super::messages::speak_english(&mut conn)?;
+    Ok(conn)
 }
 
 /// Builds a pool of at most `max_size` connections, after one direct connection proves the
@@ -138,7 +140,8 @@ impl Instrumentation for Watch {
     }
 }
 
-/// Sets what every pooled session runs with: a bound on idling inside a transaction, no JIT.
+/// Sets what every pooled session runs with: a bound on idling inside a transaction, no JIT,
+/// messages in English (`db::messages`).
 #[derive(Debug)]
 struct SessionSettings;
 
@@ -150,8 +153,9 @@ impl diesel::r2d2::CustomizeConnection<PgConnection, diesel::r2d2::Error> for Se
         diesel::connection::SimpleConnection::batch_execute(
             conn,
             &format!(
-                "SET idle_in_transaction_session_timeout = {}; SET jit = off",
-                IDLE_IN_TRANSACTION_TIMEOUT.as_millis()
+                "SET idle_in_transaction_session_timeout = {}; SET jit = off; {}",
+                IDLE_IN_TRANSACTION_TIMEOUT.as_millis(),
+                super::messages::in_english_statement()
             ),
         )
         .map_err(diesel::r2d2::Error::QueryError)

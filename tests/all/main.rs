@@ -46,6 +46,7 @@ mod compute_servers;
 mod compute_services;
 mod compute_validation;
 mod db_constraints;
+mod db_messages;
 mod db_migrations;
 mod db_pool;
 mod db_registry;

@@ -8,7 +8,7 @@ mod messages;
 use messages::{parse_message, parse_target};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_norway::Value;
+use serde_json::Value;
 
 use crate::domain::archive::NovaArchiveOptions;
 
@@ -391,22 +391,31 @@ struct RawScript {
     name: Option<String>,
     #[serde(default)]
     config: Option<ScriptConfig>,
-    steps: Vec<BTreeMap<String, Value>>,
+    /// Each step with where it starts in the file.
+    steps: Vec<serde_saphyr::Spanned<BTreeMap<String, Value>>>,
 }
 
 /// Parses and validates `text` (read from `path`); the error is `path:line: message`.
 pub fn parse(path: &str, text: &str) -> Result<Script, String> {
-    let raw: RawScript = serde_norway::from_str(text).map_err(|error| {
+    // YAML as the scripts were written for (YAML 1.1's spellings): `yes`, `on` and `012`
+    // are strings, a merge key `<<` is a key, an unknown tag is refused.
+    let options = serde_saphyr::options! {
+        with_snippet: false,
+        strict_booleans: true,
+        leading_zero_numbers_as_strings: true,
+        underscored_numbers_as_strings: true,
+        merge_keys: serde_saphyr::MergeKeyPolicy::AsOrdinary,
+        reject_unsupported_tags: true,
+    };
+    let raw: RawScript = serde_saphyr::from_str_with_options(text, options).map_err(|error| {
         let line = error
             .location()
-            .map(|location| location.line())
-            .unwrap_or(1);
+            .map_or(1, |location| location.line().max(1));
         format!(
             "{path}:{line}: invalid script: {}",
             strip_location(&error.to_string())
         )
     })?;
-    let lines = step_lines(text);
     let config = raw.config.unwrap_or_default();
     if humantime::parse_duration(&config.service_down_time).is_err() {
         return Err(format!(
@@ -422,8 +431,10 @@ pub fn parse(path: &str, text: &str) -> Result<Script, String> {
     }
     let mut steps = Vec::with_capacity(raw.steps.len());
     for (index, raw_step) in raw.steps.into_iter().enumerate() {
-        let line = lines.get(index).copied().unwrap_or(1);
-        let step = parse_step(raw_step)
+        let line = usize::try_from(raw_step.referenced.line())
+            .unwrap_or(1)
+            .max(1);
+        let step = parse_step(raw_step.value)
             .map_err(|message| format!("{path}:{line}: step {}: {message}", index + 1))?;
         steps.push((line, step));
     }
@@ -443,31 +454,6 @@ fn strip_location(message: &str) -> String {
         Some(at) => message[..at].to_owned(),
         None => message.to_owned(),
     }
-}
-
-/// Finds the line (1-based) where each item of the top-level `steps:` list starts.
-fn step_lines(text: &str) -> Vec<usize> {
-    let mut lines = Vec::new();
-    let mut in_steps = false;
-    let mut item_indent: Option<usize> = None;
-    for (number, line) in text.lines().enumerate() {
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        if indent == 0 {
-            in_steps = trimmed.starts_with("steps:");
-            continue;
-        }
-        if in_steps && (trimmed.starts_with("- ") || trimmed == "-") {
-            let expected = *item_indent.get_or_insert(indent);
-            if indent == expected {
-                lines.push(number + 1);
-            }
-        }
-    }
-    lines
 }
 
 /// Deserializes `value` as a `T`; the error names the field at fault (`pci_devices: …`).
@@ -540,16 +526,10 @@ fn parse_step(raw: BTreeMap<String, Value>) -> Result<Step, String> {
             let send: RawSend = typed("send", value)?;
             let to = parse_target(&send.to)?;
             let message = parse_message(&to, &send.message, send.args)?;
-            let expect = send
-                .expect
-                .map(|value| {
-                    serde_json::to_value(value).map_err(|error| format!("invalid expect: {error}"))
-                })
-                .transpose()?;
             Ok(Step::Send {
                 to,
                 message,
-                expect,
+                expect: send.expect,
                 save: send.save,
             })
         }

@@ -69,7 +69,8 @@ fn malformed_scripts_are_rejected_before_they_run_with_file_and_line() {
         (
             "bad-yaml.yaml",
             "steps:\n  - advance: 1s\n  - send: {to: rebalancer\n",
-            "bad-yaml.yaml:4: invalid script: did not find expected ',' or '}'",
+            // The line of the bracket left open.
+            "bad-yaml.yaml:3: invalid script: unclosed bracket '{'",
         ),
         (
             "unknown-message.yaml",

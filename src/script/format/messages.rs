@@ -2,7 +2,7 @@
 //! their arguments.
 
 use serde::Deserialize;
-use serde_norway::Value;
+use serde_json::Value;
 
 use super::{IntOrRef, Message, PurgeArgs, Target, typed};
 
@@ -114,10 +114,10 @@ pub(super) fn parse_message(
             names.join(", ")
         ));
     }
-    let args = args.unwrap_or(Value::Mapping(Default::default()));
+    let args = args.unwrap_or(Value::Object(serde_json::Map::new()));
     if let Some(message) = bare_message(name) {
         return match &args {
-            Value::Mapping(map) if map.is_empty() => Ok(message),
+            Value::Object(map) if map.is_empty() => Ok(message),
             Value::Null => Ok(message),
             _ => Err(format!("{name} takes no arguments")),
         };

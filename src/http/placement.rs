@@ -3,6 +3,7 @@
 //! authentication, and Placement's error envelope `{"errors": [{status, title, detail, code,
 //! request_id}]}`. Each path is registered once, with its methods.
 
+mod accept;
 pub mod allocations;
 pub mod auth;
 pub mod candidates;

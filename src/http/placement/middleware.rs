@@ -9,6 +9,7 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpMessage};
 
+use super::accept::{accepts_json, wants_html};
 use super::error::PlacementError;
 use crate::domain::placement::{Microversion, VersionError, negotiate};
 
@@ -243,15 +244,6 @@ pub fn python_repr(value: &serde_json::Value) -> String {
     }
 }
 
-/// Says whether the client asked for HTML rather than JSON (webob then answers errors in HTML).
-fn wants_html(request: &ServiceRequest) -> bool {
-    request
-        .headers()
-        .get(actix_web::http::header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/html") && !accept.contains("application/json"))
-}
-
 /// Re-renders a JSON error answer as the HTML page webob writes for a browser.
 async fn as_html(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let (request, response) = response.into_parts();
@@ -298,27 +290,4 @@ fn html_escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-}
-
-/// Says whether the client accepts JSON (no Accept header, */*, application/* or application/json).
-fn accepts_json(request: &ServiceRequest) -> bool {
-    let Some(accept) = request
-        .headers()
-        .get(actix_web::http::header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-    else {
-        return true;
-    };
-    accept.split(',').any(|item| {
-        let media = item
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        matches!(
-            media.as_str(),
-            "*/*" | "application/*" | "application/json" | ""
-        )
-    })
 }

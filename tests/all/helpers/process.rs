@@ -7,9 +7,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
-/// A folder for one test under /dev/shm (or the temp dir), removed on drop.
+/// A folder for one test under /dev/shm (or the temp dir), removed when dropped, a failed
+/// test's unwinding included (`tempfile`).
 pub struct TempDir {
     pub path: std::path::PathBuf,
+    _folder: tempfile::TempDir,
 }
 
 impl TempDir {
@@ -19,18 +21,14 @@ impl TempDir {
         } else {
             std::env::temp_dir()
         };
-        let path = base.join(format!(
-            "ringmaster-test-{label}-{}",
-            uuid::Uuid::new_v4().simple()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir { path }
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        let folder = tempfile::Builder::new()
+            .prefix(&format!("ringmaster-test-{label}-"))
+            .tempdir_in(base)
+            .unwrap();
+        TempDir {
+            path: folder.path().to_owned(),
+            _folder: folder,
+        }
     }
 }
 

@@ -68,6 +68,9 @@ fn a_deadlock_on_a_server_that_answers_in_german_is_read_as_one_and_retried() {
                 let mut conn = pool.get().unwrap();
                 db::retrying_conflicts(&mut conn, "probe", |conn| {
                     let attempt = attempts.fetch_add(1, Ordering::SeqCst);
+                    // Waiting at the barrier is idling in a transaction: on a busy machine
+                    // the pool's 3 s bound would end the session before the other arrives.
+                    conn.batch_execute("SET LOCAL idle_in_transaction_session_timeout = 0")?;
                     conn.batch_execute(&format!("UPDATE probe SET n = n + 1 WHERE id = {first}"))?;
                     if attempt < 2 {
                         barrier.wait();

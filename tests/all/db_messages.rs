@@ -89,10 +89,10 @@ fn a_deadlock_on_a_server_that_answers_in_german_is_read_as_one_and_retried() {
         results.iter().all(Result::is_ok),
         "the deadlock was retried: {results:?}"
     );
-    assert_eq!(
-        attempts.load(Ordering::SeqCst),
-        3,
-        "one of the two was tried again"
+    let attempts = attempts.load(Ordering::SeqCst);
+    assert!(
+        attempts >= 3,
+        "a deadlocked transaction was tried again: {attempts} attempts"
     );
     let total: Vec<(i32, i32)> = {
         #[derive(QueryableByName)]

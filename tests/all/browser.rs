@@ -6,7 +6,7 @@
 //! and the timeline says it in one entry, while the audit banner stays green. It saves a
 //! screenshot to `target/dashboard-screenshot.png`.
 //!
-//! The WebDriver calls are plain JSON over HTTP (reqwest), which is all this test needs.
+//! The browser is driven with fantoccini, a maintained WebDriver client.
 //! Without chromium and chromedriver the test is skipped, except under CI=true, where it fails.
 
 use std::collections::BTreeSet;
@@ -19,11 +19,12 @@ use serde_json::{Value, json};
 pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 pub(crate) const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
+/// A chromedriver of this test's own, a Chromium session in it (fantoccini's client) and a
+/// plain HTTP client for the tests' own calls to ringmaster.
 pub(crate) struct Driver {
     process: Child,
-    base: String,
-    pub(crate) client: reqwest::Client,
-    session: String,
+    browser: fantoccini::Client,
+    pub(crate) http: reqwest::Client,
 }
 
 impl Driver {
@@ -42,18 +43,12 @@ impl Driver {
             .spawn()
             .expect("start chromedriver");
         let base = format!("http://127.0.0.1:{port}");
-        let client = crate::helpers::http_client();
+        let http = crate::helpers::http_client();
         crate::helpers::eventually_async(Duration::from_secs(20), "chromedriver to start", || {
-            let status = client.get(format!("{base}/status")).send();
+            let status = http.get(format!("{base}/status")).send();
             async move { status.await.ok().map(|_| ()) }
         })
         .await;
-        let mut driver = Driver {
-            process,
-            base,
-            client,
-            session: String::new(),
-        };
         let args = [
             "--headless",
             "--no-sandbox",
@@ -68,53 +63,42 @@ impl Driver {
         .map(|arg| (*arg).to_owned())
         .chain([format!("--user-data-dir={}", profile.display())])
         .collect::<Vec<_>>();
-        let created = driver
-            .call(
-                reqwest::Method::POST,
-                "/session",
-                json!({"capabilities": {"alwaysMatch": {
-                    "browserName": "chrome",
-                    "goog:chromeOptions": {"binary": CHROMIUM, "args": args}
-                }}}),
-            )
-            .await;
-        driver.session = created["sessionId"]
-            .as_str()
-            .expect("a session id")
-            .to_owned();
-        driver
-    }
-
-    pub(crate) async fn call(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let answer = self.answer(method, path, body).await;
-        assert!(
-            answer["value"].get("error").is_none(),
-            "webdriver {path}: {answer}"
-        );
-        answer["value"].clone()
-    }
-
-    /// WebDriver's whole answer to one command, an error included.
-    async fn answer(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
-        let url = if path == "/session" {
-            format!("{}{path}", self.base)
-        } else {
-            format!("{}/session/{}{path}", self.base, self.session)
-        };
-        let mut request = self.client.request(method, url);
-        if !body.is_null() {
-            request = request.json(&body);
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("browserName".into(), json!("chrome"));
+        let options = json!({"binary": CHROMIUM, "args": args});
+        capabilities.insert("goog:chromeOptions".into(), options);
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let browser = fantoccini::ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&base)
+            .await
+            .expect("a Chromium session");
+        Driver {
+            process,
+            browser,
+            http,
         }
-        request.send().await.unwrap().json().await.unwrap()
     }
 
+    /// Opens `url` in the page.
+    pub(crate) async fn goto(&self, url: &str) {
+        self.browser.goto(url).await.expect("the page opened");
+    }
+
+    /// Accepts the confirmation the page asks.
+    pub(crate) async fn accept_alert(&self) {
+        self.browser
+            .accept_alert()
+            .await
+            .expect("a confirmation to accept");
+    }
+
+    /// Runs `script` in the page; its return value.
     pub(crate) async fn script(&self, script: &str) -> Value {
-        self.call(
-            reqwest::Method::POST,
-            "/execute/sync",
-            json!({"script": script, "args": []}),
-        )
-        .await
+        self.browser
+            .execute(script, Vec::new())
+            .await
+            .unwrap_or_else(|error| panic!("the page's script failed: {error}"))
     }
 
     /// Clicks the element `selector` finds. The page redraws a table when an event comes (a
@@ -123,45 +107,29 @@ impl Driver {
     pub(crate) async fn click(&self, selector: &str) {
         for _ in 0..10 {
             let element = self
-                .call(
-                    reqwest::Method::POST,
-                    "/element",
-                    json!({"using": "css selector", "value": selector}),
-                )
-                .await;
-            let id = element
-                .as_object()
-                .and_then(|map| map.values().next())
-                .and_then(Value::as_str)
-                .unwrap()
-                .to_owned();
-            let path = format!("/element/{id}/click");
-            let answer = self.answer(reqwest::Method::POST, &path, json!({})).await;
-            match answer["value"]["error"].as_str() {
-                None => return,
-                Some("stale element reference") => {
+                .browser
+                .find(fantoccini::Locator::Css(selector))
+                .await
+                .unwrap_or_else(|error| panic!("{selector}: {error}"));
+            match element.click().await {
+                Ok(()) => return,
+                Err(error) if error.is_stale_element_reference() => {
                     actix_rt::time::sleep(Duration::from_millis(100)).await;
                 }
-                Some(_) => panic!("webdriver {path}: {answer}"),
+                Err(error) => panic!("clicking {selector}: {error}"),
             }
         }
         panic!("{selector}: redrawn under every click");
     }
 
+    /// What the page shows, as PNG.
     async fn screenshot(&self) -> Vec<u8> {
-        let encoded = self
-            .call(reqwest::Method::GET, "/screenshot", Value::Null)
-            .await;
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD
-            .decode(encoded.as_str().unwrap())
-            .expect("a screenshot in standard base64")
+        self.browser.screenshot().await.expect("a screenshot")
     }
 
     /// Ends the session: chromedriver closes Chromium.
     pub(crate) async fn quit(self) {
-        let url = format!("{}/session/{}", self.base, self.session);
-        let _ = self.client.delete(url).send().await;
+        let _ = self.browser.clone().close().await;
     }
 }
 
@@ -279,13 +247,7 @@ async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash(
         crate::helpers::start_demo_with("browser", &["--hosts", &hosts, "--nodes", "10000"]);
 
     let driver = Driver::start(&dir.path.join("chrome-profile")).await;
-    driver
-        .call(
-            reqwest::Method::POST,
-            "/url",
-            json!({"url": format!("http://{address}/")}),
-        )
-        .await;
+    driver.goto(&format!("http://{address}/")).await;
     let before = wait_for(
         &driver,
         "24 hosts and 10,000 owned nodes",
@@ -387,9 +349,7 @@ async fn a_crash_from_the_page_shows_as_down_in_the_picture_and_once_in_the_time
     driver
         .click("button[data-action=crash][data-host=cmp-5]")
         .await;
-    driver
-        .call(reqwest::Method::POST, "/alert/accept", json!({}))
-        .await;
+    driver.accept_alert().await;
     let after = wait_for(
         driver,
         "cmp-5 down and its nodes moved",

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::browser::{Driver, browser_available};
 
@@ -95,10 +95,7 @@ async fn the_dashboard_logs_in_through_keystone_or_with_the_admin_token() {
     let flags: Vec<&str> = flags.split_whitespace().collect();
     let (_data, mut demo, address) = crate::helpers::start_demo_with("browser-login", &flags);
     let driver = Driver::start(&dir.path.join("chrome-profile")).await;
-    let page = json!({"url": format!("http://{address}/")});
-    driver
-        .call(reqwest::Method::POST, "/url", page.clone())
-        .await;
+    driver.goto(&format!("http://{address}/")).await;
     let state = wait_for_login(
         &driver,
         "the Keystone login",
@@ -164,7 +161,7 @@ async fn a_crash_made_elsewhere_shows_within_2_s(
 ) {
     let admin = keystone.login("admin", "admin-secret", "admin").await;
     let crashed = driver
-        .client
+        .http
         .post(format!("http://{address}/api/v1/hosts/cmp-2/crash"))
         .header("x-auth-token", &admin)
         .header("content-type", "application/json")
@@ -180,7 +177,7 @@ async fn a_crash_made_elsewhere_shows_within_2_s(
         "the API to say cmp-2 is down",
         || {
             let request = driver
-                .client
+                .http
                 .get(&hosts_url)
                 .header("x-auth-token", &admin)
                 .send();
@@ -247,13 +244,7 @@ async fn admin_token_login(driver: &Driver, dir: &crate::helpers::TempDir) {
     let token_file = token_file.display().to_string();
     let (_data, mut demo, address) =
         crate::helpers::start_demo_with("browser-token", &["--admin-token-file", &token_file]);
-    driver
-        .call(
-            reqwest::Method::POST,
-            "/url",
-            json!({"url": format!("http://{address}/")}),
-        )
-        .await;
+    driver.goto(&format!("http://{address}/")).await;
     let state = wait_for_login(
         driver,
         "the token field",

@@ -50,8 +50,7 @@ async fn until(driver: &Driver, what: &str, check: impl Fn(&Value) -> bool) -> V
 
 async fn open(dir: &TempDir, address: &str) -> Driver {
     let driver = Driver::start(&dir.path.join("chrome-profile")).await;
-    let page = json!({"url": format!("http://{address}/")});
-    driver.call(reqwest::Method::POST, "/url", page).await;
+    driver.goto(&format!("http://{address}/")).await;
     driver
 }
 
@@ -61,8 +60,7 @@ async fn act(driver: &Driver, action: &str, confirm: bool) {
         .click(&format!("button[data-action={action}][data-host=cmp-1]"))
         .await;
     if confirm {
-        let accept = driver.call(reqwest::Method::POST, "/alert/accept", json!({}));
-        accept.await;
+        driver.accept_alert().await;
     }
 }
 

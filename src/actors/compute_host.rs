@@ -24,6 +24,7 @@ macro_rules! leased_work {
 mod build;
 mod destroy;
 mod heartbeat;
+mod owned;
 mod periodic;
 mod power;
 mod tracker;

@@ -1,15 +1,15 @@
 //! Builds on a `ComputeHost`: `Spawn` (a boot this process placed), `TakeSpawns` (boots other
 //! processes placed here), `SettleBuilds` (those a database outage cut); every write for a
-//! node fenced by its owner and epoch (`Owned`, also used by `destroy`).
+//! node fenced by its owner and epoch (`owned::Owned`).
 
 use actix::prelude::*;
-use uuid::Uuid;
 
+use super::owned::{Owned, require_owned};
 use super::{ComputeHost, HostError};
-use crate::actors::node_source::{Current, DeployRequest, Fence, NodeSource, SourceError};
+use crate::actors::node_source::{Current, DeployRequest, NodeSource};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::{ComputeNodeId, HostName, InstanceUuid, OwnerEpoch};
+use crate::domain::identity::{HostName, InstanceUuid};
 use crate::domain::instance::VmState;
 use crate::domain::mirror::ListedNode;
 
@@ -367,74 +367,6 @@ impl Build {
     }
 }
 
-/// A node this host owned when it was looked up: its writes go through `write`, which
-/// re-checks the ownership in the writing transaction (invariant 4).
-pub(super) struct Owned {
-    host: HostName,
-    node: String,
-    pub(super) ironic: Uuid,
-    compute_node_id: ComputeNodeId,
-    epoch: OwnerEpoch,
-}
-
-impl Owned {
-    /// Runs `work` in one transaction that holds the node at the epoch it was found at;
-    /// `NotOwner` with nothing written when the node has moved since.
-    pub(super) async fn write<T, F>(&self, pool: &Pool, work: F) -> Result<T, HostError>
-    where
-        F: FnOnce(&mut db::Connection) -> Result<T, DbError> + Send + 'static,
-        T: Send + 'static,
-    {
-        let (id, host, epoch) = (self.compute_node_id, self.host.clone(), self.epoch);
-        let written = db::transaction(pool, move |conn| {
-            if !db::compute_nodes::hold_one(conn, &host, id, epoch)? {
-                return Ok(None);
-            }
-            work(conn).map(Some)
-        })
-        .await?;
-        written.ok_or_else(|| HostError::NotOwner {
-            host: self.host.clone(),
-            node: self.node.clone(),
-        })
-    }
-}
-
-impl Owned {
-    /// The fence a node source checks before each write it sends for this node: the node still
-    /// this host's at the epoch it was found at.
-    pub(super) fn fence(&self, pool: &Pool) -> Fence {
-        let (pool, host, id, epoch) = (
-            pool.clone(),
-            self.host.clone(),
-            self.compute_node_id,
-            self.epoch,
-        );
-        std::sync::Arc::new(move || {
-            let (pool, host) = (pool.clone(), host.clone());
-            Box::pin(async move {
-                db::transaction(&pool, move |conn| {
-                    db::compute_nodes::hold_one(conn, &host, id, epoch)
-                })
-                .await
-                .unwrap_or(false)
-            })
-        })
-    }
-
-    /// A node source's refusal as the host says it.
-    pub(super) fn source_error(&self, error: SourceError) -> HostError {
-        match error {
-            SourceError::Fenced(_) => HostError::NotOwner {
-                host: self.host.clone(),
-                node: self.node.clone(),
-            },
-            SourceError::Mailbox(mailbox) => HostError::Mailbox(mailbox),
-            SourceError::Failed(reason) => HostError::Ironic(reason),
-        }
-    }
-}
-
 /// What a deploy of `instance` on `owned`'s node asks Ironic for: its display name, and the
 /// node's disk as the root size; for a server of the Compute API, its flavor's disks,
 /// capabilities and traits, its project and user, and its config drive.
@@ -489,67 +421,5 @@ pub(super) fn mirror(
     match shown {
         Some(node) => db::ironic_mirror::refresh_node(conn, node, now),
         None => Ok(()),
-    }
-}
-
-/// Runs `work` fenced by `owned` when the instance has a node, in a plain transaction when not.
-pub(super) async fn write_for<T, F>(
-    owned: Option<&Owned>,
-    pool: &Pool,
-    work: F,
-) -> Result<T, HostError>
-where
-    F: FnOnce(&mut db::Connection) -> Result<T, DbError> + Send + 'static,
-    T: Send + 'static,
-{
-    match owned {
-        Some(owned) => owned.write(pool, work).await,
-        None => Ok(db::transaction(pool, work).await?),
-    }
-}
-
-/// Returns `node` if `host` owns it now; `None` when the node has no live compute node (it
-/// went from Ironic and nothing held it); `NotOwner` when another host owns it.
-pub(super) async fn owner_of(
-    pool: &Pool,
-    host: &HostName,
-    node: &str,
-) -> Result<Option<Owned>, HostError> {
-    let lookup = node.to_owned();
-    let exists = db::run(pool, move |conn| {
-        db::compute_nodes::find_compute_node(conn, &lookup)
-    })
-    .await?
-    .is_some();
-    if !exists {
-        return Ok(None);
-    }
-    require_owned(pool, host, node).await.map(Some)
-}
-
-/// Returns `node` if `host` owns it now.
-pub(super) async fn require_owned(
-    pool: &Pool,
-    host: &HostName,
-    node: &str,
-) -> Result<Owned, HostError> {
-    let lookup = node.to_owned();
-    let compute_node = db::run(pool, move |conn| {
-        db::compute_nodes::find_compute_node(conn, &lookup)
-    })
-    .await?;
-    let not_owner = || HostError::NotOwner {
-        host: host.clone(),
-        node: node.to_owned(),
-    };
-    match compute_node {
-        Some(compute_node) if compute_node.host == *host => Ok(Owned {
-            host: host.clone(),
-            node: node.to_owned(),
-            ironic: compute_node.node.uuid(),
-            compute_node_id: compute_node.id,
-            epoch: compute_node.owner_epoch,
-        }),
-        _ => Err(not_owner()),
     }
 }

@@ -4,7 +4,8 @@
 
 use actix::prelude::*;
 
-use super::build::{Build, Owned, mirror, owner_of, write_for};
+use super::build::{Build, mirror};
+use super::owned::{Owned, owner_of, write_for};
 use super::{ComputeHost, HostError};
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;

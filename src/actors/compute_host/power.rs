@@ -5,7 +5,8 @@
 
 use actix::prelude::*;
 
-use super::build::{Build, require_owned};
+use super::build::Build;
+use super::owned::require_owned;
 use super::{ComputeHost, HostError};
 use crate::db;
 use crate::domain::compute::server::PowerAction;

@@ -159,7 +159,7 @@ impl fmt::Debug for HangupHooks {
     }
 }
 
-/// How the listener is reached and who may read what (issue 27).
+/// How the listener is reached and who may read what.
 #[derive(Debug, Clone)]
 pub struct AccessSettings {
     /// Serve HTTPS with this certificate and key (`--tls-cert`, `--tls-key`).
@@ -296,7 +296,7 @@ impl DeploymentConfig {
     }
 }
 
-/// A real Ironic as the node source (issue 16).
+/// A real Ironic as the node source.
 #[derive(Debug, Clone)]
 pub struct IronicSettings {
     /// Ironic's API endpoint, `http://host:port` (with or without `/v1`).

@@ -1,4 +1,4 @@
-//! The image service (Glance v2) as the Compute API reads it (issue 26): one image by id with
+//! The image service (Glance v2) as the Compute API reads it: one image by id with
 //! the caller's token, whether an image is shared with a project, and whether an image's data
 //! can be downloaded without a token (what a standalone Ironic needs). The gateway to Glance, as
 //! `keystone` is to Keystone: IO, no policy.

@@ -1,4 +1,4 @@
-//! A real OpenStack Ironic over its REST API (issue 16): connecting with the API microversion
+//! A real OpenStack Ironic over its REST API: connecting with the API microversion
 //! negotiated (and a clear refusal of a server older than ringmaster needs), `noauth` or
 //! `http_basic` authentication, and the node listing — one paginated read of only the fields
 //! used, optionally of one conductor group or shard, as Nova's ironic driver reads it.

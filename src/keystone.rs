@@ -1,4 +1,4 @@
-//! Keystone as the authority on who calls (issue 17), as keystonemiddleware's `auth_token` does
+//! Keystone as the authority on who calls, as keystonemiddleware's `auth_token` does
 //! it: ringmaster logs in as its service user (password, project-scoped), and validates each
 //! caller's token with `GET /v3/auth/tokens` (its own token in `X-Auth-Token`, the caller's in
 //! `X-Subject-Token`). A valid token's user, project and roles are cached until the token

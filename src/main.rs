@@ -7,8 +7,7 @@ use ringmaster::logging::LogFormat;
 
 /// jemalloc with its background threads gives freed memory back to the system within seconds
 /// of a load's end, idle or not, where glibc's malloc kept it in per-thread arenas: after
-/// floods of 2,000 event streams the process stayed at 2.5x its memory at rest (issue 25,
-/// item 7).
+/// floods of 2,000 event streams the process stayed at 2.5x its memory at rest.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -1,4 +1,4 @@
-//! TLS (issue 27): the HTTPS listener's certificate (`server`) and the trust that ringmaster's
+//! TLS: the HTTPS listener's certificate (`server`) and the trust that ringmaster's
 //! own clients of Ironic, Keystone and Glance place in the servers they call (`client`), both with
 //! rustls on the `ring` provider, TLS 1.2 and 1.3 only. Certificates, keys and CA bundles are
 //! PEM files, read again on SIGHUP: a rotation reaches new connections while open ones go on.

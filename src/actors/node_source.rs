@@ -1,6 +1,6 @@
 //! Where a process's nodes come from, behind one interface: the built-in simulated Ironic (the
 //! default, for `demo`, message scripts and scale tests) or a real Ironic over its REST API
-//! (`--ironic-url`, issue 16). The compute hosts, the rebalancer and the registry see nodes
+//! (`--ironic-url`). The compute hosts, the rebalancer and the registry see nodes
 //! only through `ironic_nodes`, which the simulator writes and a real Ironic's listing
 //! mirrors (`db::ironic_mirror`); what differs is here: whether the last listing worked, and
 //! how a deploy and a tear-down are done.

@@ -1,4 +1,4 @@
-//! The command line of how the listener is reached and who may read what (issue 27): TLS,
+//! The command line of how the listener is reached and who may read what: TLS,
 //! trusted proxies, `/metrics` and the admin project.
 
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! The command line of builds (`serve` and `demo`): how long one may take, how many nodes it
-//! may be tried on, how long a node whose build failed rests (issue 31).
+//! may be tried on, how long a node whose build failed rests.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The command line of the image service the Compute API resolves images through (issue 26).
+//! The command line of the image service the Compute API resolves images through.
 
 use clap::Args;
 

@@ -1,4 +1,4 @@
-//! The command line of a real Ironic as the node source (`serve` and `demo`, issue 16).
+//! The command line of a real Ironic as the node source (`serve` and `demo`).
 
 use std::path::PathBuf;
 use std::sync::Arc;

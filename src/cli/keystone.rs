@@ -1,4 +1,4 @@
-//! The command line of Keystone authentication (`serve` and `demo`, issue 17).
+//! The command line of Keystone authentication (`serve` and `demo`).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! The command line of the Placement API (`serve` and `demo`): its policy, CORS, and how
-//! allocation candidates are generated (issue 25: Placement's `max_allocation_candidates`,
+//! allocation candidates are generated (Placement's `max_allocation_candidates`,
 //! `allocation_candidates_generation_strategy` and `randomize_allocation_candidates`, and a
 //! deadline).
 

@@ -1,4 +1,4 @@
-//! Builds tried again on an alternate node (issue 31), as Nova's `[scheduler] max_attempts`
+//! Builds tried again on an alternate node, as Nova's `[scheduler] max_attempts`
 //! does: the alternates picked at the first scheduling (`record_build`), the claim moved to the
 //! first alternate still free when a deploy fails (`retry_or_settle`, one transaction), and
 //! each node's failed builds (Nova's `failed_builds`): counted per failure, cleared by a

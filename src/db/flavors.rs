@@ -1,6 +1,6 @@
-//! Flavors, their extra specs and the projects a private one is shared with (the Compute API,
-//! issue 26). Flavors are deleted for good, as in Nova's API database; a server keeps the
-//! flavor it was booted with as a snapshot on its instance.
+//! Flavors, their extra specs and the projects a private one is shared with (the Compute API).
+//! Flavors are deleted for good, as in Nova's API database; a server keeps the flavor it was
+//! booted with as a snapshot on its instance.
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! The nodes a boot may take now (`FREE_NODES`): of the class, available, unlocked, not in
 //! maintenance, owned by an up host, with the unit free and enough PCI devices, with the traits
 //! asked for; offered by uuid (the free index), nodes with failed builds after the others and
-//! not during their cooldown (issue 31); only the node asked for, when a boot asks for one.
+//! not during their cooldown; only the node asked for, when a boot asks for one.
 //! `pick_free_node` locks the one a claim takes.
 
 use chrono::{DateTime, Utc};

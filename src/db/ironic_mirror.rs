@@ -1,4 +1,4 @@
-//! `ironic_nodes` as the mirror of a real Ironic's listing (issue 16): read it in the
+//! `ironic_nodes` as the mirror of a real Ironic's listing: read it in the
 //! listing's terms, and apply what a listing changed — the new and changed nodes in one
 //! upsert, the gone ones in one delete, nothing at all when nothing changed (every write of
 //! this table wakes the tracker passes and the rebalancer).

@@ -1,4 +1,4 @@
-//! Key pairs, per user (the Compute API's `os-keypairs`, issue 26).
+//! Key pairs, per user (the Compute API's `os-keypairs`).
 
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;

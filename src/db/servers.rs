@@ -1,4 +1,4 @@
-//! Servers as the Compute API reads them (issue 26): one query per page — the instance row,
+//! Servers as the Compute API reads them: one query per page — the instance row,
 //! the flavor it was booted with and the latest fault of one in error — filtered as Nova's
 //! `GET /servers` filters, newest first; and a server that could not be placed, kept in error
 //! with Nova's "No valid host" fault and no claim.

@@ -1,5 +1,5 @@
 //! Compute services and compute nodes as the Compute API's `os-services` and `os-hypervisors`
-//! read and change them (issue 26). A compute service is a compute host; disabling one stops
+//! read and change them. A compute service is a compute host; disabling one stops
 //! new builds there and moves nothing (a drain is ringmaster's own admin action); forcing one
 //! down makes it down now, so the rebalancer moves its nodes, instances included.
 

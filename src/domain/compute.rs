@@ -1,4 +1,4 @@
-//! The Compute API's rules (issue 26), as Nova 34.0.0 applies them: microversion negotiation,
+//! The Compute API's rules, as Nova 34.0.0 applies them: microversion negotiation,
 //! flavor and extra-spec validation, server statuses and names. Pure.
 
 pub mod addresses;

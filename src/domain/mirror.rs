@@ -1,4 +1,4 @@
-//! A real Ironic's node listing as ringmaster keeps it (issues 16 and 31): the nodes as listed,
+//! A real Ironic's node listing as ringmaster keeps it: the nodes as listed,
 //! what the listing holder remembers of the last listing (`SeenNodes`: one fingerprint per
 //! node, so a listing's cost is its changes, not the mirror's size), what a listing changes
 //! (only nodes whose fields changed are written, so an idle Ironic costs no write at all), and

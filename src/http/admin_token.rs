@@ -1,4 +1,4 @@
-//! Who may call the admin API and read `/metrics` (issues 17 and 27). With an admin token
+//! Who may call the admin API and read `/metrics`. With an admin token
 //! configured, every admin API request, reads included, must present it as `Authorization:
 //! Bearer TOKEN` or `X-Auth-Token` (401); with Keystone (`--auth-strategy keystone`), a token
 //! with the `reader` or `admin` role, system-scoped or scoped to the admin project

@@ -1,4 +1,4 @@
-//! The Compute API under `/compute` (issue 26): the subset of Nova's v2.1 a bare-metal cloud
+//! The Compute API under `/compute`: the subset of Nova's v2.1 a bare-metal cloud
 //! uses, with Nova's microversions (2.1–2.100), errors and policy defaults, so that
 //! `openstack server create`, openstacksdk and Ansible work unchanged. docs/compute.md has
 //! the routes and where ringmaster differs from Nova.

@@ -1,4 +1,4 @@
-//! What every request must be before any route sees it (issue 17): a `Host` this server answers
+//! What every request must be before any route sees it: a `Host` this server answers
 //! to (DNS rebinding), no cross-origin `Origin` (but Placement's CORS origins), a mutating
 //! request that a browser form cannot forge (a JSON content type, or a token header), no NUL
 //! character in its URL or JSON body (400 naming the field), a body of bounded size read within a

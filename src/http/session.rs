@@ -1,4 +1,4 @@
-//! The dashboard's login (issue 27). A browser cannot put a token on its event stream, and a
+//! The dashboard's login. A browser cannot put a token on its event stream, and a
 //! token kept where scripts read it can be stolen: the page logs in once (`POST
 //! /api/v1/session` with the admin token, a Keystone token, or a Keystone user, password,
 //! project and domain, which ringmaster exchanges with Keystone) and gets an `HttpOnly`,

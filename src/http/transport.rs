@@ -1,4 +1,4 @@
-//! How a request reached ringmaster (issue 27): over TLS to this listener, or over TLS to a
+//! How a request reached ringmaster: over TLS to this listener, or over TLS to a
 //! proxy in `--trusted-proxies` that says so (`Forwarded: proto=https`, `X-Forwarded-Proto:
 //! https`); from anyone else those headers are ignored. A secure request's answer carries
 //! `Strict-Transport-Security`; its links (version documents, `Location`) say `https`, and the

@@ -11,7 +11,11 @@
 //!   paths in code and in macro arguments, through `crate::`/`super::`/`self::`, its `use`d
 //!   names and the `pub use` re-exports of the modules reached;
 //! - within every module, the arrows among its children (each with everything below it) form
-//!   no cycle.
+//!   no cycle;
+//! - no test file names another (`crate::x::` for any `x` but `helpers`): shared fixtures live in
+//!   tests/all/helpers;
+//! - no line of `src/` names an issue ("issue 26", "issues 17 and 27"): the code speaks for
+//!   itself, and the issues' history is in the commits.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -148,6 +152,63 @@ fn only_the_db_module_names_diesel() {
         "diesel named outside src/db:\n{}",
         outside.join("\n")
     );
+}
+
+#[test]
+fn no_test_file_imports_another() {
+    let mut crossing = Vec::new();
+    for path in rust_files("tests/all") {
+        if path.starts_with("tests/all/helpers") || path.ends_with("main.rs") {
+            continue;
+        }
+        let code = read(&path);
+        let lines = code.lines().enumerate();
+        for (number, line) in lines.filter(|(_, line)| !line.trim_start().starts_with("//")) {
+            let named = line.match_indices("crate::").any(|(at, _)| {
+                let rest = &line[at + "crate::".len()..];
+                !rest.starts_with("helpers") && rest.starts_with(|c: char| c.is_ascii_lowercase())
+            });
+            if named {
+                crossing.push(format!(
+                    "{}:{}: {}",
+                    path.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        crossing.is_empty(),
+        "test files naming other test files (move the fixture to tests/all/helpers):\n{}",
+        crossing.join("\n")
+    );
+}
+
+#[test]
+fn no_line_of_src_names_an_issue() {
+    let mut named = Vec::new();
+    for path in rust_files("src") {
+        for (number, line) in read(&path).lines().enumerate() {
+            let lower = line.to_lowercase();
+            let names_one = ["issue ", "issues ", "issue #"].iter().any(|word| {
+                lower.match_indices(word).any(|(at, _)| {
+                    let rest = &lower[at + word.len()..];
+                    rest.trim_start_matches('#')
+                        .starts_with(|c: char| c.is_ascii_digit())
+                })
+            });
+            if names_one {
+                named.push(format!(
+                    "{}:{}: {}",
+                    path.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(named.is_empty(), "src names issues:\n{}", named.join("\n"));
 }
 
 /// The import rules: top module → the top modules it may name, from the `import-rules` block

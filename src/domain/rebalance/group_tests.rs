@@ -1,4 +1,4 @@
-//! Conductor groups and shards in the plan (issue 31, item 4): each group balanced over its own
+//! Conductor groups and shards in the plan: each group balanced over its own
 //! hosts, a group without a live host left alone and reported, a regrouped node moved.
 
 use std::collections::BTreeMap;

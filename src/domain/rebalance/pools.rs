@@ -1,4 +1,4 @@
-//! The sets of nodes the ring balances separately (issue 31, item 4): the nodes whose
+//! The sets of nodes the ring balances separately: the nodes whose
 //! conductor group and shard the same up hosts serve form one pool, balanced over those hosts
 //! only; nodes no up host serves form none — they stay where they are and are reported.
 //! When every up host serves every node (no `--ironic-conductor-group`, no `--ironic-shard`:

@@ -1,4 +1,4 @@
-//! One listing of a real Ironic per deployment (issue 31). The process holding the lease
+//! One listing of a real Ironic per deployment. The process holding the lease
 //! `ironic-listing …` (one per conductor group / shard filter, like the rebalancer's) lists
 //! Ironic each interval, compares each page with what it remembers of the mirror
 //! (`mirror::SeenNodes`: built once from the mirror when it takes the lease, then fed by its

@@ -7,8 +7,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use crate::helpers::{TestApp, TestDb, exchange, http, start_serve};
-use crate::security::{app_with_host, raw};
+use crate::helpers::{TestApp, TestDb, app_with_host, exchange, http, raw, start_serve};
 
 /// The hosts `GET /api/v1/hosts` lists.
 async fn hosts(app: &TestApp) -> Vec<String> {

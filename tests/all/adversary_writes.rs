@@ -5,7 +5,9 @@
 use reqwest::Method;
 use serde_json::{Map, Value, json};
 
-use crate::helpers::{TestApp, create_placement_provider, put_placement_inventory};
+use crate::helpers::{
+    TestApp, create_placement_provider, get, one_host_four_nodes, put_placement_inventory, send,
+};
 
 const CONSUMERS: usize = 5_000;
 const PROVIDERS: usize = 50;
@@ -129,7 +131,6 @@ async fn five_thousand_consumers_in_one_post_are_written_all_or_nothing() {
 /// it is archived; another name with that uuid is 409.
 #[actix_web::test]
 async fn concurrent_boots_with_one_uuid_book_one_node() {
-    use crate::api_admin::{get, one_host_four_nodes, send};
     let app = TestApp::spawn().await;
     one_host_four_nodes(&app).await;
     let uuid = "e0000000-0000-4000-8000-000000000001";
@@ -198,7 +199,6 @@ async fn concurrent_boots_with_one_uuid_book_one_node() {
 /// never `error` holding its allocation while no node carries it.
 #[actix_web::test]
 async fn an_instance_whose_node_ironic_no_longer_associates_with_it_is_deleted_whole() {
-    use crate::api_admin::{get, one_host_four_nodes, send};
     use ringmaster::actors::compute_host::UpdateAvailableResource;
     use ringmaster::actors::ironic::{DeleteNode, Destroy, EnrollNodes};
     let app = TestApp::spawn().await;

@@ -1,84 +1,13 @@
 //! The admin API of the HA core over real HTTP: every route with its exact shape, and bad
 //! input answered with a 4xx envelope that changes nothing.
 
-use ringmaster::actors::compute_host::{Heartbeat, UpdateAvailableResource};
-use ringmaster::actors::rebalancer::RebalanceNow;
 use serde_json::{Value, json};
 
-use crate::helpers::TestApp;
-
-pub(crate) async fn send(
-    app: &TestApp,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut request = app.client.request(method, app.url(path));
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
+use crate::helpers::{TestApp, get, one_host_four_nodes, send};
 
 /// The status `method path` (no body) is answered with.
 pub(crate) async fn status(app: &TestApp, method: reqwest::Method, path: &str) -> u16 {
     send(app, method, path, None).await.0
-}
-
-/// How many items the listing at `path` holds.
-pub(crate) async fn count(app: &TestApp, path: &str) -> usize {
-    get(app, path).await.as_array().map_or(0, Vec::len)
-}
-
-pub(crate) async fn get(app: &TestApp, path: &str) -> Value {
-    let (status, body) = send(app, reqwest::Method::GET, path, None).await;
-    assert_eq!(status, 200, "{path}: {body}");
-    body
-}
-
-/// Starts cmp-1 through the API, enrolls 4 nodes and lets the host own and report them.
-pub(crate) async fn one_host_four_nodes(app: &TestApp) -> Vec<String> {
-    one_host_with_nodes(app, 4).await
-}
-
-/// Host cmp-1, up, with `count` baremetal nodes it owns and has reported; their uuids.
-pub(crate) async fn one_host_with_nodes(app: &TestApp, count: usize) -> Vec<String> {
-    let (status, body) = send(
-        app,
-        reqwest::Method::POST,
-        "/api/v1/hosts",
-        Some(json!({"host": "cmp-1"})),
-    )
-    .await;
-    assert_eq!((status, body), (201, json!({"host": "cmp-1"})));
-    let host = app.actors.hosts.get("cmp-1").unwrap();
-    assert!(host.send(Heartbeat).await.unwrap().unwrap());
-
-    let (status, body) = send(
-        app,
-        reqwest::Method::POST,
-        "/api/v1/nodes",
-        Some(json!({"count": count, "resource_class": "baremetal"})),
-    )
-    .await;
-    assert_eq!(status, 201, "{body}");
-    assert_eq!(body["enrolled"], count);
-    app.actors
-        .rebalancer
-        .send(RebalanceNow)
-        .await
-        .unwrap()
-        .unwrap();
-    host.send(UpdateAvailableResource).await.unwrap().unwrap();
-    body["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|uuid| uuid.as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[actix_web::test]

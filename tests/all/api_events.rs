@@ -4,8 +4,7 @@
 use ringmaster::actors::compute_host::Heartbeat;
 use serde_json::json;
 
-use crate::api_admin::{one_host_four_nodes, send};
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, one_host_four_nodes, send};
 
 async fn read_until(
     response: &mut reqwest::Response,

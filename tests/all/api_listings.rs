@@ -5,8 +5,7 @@ use ringmaster::actors::compute_host::Heartbeat;
 use ringmaster::actors::rebalancer::RebalanceNow;
 use serde_json::{Value, json};
 
-use crate::api_admin::{count, get, one_host_four_nodes, send};
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, get, listing_len, one_host_four_nodes, send};
 
 /// Issue 13, item 5: nodes and instances come a page at a time (`limit`, `marker`) and
 /// filtered (`host`, `state`, `resource_class`); without `limit` all of them, as before; bad
@@ -35,14 +34,14 @@ async fn listings_page_filter_compress_and_sort_hosts_naturally() {
     assert_eq!(rest.as_array().unwrap().len(), 1);
     assert_eq!(rest[0]["uuid"], sorted[3].as_str());
     assert_eq!(
-        count(
+        listing_len(
             &app,
             "/api/v1/nodes?host=cmp-1&state=available&resource_class=baremetal"
         )
         .await,
         4
     );
-    assert!(count(&app, "/api/v1/nodes?host=cmp-9").await == 0);
+    assert!(listing_len(&app, "/api/v1/nodes?host=cmp-9").await == 0);
     for bad in [
         "/api/v1/nodes?limit=0",
         "/api/v1/nodes?limit=10001",
@@ -64,10 +63,10 @@ async fn listings_page_filter_compress_and_sort_hosts_naturally() {
     .await;
     assert_eq!(status, 201, "{booted}");
     assert_eq!(
-        count(&app, "/api/v1/instances?state=active&host=cmp-1&limit=10").await,
+        listing_len(&app, "/api/v1/instances?state=active&host=cmp-1&limit=10").await,
         1
     );
-    assert!(count(&app, "/api/v1/instances?state=error").await == 0);
+    assert!(listing_len(&app, "/api/v1/instances?state=error").await == 0);
 
     answers_are_compressed_when_asked(&app).await;
     hosts_sort_naturally(&app).await;
@@ -156,12 +155,12 @@ async fn the_dashboard_reads_pages_totals_usage_and_a_timeline() {
         "a uuid prefix finds its node"
     );
     assert_eq!(
-        count(&app, "/api/v1/nodes?search=cmp-1").await,
+        listing_len(&app, "/api/v1/nodes?search=cmp-1").await,
         4,
         "a host name finds its nodes"
     );
     assert!(
-        count(&app, "/api/v1/nodes?search=%25").await == 0,
+        listing_len(&app, "/api/v1/nodes?search=%25").await == 0,
         "a LIKE wildcard is taken literally"
     );
     for bad in [

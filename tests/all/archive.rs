@@ -11,21 +11,12 @@ use ringmaster::db::audit::check_invariants;
 use ringmaster::domain::identity::{ComputeNodeId, ConsumerUuid, InstanceUuid};
 use uuid::Uuid;
 
-use crate::helpers::TestDb;
+use crate::helpers::{TestDb, count_in};
 
 fn exec(conn: &mut PgConnection, sql: &str) {
     diesel::sql_query(sql)
         .execute(conn)
         .unwrap_or_else(|error| panic!("{sql}: {error}"));
-}
-
-fn count(conn: &mut PgConnection, sql: &str) -> i64 {
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    diesel::sql_query(sql).get_result::<Count>(conn).unwrap().n
 }
 
 fn options(max_rows: i64) -> ArchiveOptions {
@@ -130,13 +121,13 @@ fn six_rows_four_deleted_archive_two_at_a_time() {
         assert_eq!(moved.get("services").copied().unwrap_or(0), expected);
         audit_clean(&mut conn);
     }
-    assert_eq!(count(&mut conn, "SELECT count(*) AS n FROM services"), 2);
+    assert_eq!(count_in(&mut conn, "SELECT count(*) AS n FROM services"), 2);
     assert_eq!(
-        count(&mut conn, "SELECT count(*) AS n FROM shadow_services"),
+        count_in(&mut conn, "SELECT count(*) AS n FROM shadow_services"),
         4
     );
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM services WHERE deleted <> 0"
         ),
@@ -196,7 +187,7 @@ fn an_instance_moves_with_all_its_lifecycle_rows_one_tree_at_a_time() {
     assert_eq!(archive(&db, &options(1)), expected, "then the second tree");
     assert!(archive(&db, &options(1)).is_empty());
     audit_clean(&mut conn);
-    let live_rows = count(
+    let live_rows = count_in(
         &mut conn,
         &format!("SELECT count(*) AS n FROM instance_actions WHERE instance_uuid = '{live}'"),
     );
@@ -230,7 +221,7 @@ fn bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds()
         &mut conn,
         "INSERT INTO resource_providers (uuid, name) SELECT uuid, hypervisor_hostname FROM compute_nodes",
     );
-    let compute_node = ComputeNodeId(count(&mut conn, "SELECT id AS n FROM compute_nodes"));
+    let compute_node = ComputeNodeId(count_in(&mut conn, "SELECT id AS n FROM compute_nodes"));
     ringmaster::db::pci::sync_devices(&mut conn, &[compute_node], 2, Utc::now()).unwrap();
     let instance = instance_family(&mut conn);
     let claimed =
@@ -261,14 +252,14 @@ fn bug_1899541_an_allocated_pci_device_is_never_archived_and_its_free_succeeds()
     )
     .unwrap();
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM pci_devices WHERE compute_node_id IS NULL"
         ),
         0
     );
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM pci_devices WHERE status = 'available'"
         ),
@@ -293,7 +284,7 @@ fn an_update_of_a_missing_device_inserts_nothing(conn: &mut PgConnection, node: 
         matches!(missing, Err(ringmaster::db::DbError::NotFound(_))),
         "{missing:?}"
     );
-    assert_eq!(count(conn, "SELECT count(*) AS n FROM pci_devices"), 2);
+    assert_eq!(count_in(conn, "SELECT count(*) AS n FROM pci_devices"), 2);
 }
 
 /// A soft-deleted compute node waits while live devices reference it.
@@ -385,11 +376,11 @@ fn concurrent_deletes_undeletes_and_archives_never_half_archive_a_row() {
     let archived = archiver.join().unwrap();
     assert!(archived > 0, "the archiver ran while rows changed");
     audit_clean(&mut conn);
-    let live = count(&mut conn, "SELECT count(*) AS n FROM services");
-    let shadow = count(&mut conn, "SELECT count(*) AS n FROM shadow_services");
+    let live = count_in(&mut conn, "SELECT count(*) AS n FROM services");
+    let shadow = count_in(&mut conn, "SELECT count(*) AS n FROM shadow_services");
     assert_eq!(live + shadow, 200, "nothing lost, nothing doubled");
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM shadow_services WHERE deleted = 0"
         ),
@@ -407,7 +398,7 @@ async fn bug_1899541_the_hosts_late_free_succeeds_after_an_archive() {
     assert_eq!(instance.vm_state, "active");
     let mut conn = d.db.conn();
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM pci_devices WHERE status = 'allocated'"
         ),
@@ -439,21 +430,21 @@ async fn bug_1899541_the_hosts_late_free_succeeds_after_an_archive() {
         "the late free finds the device by key"
     );
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM pci_devices WHERE status = 'allocated'"
         ),
         0
     );
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM pci_devices WHERE compute_node_id IS NULL"
         ),
         0
     );
     assert_eq!(
-        count(&mut conn, "SELECT count(*) AS n FROM pci_devices"),
+        count_in(&mut conn, "SELECT count(*) AS n FROM pci_devices"),
         4,
         "2 nodes x 2 devices, none inserted"
     );
@@ -487,7 +478,7 @@ async fn an_orphan_node_waits_for_its_allocated_pci_devices() {
         .unwrap();
     let mut conn = d.db.conn();
     let allocated = "SELECT count(*) AS n FROM pci_devices WHERE status = 'allocated'";
-    assert_eq!(count(&mut conn, allocated), 1, "the free is deferred");
+    assert_eq!(count_in(&mut conn, allocated), 1, "the free is deferred");
 
     let pass = d.track(&["cmp-1"]).await.remove(0);
     assert_eq!(
@@ -500,9 +491,9 @@ async fn an_orphan_node_waits_for_its_allocated_pci_devices() {
         pass.devices_freed, 1,
         "the late free finds the device by key"
     );
-    assert_eq!(count(&mut conn, allocated), 0);
+    assert_eq!(count_in(&mut conn, allocated), 0);
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM pci_devices WHERE deleted <> 0"
         ),
@@ -521,7 +512,7 @@ async fn an_orphan_node_waits_for_its_allocated_pci_devices() {
     archive(&d.db, &options(1000));
     d.audit();
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM shadow_pci_devices WHERE status IN ('allocated', 'claimed')"
         ),
@@ -555,7 +546,7 @@ async fn a_deleted_but_allocated_device_is_reported_and_never_archived() {
         "an allocated device never moves: {moved:?}"
     );
     assert_eq!(
-        count(&mut conn, "SELECT count(*) AS n FROM shadow_pci_devices"),
+        count_in(&mut conn, "SELECT count(*) AS n FROM shadow_pci_devices"),
         0
     );
 }

@@ -6,146 +6,15 @@
 //! and the timeline says it in one entry, while the audit banner stays green. It saves a
 //! screenshot to `target/dashboard-screenshot.png`.
 //!
-//! The browser is driven with fantoccini, a maintained WebDriver client.
-//! Without chromium and chromedriver the test is skipped, except under CI=true, where it fails.
+//! The browser is `helpers::Driver`'s. Without chromium and chromedriver the test is ignored
+//! (with its reason), except under CI=true, where it runs and fails.
 
 use std::collections::BTreeSet;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
-pub(crate) const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-
-/// A chromedriver of this test's own, a Chromium session in it (fantoccini's client) and a
-/// plain HTTP client for the tests' own calls to ringmaster.
-pub(crate) struct Driver {
-    process: Child,
-    browser: fantoccini::Client,
-    pub(crate) http: reqwest::Client,
-}
-
-impl Driver {
-    pub(crate) async fn start(profile: &std::path::Path) -> Driver {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        // Its own process group, so that Drop can stop Chromium with it.
-        let process = Command::new(CHROMEDRIVER)
-            .process_group(0)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver");
-        let base = format!("http://127.0.0.1:{port}");
-        let http = crate::helpers::http_client();
-        crate::helpers::eventually_async(Duration::from_secs(20), "chromedriver to start", || {
-            let status = http.get(format!("{base}/status")).send();
-            async move { status.await.ok().map(|_| ()) }
-        })
-        .await;
-        let args = [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1400,1300",
-        ]
-        .iter()
-        .map(|arg| (*arg).to_owned())
-        .chain([format!("--user-data-dir={}", profile.display())])
-        .collect::<Vec<_>>();
-        let mut capabilities = serde_json::Map::new();
-        capabilities.insert("browserName".into(), json!("chrome"));
-        let options = json!({"binary": CHROMIUM, "args": args});
-        capabilities.insert("goog:chromeOptions".into(), options);
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let browser = fantoccini::ClientBuilder::new(connector)
-            .capabilities(capabilities)
-            .connect(&base)
-            .await
-            .expect("a Chromium session");
-        Driver {
-            process,
-            browser,
-            http,
-        }
-    }
-
-    /// Opens `url` in the page.
-    pub(crate) async fn goto(&self, url: &str) {
-        self.browser.goto(url).await.expect("the page opened");
-    }
-
-    /// Accepts the confirmation the page asks.
-    pub(crate) async fn accept_alert(&self) {
-        self.browser
-            .accept_alert()
-            .await
-            .expect("a confirmation to accept");
-    }
-
-    /// Runs `script` in the page; its return value.
-    pub(crate) async fn script(&self, script: &str) -> Value {
-        self.browser
-            .execute(script, Vec::new())
-            .await
-            .unwrap_or_else(|error| panic!("the page's script failed: {error}"))
-    }
-
-    /// Clicks the element `selector` finds. The page redraws a table when an event comes (a
-    /// resync, a host's state): an element found just before is then gone, and it is found
-    /// again, as a user would click the button now on the page.
-    pub(crate) async fn click(&self, selector: &str) {
-        for _ in 0..10 {
-            let element = self
-                .browser
-                .find(fantoccini::Locator::Css(selector))
-                .await
-                .unwrap_or_else(|error| panic!("{selector}: {error}"));
-            match element.click().await {
-                Ok(()) => return,
-                Err(error) if error.is_stale_element_reference() => {
-                    actix_rt::time::sleep(Duration::from_millis(100)).await;
-                }
-                Err(error) => panic!("clicking {selector}: {error}"),
-            }
-        }
-        panic!("{selector}: redrawn under every click");
-    }
-
-    /// What the page shows, as PNG.
-    async fn screenshot(&self) -> Vec<u8> {
-        self.browser.screenshot().await.expect("a screenshot")
-    }
-
-    /// Ends the session: chromedriver closes Chromium.
-    pub(crate) async fn quit(self) {
-        let _ = self.browser.clone().close().await;
-    }
-}
-
-impl Drop for Driver {
-    /// Stops chromedriver and whatever Chromium it still runs (a test that failed midway).
-    fn drop(&mut self) {
-        if let Ok(pid) = i32::try_from(self.process.id()) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
+use crate::helpers::{Driver, require_browser};
 
 /// What the page shows, read in one script.
 const STATE: &str = r#"
@@ -238,10 +107,12 @@ fn hosts() -> String {
 /// Issue 13, item 7: the bounds a test can check at 10,000 nodes (timings are measured by
 /// `scripts/dashboard-bench`, not here).
 #[actix_web::test]
+#[cfg_attr(
+    missing_browser,
+    ignore = "needs chromium and chromium-driver (scripts/bootstrap --with-browser); CI=true runs it"
+)]
 async fn the_dashboard_at_10000_nodes_renders_what_is_in_view_and_shows_a_crash() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let hosts = hosts();
     let (dir, mut demo, address) =
         crate::helpers::start_demo_with("browser", &["--hosts", &hosts, "--nodes", "10000"]);
@@ -388,17 +259,4 @@ async fn a_crash_from_the_page_shows_as_down_in_the_picture_and_once_in_the_time
         after["firstPaintMs"], after["applyMaxMs"]
     );
     actix_rt::time::sleep(Duration::from_millis(1_200)).await;
-}
-
-/// Whether Chromium and ChromeDriver are here (under CI=true they must be).
-pub(crate) fn browser_available() -> bool {
-    if std::path::Path::new(CHROMIUM).exists() && std::path::Path::new(CHROMEDRIVER).exists() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").map_or(true, |ci| ci != "true"),
-        "CI needs chromium and chromium-driver (scripts/bootstrap --with-browser installs them)"
-    );
-    eprintln!("skipping the browser test: chromium or chromedriver is not installed");
-    false
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::browser::{Driver, browser_available};
+use crate::helpers::{Driver, require_browser};
 
 /// What the page shows of the login, read in one script.
 const LOGIN_STATE: &str = r#"
@@ -77,10 +77,12 @@ async fn log_in_as(driver: &Driver, user: &str, password: &str) {
 /// logout ends the stream; a reader sees no write action; a token that expires ends the stream
 /// and the login comes back. Under an admin token, the same with the token field.
 #[actix_web::test]
+#[cfg_attr(
+    missing_browser,
+    ignore = "needs chromium and chromium-driver (scripts/bootstrap --with-browser); CI=true runs it"
+)]
 async fn the_dashboard_logs_in_through_keystone_or_with_the_admin_token() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     // Tokens live 25 s: the last step waits for one to expire.
     let keystone = crate::helpers::RealKeystone::start(25);
     let dir = crate::helpers::TempDir::new("browser-login");

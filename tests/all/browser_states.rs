@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::browser::{Driver, browser_available};
+use crate::helpers::{Driver, require_browser};
 use crate::helpers::{FAST, StandinIronic, TempDir, TestDb, start_serve};
 
 /// What the page shows of its empty states and actions, read in one script.
@@ -69,10 +69,12 @@ fn one_row(state: &Value, table: &str, text: &str) -> bool {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    missing_browser,
+    ignore = "needs chromium and chromium-driver (scripts/bootstrap --with-browser); CI=true runs it"
+)]
 async fn an_empty_deployment_says_none_and_a_host_offers_only_what_can_succeed() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let db = TestDb::new();
     let mut args = vec!["--hosts", "cmp-1"];
     args.extend(FAST);
@@ -122,10 +124,12 @@ async fn an_empty_deployment_says_none_and_a_host_offers_only_what_can_succeed()
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    missing_browser,
+    ignore = "needs chromium and chromium-driver (scripts/bootstrap --with-browser); CI=true runs it"
+)]
 async fn with_a_real_ironic_nodes_are_managed_there_and_the_page_says_how() {
-    if !browser_available() {
-        return;
-    }
+    require_browser();
     let ironic = StandinIronic::start(3);
     let db = TestDb::new();
     let mut args = vec!["--hosts", "cmp-1", "--ironic-url", ironic.url.as_str()];

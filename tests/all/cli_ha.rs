@@ -2,56 +2,18 @@
 //! rebalancer is killed with SIGKILL, the other takes over leadership and the dead process's
 //! nodes, keeping every node's identity.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ringmaster::db::cluster::Cluster;
 use serde_json::Value;
 
-use crate::helpers::{FAST, Running, address_of, eventually, http, ringmaster};
+use crate::helpers::{
+    FAST, Running, eventually, get_json, http, nodes_by_api, ringmaster, serve_with,
+};
 
 fn serve(url: &str, hosts: &str, extra: &[&str]) -> (Running, String) {
     let flags: Vec<&str> = FAST.iter().copied().chain(extra.iter().copied()).collect();
     serve_with(url, hosts, &flags)
-}
-
-/// Starts `serve` with exactly these flags (no FAST defaults).
-pub(crate) fn serve_with(url: &str, hosts: &str, flags: &[&str]) -> (Running, String) {
-    let mut command = ringmaster();
-    command
-        .args(["serve", "--bind", "127.0.0.1:0", "--hosts", hosts])
-        .args(flags)
-        .env("DATABASE_URL", url)
-        .env("RUST_LOG", "warn");
-    let mut running = Running::spawn(command);
-    let address =
-        address_of(&running.wait_for_stdout("listening on http://", Duration::from_secs(60)));
-    (running, address)
-}
-
-fn get_json(address: &str, path: &str) -> Value {
-    let (status, body) = http(address, "GET", path);
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap()
-}
-
-/// Maps each node to (owner, compute-node uuid, provider uuid).
-pub(crate) fn nodes(address: &str) -> BTreeMap<String, (Option<String>, Value, Value)> {
-    get_json(address, "/api/v1/nodes")
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|node| {
-            (
-                node["uuid"].as_str().unwrap().to_owned(),
-                (
-                    node["host"].as_str().map(str::to_owned),
-                    node["compute_node_uuid"].clone(),
-                    node["resource_provider_uuid"].clone(),
-                ),
-            )
-        })
-        .collect()
 }
 
 #[test]
@@ -63,7 +25,7 @@ fn the_survivor_takes_over_leadership_and_the_killed_processs_nodes() {
         Duration::from_secs(20),
         "the first process to own all 12 nodes",
         || {
-            let owned = nodes(&first_address)
+            let owned = nodes_by_api(&first_address)
                 .values()
                 .filter(|(host, _, _)| host.is_some())
                 .count();
@@ -77,7 +39,7 @@ fn the_survivor_takes_over_leadership_and_the_killed_processs_nodes() {
         Duration::from_secs(20),
         "the second process's hosts to receive nodes",
         || {
-            let spread = nodes(&second_address)
+            let spread = nodes_by_api(&second_address)
                 .values()
                 .filter(|(host, _, _)| host.as_deref().is_some_and(|h| h.starts_with("b-")))
                 .count();
@@ -89,7 +51,7 @@ fn the_survivor_takes_over_leadership_and_the_killed_processs_nodes() {
         false,
         "one leader per deployment"
     );
-    let before = nodes(&second_address);
+    let before = nodes_by_api(&second_address);
 
     first.child.kill().unwrap(); // SIGKILL: no clean-up at all.
     first.child.wait().unwrap();
@@ -98,7 +60,7 @@ fn the_survivor_takes_over_leadership_and_the_killed_processs_nodes() {
         Duration::from_secs(30),
         "the survivor to own every node",
         || {
-            let owners = nodes(&second_address);
+            let owners = nodes_by_api(&second_address);
             owners
                 .values()
                 .all(|(host, _, _)| host.as_deref().is_some_and(|h| h.starts_with("b-")))
@@ -110,7 +72,7 @@ fn the_survivor_takes_over_leadership_and_the_killed_processs_nodes() {
         true,
         "leadership moved"
     );
-    let after = nodes(&second_address);
+    let after = nodes_by_api(&second_address);
     for (node, (_, compute_node, provider)) in &before {
         assert_eq!(
             &after[node].1, compute_node,
@@ -131,7 +93,7 @@ fn the_demo_audit_stays_ok_through_crashes_and_restarts() {
         assert_eq!(audit["ok"], true, "{audit}");
     };
     let owned_by = |address: &str, host: &str| {
-        nodes(address)
+        nodes_by_api(address)
             .values()
             .filter(|(owner, _, _)| owner.as_deref() == Some(host))
             .count()
@@ -141,7 +103,7 @@ fn the_demo_audit_stays_ok_through_crashes_and_restarts() {
         "the 12 demo nodes to be owned",
         || {
             audit_ok(&address);
-            (nodes(&address)
+            (nodes_by_api(&address)
                 .values()
                 .filter(|(host, _, _)| host.is_some())
                 .count()
@@ -193,7 +155,7 @@ fn reported(address: &str) -> usize {
 }
 
 fn owners(address: &str) -> Vec<Option<String>> {
-    nodes(address)
+    nodes_by_api(address)
         .into_values()
         .map(|(host, _, _)| host)
         .collect()

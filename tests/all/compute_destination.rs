@@ -10,12 +10,10 @@ use ringmaster::actors::compute_host::UpdateAvailableResource;
 use ringmaster::actors::rebalancer::RebalanceNow;
 use serde_json::{Value, json};
 
-use crate::api_admin::one_host_with_nodes;
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::compute_servers::wait_for_status;
-use crate::compute_services::second_host;
-use crate::compute_validation::create;
-use crate::helpers::TestApp;
+use crate::helpers::{
+    TestApp, create_bare_metal_flavor, create_server_at, one_host_with_nodes, rows, second_host,
+    wait_for_status,
+};
 
 /// Two hosts sharing twenty nodes (each owns some: the ring leaves one without in 2 of 2^20
 /// draws); the nodes of each host, by host.
@@ -48,7 +46,7 @@ async fn two_hosts(app: &TestApp) -> BTreeMap<String, Vec<String>> {
 
 /// Boots at 2.74 as admin with `destination`; the server once it settled at `status`.
 async fn boot_at(app: &TestApp, flavor: &str, destination: Value, status: &str) -> Value {
-    let (code, body) = create(app, "2.74", "admin", destination.clone(), flavor).await;
+    let (code, body) = create_server_at(app, "2.74", "admin", destination.clone(), flavor).await;
     assert_eq!(code, 202, "{destination}: {body}");
     let id = body["server"]["id"].as_str().unwrap();
     wait_for_status(app, "admin", id, status).await
@@ -77,9 +75,11 @@ async fn a_requested_host_or_node_places_the_server_there() {
         "{server}"
     );
     assert_eq!(server["OS-EXT-SRV-ATTR:host"], "cmp-1", "{server}");
-    let both = json!({"host": "cmp-1", "hypervisor_hostname": on_first[0]});
+    // Another of cmp-1's nodes (the listing's order is not the uuids': its first may be `last`).
+    let other = on_first.iter().find(|node| *node != last).unwrap();
+    let both = json!({"host": "cmp-1", "hypervisor_hostname": other});
     let server = boot_at(&app, &flavor, both, "ACTIVE").await;
-    assert_eq!(server["OS-EXT-SRV-ATTR:hypervisor_hostname"], on_first[0]);
+    assert_eq!(server["OS-EXT-SRV-ATTR:hypervisor_hostname"], *other);
 
     // A node that is taken: no valid host, nothing claimed for the server.
     let server = boot_at(&app, &flavor, json!({"hypervisor_hostname": last}), "ERROR").await;
@@ -104,7 +104,8 @@ async fn a_requested_host_or_node_places_the_server_there() {
             "cmp-1",
         ),
     ] {
-        let (code, body) = create(&app, "2.74", "admin", destination.clone(), &flavor).await;
+        let (code, body) =
+            create_server_at(&app, "2.74", "admin", destination.clone(), &flavor).await;
         assert_eq!(code, 400, "{destination}: {body}");
         assert_eq!(
             body["badRequest"]["message"],

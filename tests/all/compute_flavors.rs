@@ -5,34 +5,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::TestApp;
-
-/// The one number `sql` counts in the test's database.
-pub fn rows(app: &TestApp, sql: &str) -> i64 {
-    ringmaster::db::count_rows(&mut app.db.conn(), sql).unwrap()
-}
-
-/// Creates a bare-metal flavor as Ironic's install guide does; returns its id.
-pub async fn create_bare_metal_flavor(app: &TestApp, name: &str, class: &str) -> String {
-    let (status, _, body) = app
-        .compute(Method::POST, "/flavors")
-        .json(json!({"flavor": {"name": name, "ram": 1024, "vcpus": 1, "disk": 10, "id": null}}))
-        .send()
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let id = body["flavor"]["id"].as_str().unwrap().to_owned();
-    let (status, _, body) = app
-        .compute(Method::POST, &format!("/flavors/{id}/os-extra_specs"))
-        .version("2.86")
-        .json(json!({"extra_specs": {
-            format!("resources:{class}"): "1",
-            "resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0",
-        }}))
-        .send()
-        .await;
-    assert_eq!(status, 200, "{body}");
-    id
-}
+use crate::helpers::{TestApp, create_bare_metal_flavor, rows};
 
 #[actix_web::test]
 async fn the_version_documents_answer_anyone_and_name_the_range() {

@@ -9,8 +9,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{RealGlance, RealIronic, eventually_async};
-use crate::ironic_source::{HOSTS, deployment_on};
+use crate::helpers::{RealGlance, RealIronic, THREE_HOSTS, deployment_on, eventually_async};
 
 const KEY: &str =
     "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHd2L1V8kQ3cY0b0G0b4r0wJ3mHq8m0b2R0b4o5h9T0q ops@example";
@@ -51,7 +50,7 @@ async fn a_server_boots_powers_and_goes_through_a_real_ironic() {
         )
         .await;
     let shown_image = glance.show(&image).await;
-    let d = deployment_on(&ironic, &HOSTS).await;
+    let d = deployment_on(&ironic, &THREE_HOSTS).await;
     let address = d.serve_configured(|config| {
         config.images.glance_url = Some(glance.url.clone());
         config.images.real_ironic = true;

@@ -7,9 +7,7 @@ use futures_util::future::join_all;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::compute_flavors::rows;
-use crate::compute_keypairs::KEY;
-use crate::helpers::TestApp;
+use crate::helpers::{KEY, TestApp, rows};
 
 /// `ssh-ed25519` over 8 bytes of key data (a real key has 32).
 const SHORT_ED25519: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAACAAAAAAAAAAA";

@@ -7,12 +7,9 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::api_admin::one_host_four_nodes;
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::helpers::{TestApp, eventually_async};
-
-pub const KEY: &str =
-    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHd2L1V8kQ3cY0b0G0b4r0wJ3mHq8m0b2R0b4o5h9T0q me@example";
+use crate::helpers::{
+    KEY, TestApp, create_bare_metal_flavor, eventually_async, one_host_four_nodes, rows,
+};
 
 #[actix_web::test]
 async fn a_key_pair_is_imported_per_user_and_boots_with_a_server() {

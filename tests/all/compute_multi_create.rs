@@ -6,10 +6,7 @@ use futures_util::future::join_all;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::api_admin::one_host_with_nodes;
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::compute_servers::create;
-use crate::helpers::TestApp;
+use crate::helpers::{TestApp, create_bare_metal_flavor, create_server, one_host_with_nodes, rows};
 
 const IMAGE: &str = "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1";
 
@@ -25,13 +22,14 @@ async fn race_round(round: usize) {
     let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
     for index in 0..7 {
         let (status, answer) =
-            create(&app, "admin", body(&format!("busy{index}"), &flavor, 1)).await;
+            create_server(&app, "admin", body(&format!("busy{index}"), &flavor, 1)).await;
         assert_eq!(status, 202, "{answer}");
     }
-    let multi = create(&app, "admin", body("many", &flavor, 5));
-    let singles = join_all(
-        (0..3).map(|index| create(&app, "admin", body(&format!("single{index}"), &flavor, 1))),
-    );
+    let multi = create_server(&app, "admin", body("many", &flavor, 5));
+    let singles =
+        join_all((0..3).map(|index| {
+            create_server(&app, "admin", body(&format!("single{index}"), &flavor, 1))
+        }));
     let ((status, answer), singles) = futures_util::future::join(multi, singles).await;
     assert_eq!(status, 202, "{answer}");
     assert!(
@@ -103,7 +101,7 @@ async fn a_min_count_create_with_room_places_every_server() {
     let app = TestApp::spawn().await;
     one_host_with_nodes(&app, 6).await;
     let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
-    let (status, answer) = create(&app, "admin", body("many", &flavor, 5)).await;
+    let (status, answer) = create_server(&app, "admin", body("many", &flavor, 5)).await;
     assert_eq!(status, 202, "{answer}");
     assert_eq!(
         rows(

@@ -7,12 +7,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::api_admin::one_host_four_nodes;
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::compute_keypairs::KEY;
-use crate::helpers::TestApp;
-
-pub const IMAGE: &str = "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1";
+use crate::helpers::{IMAGE, KEY, TestApp, create_bare_metal_flavor, one_host_four_nodes, rows};
 
 fn refused(rule: &str) -> String {
     format!("Policy doesn't allow {rule} to be performed.")

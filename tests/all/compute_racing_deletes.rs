@@ -5,10 +5,9 @@ use futures_util::future::join;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::api_admin::one_host_with_nodes;
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::compute_servers::{create, wait_for_status};
-use crate::helpers::TestApp;
+use crate::helpers::{
+    TestApp, create_bare_metal_flavor, create_server, one_host_with_nodes, rows, wait_for_status,
+};
 
 #[actix_web::test]
 async fn two_deletes_of_one_server_at_once_answer_204_and_204_or_404() {
@@ -19,7 +18,7 @@ async fn two_deletes_of_one_server_at_once_answer_204_and_204_or_404() {
         let body = json!({"server": {"name": format!("twice{round}"), "flavorRef": flavor,
                                      "imageRef": "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1",
                                      "networks": "none"}});
-        let (status, answer) = create(&app, "admin", body).await;
+        let (status, answer) = create_server(&app, "admin", body).await;
         assert_eq!(status, 202, "{answer}");
         let id = answer["server"]["id"].as_str().unwrap().to_owned();
         wait_for_status(&app, "admin", &id, "ACTIVE").await;

@@ -11,9 +11,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::api_admin::one_host_four_nodes;
-use crate::compute_flavors::create_bare_metal_flavor;
-use crate::helpers::{TestApp, eventually_async};
+use crate::helpers::{TestApp, create_bare_metal_flavor, eventually_async, one_host_four_nodes};
 
 /// The keys whose values are maps of the user's own keys in the samples.
 const USER_MAPS: &[&str] = &[
@@ -245,7 +243,7 @@ async fn services_and_hypervisors(samples: &mut Samples) {
 }
 
 async fn keypairs_limits_and_quotas(samples: &mut Samples) {
-    let key = json!({"keypair": {"name": "sample", "public_key": crate::compute_keypairs::KEY}});
+    let key = json!({"keypair": {"name": "sample", "public_key": crate::helpers::KEY}});
     let file = "os-keypairs/v2.92/keypairs-import-post-resp.json.tpl";
     samples
         .write((Method::POST, "/os-keypairs"), "2.92", key, file)

@@ -3,48 +3,16 @@
 //! names them; fewer free nodes than `min_count` books nothing and leaves the servers in error
 //! with Nova's "No valid host"; bad input is refused with nothing claimed.
 
-use std::time::Duration;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::api_admin::one_host_four_nodes;
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::helpers::{TestApp, eventually_async};
-
-const IMAGE: &str = "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1";
+use crate::helpers::{
+    IMAGE, TestApp, create_bare_metal_flavor, create_server, one_host_four_nodes, rows,
+    wait_for_status,
+};
 
 fn server_body(name: &str, flavor: &str) -> Value {
     json!({"server": {"name": name, "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}})
-}
-
-pub(crate) async fn create(app: &TestApp, token: &str, body: Value) -> (u16, Value) {
-    let (status, _, answer) = app
-        .compute(Method::POST, "/servers")
-        .version("2.37")
-        .token(Some(token))
-        .json(body)
-        .send()
-        .await;
-    (status, answer)
-}
-
-/// Waits until server `id` has `status`; returns it as `token` sees it at 2.100.
-pub(crate) async fn wait_for_status(app: &TestApp, token: &str, id: &str, status: &str) -> Value {
-    eventually_async(
-        Duration::from_secs(30),
-        &format!("server {id} {status}"),
-        || async {
-            let (code, _, body) = app
-                .compute(Method::GET, &format!("/servers/{id}"))
-                .version("2.100")
-                .token(Some(token))
-                .send()
-                .await;
-            (code == 200 && body["server"]["status"] == status).then_some(body["server"].clone())
-        },
-    )
-    .await
 }
 
 #[actix_web::test]
@@ -52,7 +20,7 @@ async fn a_server_boots_on_a_node_of_its_flavor_and_is_its_project_s() {
     let app = TestApp::spawn().await;
     let nodes = one_host_four_nodes(&app).await;
     let flavor = create_bare_metal_flavor(&app, "bm.small", "CUSTOM_BAREMETAL").await;
-    let (status, answer) = create(&app, "alice:p1", server_body("web", &flavor)).await;
+    let (status, answer) = create_server(&app, "alice:p1", server_body("web", &flavor)).await;
     assert_eq!(status, 202, "{answer}");
     let id = answer["server"]["id"].as_str().unwrap().to_owned();
     assert!(
@@ -226,7 +194,7 @@ async fn several_servers_are_numbered_and_too_few_nodes_book_nothing() {
     let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
     let mut body = server_body("many", &flavor);
     body["server"]["min_count"] = json!(5);
-    let (status, answer) = create(&app, "admin", body).await;
+    let (status, answer) = create_server(&app, "admin", body).await;
     assert_eq!(status, 202, "{answer}");
     let (_, _, listed) = app
         .compute(Method::GET, "/servers/detail")
@@ -262,7 +230,7 @@ async fn several_servers_are_numbered_and_too_few_nodes_book_nothing() {
     }
     let mut body = server_body("web", &flavor);
     body["server"]["max_count"] = json!(3);
-    let (status, _) = create(&app, "admin", body).await;
+    let (status, _) = create_server(&app, "admin", body).await;
     assert_eq!(status, 202);
     let (_, _, listed) = app.compute(Method::GET, "/servers").send().await;
     let mut names: Vec<String> = listed["servers"]
@@ -325,11 +293,11 @@ async fn a_required_trait_picks_the_node_and_none_free_is_no_valid_host() {
         .await;
     assert_eq!(status, 200);
 
-    let (_, first) = create(&app, "admin", server_body("raid-1", &flavor)).await;
+    let (_, first) = create_server(&app, "admin", server_body("raid-1", &flavor)).await;
     let first = first["server"]["id"].as_str().unwrap().to_owned();
     let server = wait_for_status(&app, "admin", &first, "ACTIVE").await;
     assert_eq!(server["OS-EXT-SRV-ATTR:hypervisor_hostname"], raid.as_str());
-    let (_, second) = create(&app, "admin", server_body("raid-2", &flavor)).await;
+    let (_, second) = create_server(&app, "admin", server_body("raid-2", &flavor)).await;
     let second = second["server"]["id"].as_str().unwrap().to_owned();
     let server = wait_for_status(&app, "admin", &second, "ERROR").await;
     assert!(
@@ -358,7 +326,7 @@ async fn malformed_creates_are_refused_and_claim_nothing() {
     let mut none_before_2_37 = good.clone();
     none_before_2_37["networks"] = json!("none");
     for body in &bad {
-        let (status, answer) = create(&app, "admin", body.clone()).await;
+        let (status, answer) = create_server(&app, "admin", body.clone()).await;
         assert_eq!(status, 400, "{body} → {answer}");
         assert!(answer["badRequest"]["message"].is_string(), "{answer}");
     }
@@ -476,7 +444,7 @@ async fn stop_start_and_reboot_follow_the_node_s_power() {
     let app = TestApp::spawn().await;
     one_host_four_nodes(&app).await;
     let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
-    let (_, created) = create(&app, "alice:p1", server_body("power", &flavor)).await;
+    let (_, created) = create_server(&app, "alice:p1", server_body("power", &flavor)).await;
     let id = created["server"]["id"].as_str().unwrap().to_owned();
     let server = wait_for_status(&app, "alice:p1", &id, "ACTIVE").await;
     assert_eq!(server["OS-EXT-STS:power_state"], 1);

@@ -8,13 +8,13 @@
 use std::time::Duration;
 
 use reqwest::Method;
-use ringmaster::actors::compute_host::{Heartbeat, UpdateAvailableResource};
+use ringmaster::actors::compute_host::UpdateAvailableResource;
 use ringmaster::actors::rebalancer::RebalanceNow;
 use serde_json::{Value, json};
 
-use crate::api_admin::{one_host_four_nodes, send};
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::helpers::{TestApp, eventually_async};
+use crate::helpers::{
+    TestApp, create_bare_metal_flavor, eventually_async, one_host_four_nodes, rows, second_host,
+};
 
 const IMAGE: &str = "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1";
 
@@ -58,23 +58,6 @@ fn status_traits(app: &TestApp) -> i64 {
         "SELECT count(*) FROM resource_provider_traits rpt JOIN traits t ON t.id = rpt.trait_id \
           WHERE t.name = 'COMPUTE_STATUS_DISABLED'",
     )
-}
-
-/// Starts compute host `cmp-2` in the app's process and has it heartbeat once.
-pub(crate) async fn second_host(
-    app: &TestApp,
-) -> actix::Addr<ringmaster::actors::compute_host::ComputeHost> {
-    let (status, _) = send(
-        app,
-        Method::POST,
-        "/api/v1/hosts",
-        Some(json!({"host": "cmp-2"})),
-    )
-    .await;
-    assert_eq!(status, 201);
-    let second = app.actors.hosts.get("cmp-2").unwrap();
-    assert!(second.send(Heartbeat).await.unwrap().unwrap());
-    second
 }
 
 async fn server(app: &TestApp, id: &str) -> Value {

@@ -7,10 +7,9 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::api_admin::one_host_four_nodes;
-use crate::compute_flavors::{create_bare_metal_flavor, rows};
-use crate::compute_policy::IMAGE;
-use crate::helpers::TestApp;
+use crate::helpers::{
+    TestApp, create_bare_metal_flavor, create_server_at, one_host_four_nodes, rows,
+};
 
 #[actix_web::test]
 async fn patterns_postgresql_cannot_run_are_400_and_limits_are_capped() {
@@ -62,28 +61,6 @@ async fn patterns_postgresql_cannot_run_are_400_and_limits_are_capped() {
         let (status, _, body) = app.compute(Method::GET, path).version("2.92").send().await;
         assert_eq!(status, 200, "{path}: {body}");
     }
-}
-
-pub(crate) async fn create(
-    app: &TestApp,
-    version: &str,
-    token: &str,
-    extra: Value,
-    flavor: &str,
-) -> (u16, Value) {
-    let mut server =
-        json!({"name": "s", "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"});
-    for (key, value) in extra.as_object().unwrap() {
-        server[key] = value.clone();
-    }
-    let (status, _, body) = app
-        .compute(Method::POST, "/servers")
-        .version(version)
-        .token(token)
-        .json(json!({"server": server}))
-        .send()
-        .await;
-    (status, body)
 }
 
 /// A body Nova's schema refuses at a microversion, and what the 400 says.
@@ -188,12 +165,14 @@ async fn create_bodies_are_checked_as_nova_s_schema_checks_them() {
         says,
     } in refused
     {
-        let (answered, body) = create(&app, version, "admin", extra.clone(), &flavor).await;
+        let (answered, body) =
+            create_server_at(&app, version, "admin", extra.clone(), &flavor).await;
         let shown = extra.to_string().chars().take(80).collect::<String>();
         assert_eq!(answered, 400, "{version} {shown}: {body}");
         assert!(body.to_string().contains(says), "{version} {shown}: {body}");
     }
-    let (status, body) = create(&app, "2.74", "alice:p1", json!({"host": "cmp-1"}), &flavor).await;
+    let (status, body) =
+        create_server_at(&app, "2.74", "alice:p1", json!({"host": "cmp-1"}), &flavor).await;
     assert_eq!(status, 403, "a requested host is for admins: {body}");
     assert_eq!(
         rows(&app, "SELECT count(*) FROM instances"),
@@ -205,9 +184,9 @@ async fn create_bodies_are_checked_as_nova_s_schema_checks_them() {
     let taken = json!({"availability_zone": "nova", "description": "d", "hostname": "web-1",
                        "tags": ["a", "b"], "adminPass": "secret", "metadata": {"k": "v"},
                        "security_groups": [{"name": "default"}], "block_device_mapping_v2": []});
-    let (status, body) = create(&app, "2.90", "alice:p1", taken, &flavor).await;
+    let (status, body) = create_server_at(&app, "2.90", "alice:p1", taken, &flavor).await;
     assert_eq!(status, 202, "{body}");
-    let (status, body) = create(
+    let (status, body) = create_server_at(
         &app,
         "2.94",
         "alice:p1",

@@ -18,7 +18,7 @@ use ringmaster::domain::node::NodeInventory;
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
-use crate::helpers::TestDb;
+use crate::helpers::{TestDb, count_in};
 
 /// Allocates one unit of the provider to a new consumer, through the one allocation writer.
 fn allocate_one(conn: &mut PgConnection, provider: ProviderUuid) {
@@ -206,7 +206,7 @@ fn a_batched_move_keeps_identity_inventory_and_allocations_and_logs_each_move() 
         "providers, inventories, allocations untouched"
     );
     assert_eq!(
-        count(
+        count_in(
             &mut conn,
             "SELECT count(*) AS n FROM node_moves WHERE reason = 'host_down' AND ring_version = 7"
         ),
@@ -216,7 +216,10 @@ fn a_batched_move_keeps_identity_inventory_and_allocations_and_logs_each_move() 
 
     // The same moves again are stale (epoch 1 is gone): nothing happens.
     assert!(move_nodes(&mut conn, &moves, 8, now()).unwrap().is_empty());
-    assert_eq!(count(&mut conn, "SELECT count(*) AS n FROM node_moves"), 50);
+    assert_eq!(
+        count_in(&mut conn, "SELECT count(*) AS n FROM node_moves"),
+        50
+    );
 }
 
 #[test]
@@ -269,7 +272,7 @@ fn a_stale_owner_cannot_write_inventory() {
         "stale epoch"
     );
     assert_eq!(
-        count(&mut conn, "SELECT count(*) AS n FROM inventories"),
+        count_in(&mut conn, "SELECT count(*) AS n FROM inventories"),
         0,
         "nothing was written"
     );
@@ -344,7 +347,10 @@ fn an_orphan_is_deleted_only_by_its_owner_once_ironic_forgot_it_and_never_with_a
         1,
         "only the allocated one is kept"
     );
-    assert_eq!(count(&mut conn, "SELECT count(*) AS n FROM allocations"), 1);
+    assert_eq!(
+        count_in(&mut conn, "SELECT count(*) AS n FROM allocations"),
+        1
+    );
     assert_audit_clean(&mut conn);
 }
 
@@ -384,7 +390,7 @@ fn a_reclaimed_node_takes_its_live_instances_to_its_new_owner() {
         .remove(0);
     assert_eq!((back.uuid, back.host.as_str()), (first.uuid, "compute-2"));
     let host_of = |conn: &mut PgConnection, uuid: Uuid| {
-        count(
+        count_in(
             conn,
             &format!(
                 "SELECT count(*) AS n FROM instances WHERE uuid = '{uuid}' AND host = 'compute-2'"
@@ -448,15 +454,6 @@ fn the_audit_names_each_broken_invariant() {
         violations[2].message,
         "shadow_services row 99 was archived while live"
     );
-}
-
-fn count(conn: &mut PgConnection, sql: &str) -> i64 {
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    diesel::sql_query(sql).get_result::<Count>(conn).unwrap().n
 }
 
 fn placement_snapshot(conn: &mut PgConnection) -> Vec<String> {

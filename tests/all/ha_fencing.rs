@@ -4,15 +4,12 @@
 
 use diesel::{Connection, PgConnection, RunQueryDsl};
 use ringmaster::actors::compute_host::{DestroyInstance, HostError};
-use ringmaster::actors::registry::MoveNodes;
-use ringmaster::db::compute_nodes::NodeMove;
 use ringmaster::domain::identity::InstanceUuid;
 use ringmaster::domain::instance::Instance;
-use ringmaster::domain::ring::MoveReason;
 
 use std::time::Duration;
 
-use crate::helpers::{TestDeployment, eventually_async};
+use crate::helpers::{TestDeployment, eventually_async, move_node, other_than};
 
 /// Holds every Ironic node row locked, so that a deploy or destroy waits, until dropped.
 struct IronicHeld {
@@ -82,38 +79,6 @@ fn waiting_on_a_lock(d: &TestDeployment) -> bool {
     .get_result(&mut d.db.conn())
     .unwrap();
     waiting.n > 0
-}
-
-/// Moves `node` from `from` to `to` as an operator would, at its current epoch.
-pub(crate) async fn move_node(d: &TestDeployment, node: &str, from: &str, to: &str) {
-    let epoch = d
-        .nodes()
-        .iter()
-        .find(|view| view.uuid.to_string() == node)
-        .and_then(|view| view.owner_epoch)
-        .unwrap();
-    let moved = d
-        .actors
-        .registry
-        .send(MoveNodes {
-            moves: vec![NodeMove {
-                node: node.parse().expect("a node uuid"),
-                from: from.into(),
-                epoch: ringmaster::domain::identity::OwnerEpoch(epoch),
-                to: to.into(),
-                reason: MoveReason::Manual,
-            }],
-            ring_version: 0,
-            lease: d.lease().await,
-        })
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(moved.len(), 1, "the node moved");
-}
-
-pub(crate) fn other_than(host: &str) -> &'static str {
-    if host == "cmp-1" { "cmp-2" } else { "cmp-1" }
 }
 
 /// A node moves while its old host waits on Ironic to deploy: the old host's closing write is

@@ -8,54 +8,21 @@ use ringmaster::actors::rebalancer::{GetRing, RebalanceNow};
 use ringmaster::actors::registry::MoveNodes;
 use ringmaster::actors::scheduler::BootError;
 use ringmaster::db::compute_nodes::NodeMove;
-use ringmaster::db::instances::NewInstance;
 use ringmaster::db::leases::LeaseToken;
-use ringmaster::db::placement::allocations::{ConsumerAllocations, replace_allocations};
-use ringmaster::domain::identity::{ConsumerUuid, InstanceUuid, ProviderUuid};
 use ringmaster::domain::ring::MoveReason;
 use uuid::Uuid;
 
-use crate::helpers::{TestDeployment, quiet_settings, start_actors};
-
-pub(crate) const THREE: [&str; 3] = ["cmp-1", "cmp-2", "cmp-3"];
-
-pub(crate) fn count(d: &TestDeployment, sql: &str) -> i64 {
-    #[derive(diesel::QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
-    diesel::sql_query(sql)
-        .get_result::<Count>(&mut d.db.conn())
-        .unwrap()
-        .n
-}
-
-/// Boots `count` instances at once and returns each outcome.
-pub(crate) async fn boot_at_once(
-    d: &TestDeployment,
-    count: usize,
-    pci_devices: u32,
-) -> Vec<Result<ringmaster::domain::instance::Instance, BootError>> {
-    let boots = (0..count).map(|index| {
-        d.actors.scheduler.send(crate::helpers::boot_request(
-            &format!("vm-{index}"),
-            pci_devices,
-        ))
-    });
-    futures_util::future::join_all(boots)
-        .await
-        .into_iter()
-        .map(|sent| sent.unwrap())
-        .collect()
-}
+use crate::helpers::{
+    THREE_HOSTS, TestDeployment, boot_at_once, deployment_rows, leave_a_build, quiet_settings,
+    start_actors,
+};
 
 /// Item 1: twelve boots at once on twelve free nodes all land, each on its own node, and
 /// nothing is ever over capacity; the thirteenth gets a clear 409-class error and leaves
 /// nothing behind.
 #[actix_web::test]
 async fn twelve_concurrent_boots_use_twelve_nodes_and_never_double_book() {
-    let d = TestDeployment::start(&THREE, 12).await;
+    let d = TestDeployment::start(&THREE_HOSTS, 12).await;
     let outcomes = boot_at_once(&d, 12, 0).await;
     let mut nodes = std::collections::BTreeSet::new();
     for outcome in &outcomes {
@@ -66,7 +33,7 @@ async fn twelve_concurrent_boots_use_twelve_nodes_and_never_double_book() {
     assert_eq!(nodes.len(), 12, "twelve distinct nodes");
     d.audit();
 
-    let instances_before = count(&d, "SELECT count(*) AS n FROM instances");
+    let instances_before = deployment_rows(&d, "SELECT count(*) AS n FROM instances");
     let thirteenth = d.boot("vm-13").await;
     match thirteenth {
         Err(error @ BootError::NoValidHost { .. }) => {
@@ -76,7 +43,7 @@ async fn twelve_concurrent_boots_use_twelve_nodes_and_never_double_book() {
         other => panic!("no node is free: {other:?}"),
     }
     assert_eq!(
-        count(&d, "SELECT count(*) AS n FROM instances"),
+        deployment_rows(&d, "SELECT count(*) AS n FROM instances"),
         instances_before,
         "a refused boot leaves no instance"
     );
@@ -88,7 +55,7 @@ async fn twelve_concurrent_boots_use_twelve_nodes_and_never_double_book() {
 /// taken, never ends in error, and no provider is ever over capacity.
 #[actix_web::test]
 async fn concurrent_boots_and_deletes_never_fail_while_a_node_is_free() {
-    let d = TestDeployment::start(&THREE, 9).await;
+    let d = TestDeployment::start(&THREE_HOSTS, 9).await;
     let rounds = (0..24).map(|worker| {
         let scheduler = d.actors.scheduler.clone();
         let hosts = d.actors.hosts.clone();
@@ -173,7 +140,7 @@ async fn the_audit_reports_an_over_capacity_provider() {
 /// the old epoch, are refused when it wakes, and it writes nothing.
 #[actix_web::test]
 async fn a_frozen_leader_loses_its_lease_and_its_late_moves_are_refused() {
-    let d = TestDeployment::start(&THREE, 6).await;
+    let d = TestDeployment::start(&THREE_HOSTS, 6).await;
     let old_lease = d.lease().await;
     // A second process on the same database and clock.
     let other = start_actors(d.db.pool(), d.clock.clone()).await;
@@ -182,7 +149,7 @@ async fn a_frozen_leader_loses_its_lease_and_its_late_moves_are_refused() {
 
     // The leader freezes: no renewal. One lease later the other process leads.
     d.advance(quiet_settings().rebalancer.lease.num_seconds() + 1);
-    d.heartbeat(&THREE).await;
+    d.heartbeat(&THREE_HOSTS).await;
     let taken = other.rebalancer.send(RebalanceNow).await.unwrap().unwrap();
     assert!(taken.leader, "the lease was taken over");
     let ring = other.rebalancer.send(GetRing).await.unwrap();
@@ -248,7 +215,7 @@ async fn a_frozen_leader_loses_its_lease_and_its_late_moves_are_refused() {
 /// Item 4: the scheduler offers only nodes of hosts that are up and not fenced.
 #[actix_web::test]
 async fn boots_never_land_on_a_fenced_host() {
-    let d = TestDeployment::start(&THREE, 9).await;
+    let d = TestDeployment::start(&THREE_HOSTS, 9).await;
     d.advance(8);
     d.heartbeat(&["cmp-2", "cmp-3"]).await;
     let outcomes = boot_at_once(&d, 6, 0).await;
@@ -263,40 +230,6 @@ async fn boots_never_land_on_a_fenced_host() {
         "cmp-1's nodes are not offered: {none_left:?}"
     );
     d.audit();
-}
-
-/// A building instance with its allocation, as a spawn that died with its process leaves it.
-pub(crate) fn leave_a_build(
-    d: &TestDeployment,
-    node: &ringmaster::db::node_views::NodeView,
-) -> InstanceUuid {
-    let instance = InstanceUuid(Uuid::new_v4());
-    let mut conn = d.db.conn();
-    let write = ConsumerAllocations {
-        consumer: ConsumerUuid::from(instance),
-        project: "project".to_owned(),
-        user: "user".to_owned(),
-        expected_generation: ringmaster::domain::placement::GenerationCheck::MustBeNew,
-        consumer_type: None,
-        allocations: [(
-            ProviderUuid(node.resource_provider_uuid.unwrap()),
-            [("CUSTOM_BAREMETAL".to_owned(), 1)].into(),
-        )]
-        .into(),
-    };
-    replace_allocations(&mut conn, &[write]).unwrap();
-    let new = NewInstance {
-        uuid: instance,
-        name: "left-behind".to_owned(),
-        project_id: "project".to_owned(),
-        user_id: "user".to_owned(),
-        host: node.host.clone().unwrap().into(),
-        node: node.uuid.to_string(),
-        resource_class: "baremetal".to_owned(),
-        server: None,
-    };
-    ringmaster::db::instances::create_instance(&mut conn, &new, d.clock_now()).unwrap();
-    instance
 }
 
 /// Item 4: a build with no progress within the build timeout ends in error with its claim

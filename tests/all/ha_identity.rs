@@ -5,8 +5,7 @@ use ringmaster::actors::ironic::{DeleteNode, EnrollNodes};
 use ringmaster::actors::registry::CreateProvider;
 use ringmaster::db::ironic::NewIronicNode;
 
-use crate::ha_guarantees::{THREE, count};
-use crate::helpers::TestDeployment;
+use crate::helpers::{THREE_HOSTS, TestDeployment, deployment_rows};
 
 /// Item 5: a provider create whose uuid another provider holds under another name is refused
 /// and renames nothing.
@@ -86,7 +85,7 @@ async fn a_node_keeps_its_identity_even_after_its_compute_node_was_archived() {
         "{archived:?}"
     );
     assert_eq!(
-        count(
+        deployment_rows(
             &d,
             "SELECT count(*) AS n FROM compute_nodes WHERE deleted <> 0"
         ),
@@ -160,13 +159,13 @@ async fn a_re_enrolled_node_becomes_available_with_its_old_identity() {
 /// Item 10: a drained host stays drained when it crashes and starts again, until enabled.
 #[actix_web::test]
 async fn a_drain_outlives_a_crash_and_a_start_until_the_host_is_enabled() {
-    let d = TestDeployment::start(&THREE, 6).await;
+    let d = TestDeployment::start(&THREE_HOSTS, 6).await;
     ringmaster::db::hosts::drain_host(&mut d.db.conn(), &"cmp-2".into(), d.clock_now()).unwrap();
     d.rebalance().await;
     assert!(d.actors.hosts.crash("cmp-2"));
     actix_rt::time::sleep(std::time::Duration::from_millis(50)).await;
     d.actors.hosts.start("cmp-2").await.unwrap();
-    d.heartbeat(&THREE).await;
+    d.heartbeat(&THREE_HOSTS).await;
     let hosts = ringmaster::db::hosts::list_hosts(&mut d.db.conn()).unwrap();
     let drained = hosts.iter().find(|host| host.name == "cmp-2").unwrap();
     assert!(drained.is_draining(), "still draining after a restart");

@@ -26,7 +26,7 @@ use clients::{
 };
 
 use crate::helpers::{
-    Promotion, RealPatroni, Running, eventually, patroni_available, ringmaster, run_to_end,
+    Promotion, RealPatroni, Running, eventually, require_patroni, ringmaster, run_to_end,
 };
 
 /// Hosts are judged down after 6 s without a heartbeat: shorter than a failover (about 12 s
@@ -46,7 +46,7 @@ const FLAGS: [&str; 10] = [
 
 fn serve(url: &str, hosts: &str, extra: &[&str]) -> (Running, String) {
     let flags: Vec<&str> = FLAGS.iter().chain(extra).copied().collect();
-    crate::cli_ha::serve_with(url, hosts, &flags)
+    crate::helpers::serve_with(url, hosts, &flags)
 }
 
 /// Every allocation answered 204 is held, every archive run answered is recorded with the
@@ -97,7 +97,7 @@ fn placement_and_archive_writes_are_there(address: &str, seen: &Seen) {
 
 /// Node → owner, as process `address` lists them.
 fn owners(address: &str) -> BTreeMap<String, Option<String>> {
-    crate::cli_ha::nodes(address)
+    crate::helpers::nodes_by_api(address)
         .into_iter()
         .map(|(node, (owner, _, _))| (node, owner))
         .collect()
@@ -274,10 +274,12 @@ fn nothing_acknowledged_is_lost(address: &str, seen: &Seen) {
 }
 
 #[test]
+#[cfg_attr(
+    missing_patroni,
+    ignore = "needs etcd and python3-venv (scripts/bootstrap --with-patroni); CI=true runs it"
+)]
 fn a_switchover_and_a_hard_failover_lose_no_acknowledged_write_and_move_no_node() {
-    if !patroni_available() {
-        return;
-    }
+    require_patroni();
     let patroni = RealPatroni::start();
     let (_a, a) = serve(&patroni.url, "pg-a-1,pg-a-2", &["--nodes", "200"]);
     let (_b, b) = serve(&patroni.url, "pg-b-1,pg-b-2", &[]);

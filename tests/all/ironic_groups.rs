@@ -10,18 +10,13 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::cli_ha::{nodes, serve_with};
-use crate::helpers::{FAST, StandinIronic, TestDb, eventually, http};
-
-fn get_json(address: &str, path: &str) -> Value {
-    let (status, body) = http(address, "GET", path);
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap_or(Value::Null)
-}
+use crate::helpers::{
+    FAST, StandinIronic, TestDb, eventually, get_json, http, nodes_by_api, serve_with,
+};
 
 /// The owner of each of `uuids`, as `address` shows them (`None`: unowned).
 fn owners(address: &str, uuids: &[Uuid]) -> Vec<Option<String>> {
-    let all = nodes(address);
+    let all = nodes_by_api(address);
     uuids
         .iter()
         .map(|uuid| all.get(&uuid.to_string()).and_then(|node| node.0.clone()))
@@ -66,7 +61,7 @@ fn each_conductor_group_is_served_by_its_own_hosts_and_a_group_without_a_live_ho
     let (mut second, _) = serve_with(db.url(), "r2-a", &borrow(&rack2_flags));
 
     each_group_on_its_own_hosts(&a, (rack1.as_slice(), rack2.as_slice()));
-    let identities = nodes(&a);
+    let identities = nodes_by_api(&a);
 
     // rack-2's only process dies: its group is reported, its nodes stay with r2-a.
     second.child.kill().expect("SIGKILL");
@@ -165,7 +160,7 @@ fn a_regrouped_node_moves_and_keeps_its_identity(
         "the regrouped node on r2-a",
         || (owners(a, &[regrouped])[0].as_deref() == Some("r2-a")).then_some(()),
     );
-    let after = nodes(a);
+    let after = nodes_by_api(a);
     let key = regrouped.to_string();
     assert_eq!(
         after[&key].1, identities[&key].1,

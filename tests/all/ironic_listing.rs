@@ -11,14 +11,7 @@ use ringmaster::config::IronicSettings;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::cli_ha::serve_with;
-use crate::helpers::{FAST, Running, StandinIronic, TestDb, eventually, http};
-
-fn get_json(address: &str, path: &str) -> Value {
-    let (status, body) = http(address, "GET", path);
-    assert_eq!(status, 200, "{path}: {body}");
-    serde_json::from_str(&body).unwrap_or(Value::Null)
-}
+use crate::helpers::{FAST, Running, StandinIronic, TestDb, eventually, get_json, serve_with};
 
 /// The listing lease as stored: (holder, epoch, acquired_at, expires_at), by the database's
 /// clock.

@@ -14,26 +14,9 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::helpers::{
-    RealIronic, TestDeployment, eventually, eventually_async, http, start_demo_with,
-    test_deployment_config,
+    RealIronic, THREE_HOSTS, TestDeployment, deployment_on, eventually, eventually_async, http,
+    start_demo_with, test_deployment_config,
 };
-
-pub(crate) const HOSTS: [&str; 3] = ["cmp-1", "cmp-2", "cmp-3"];
-
-/// A deployment of `hosts` whose nodes come from `ironic`, driven by messages: the first
-/// passes list Ironic (on demand, as no listing loop runs), the rebalancer gives every node its
-/// first owner, and the owners report them.
-pub(crate) async fn deployment_on(ironic: &RealIronic, hosts: &[&str]) -> TestDeployment {
-    let mut config = test_deployment_config(hosts);
-    config.ironic = Some(ironic.settings());
-    let deployment = TestDeployment::start_with(config).await;
-    deployment.track(hosts).await;
-    deployment.rebalance().await;
-    deployment.track(hosts).await;
-    deployment.track(hosts).await;
-    deployment.audit();
-    deployment
-}
 
 /// Boots `name` of `class` through `POST /api/v1/instances`; returns the answer's body.
 async fn boot(address: &str, name: &str, class: &str) -> Value {
@@ -66,7 +49,7 @@ async fn nodes_of_a_real_ironic_are_claimed_booted_moved_without_a_request_and_t
     let ironic = RealIronic::start();
     let plain = ironic.enroll(14);
     let gold = ironic.enroll_with(6, &["--trait", "CUSTOM_GOLD", "--trait", "CUSTOM_RAID"]);
-    let d = deployment_on(&ironic, &HOSTS).await;
+    let d = deployment_on(&ironic, &THREE_HOSTS).await;
     let address = d.serve();
 
     every_node_claimed_with_its_inventory_and_traits(&d, (plain.as_slice(), gold.as_slice()));
@@ -126,7 +109,7 @@ fn every_node_claimed_with_its_inventory_and_traits(
         assert_eq!(node.source, "ironic");
         assert_eq!(node.provision_state, "available");
     }
-    for host in HOSTS {
+    for host in THREE_HOSTS {
         assert!(d.owner_count(host) > 0, "{host} owns nodes");
     }
     let inventories = d.inventories();
@@ -159,7 +142,7 @@ async fn a_crashed_hosts_node_moves_without_a_request_to_ironic(
     let (identities, allocations) = (d.identities(), d.allocations());
     assert!(d.actors.hosts.crash(host));
     d.advance(11);
-    let alive: Vec<&str> = HOSTS.iter().copied().filter(|h| *h != host).collect();
+    let alive: Vec<&str> = THREE_HOSTS.iter().copied().filter(|h| *h != host).collect();
     d.heartbeat(&alive).await;
     let report = d.rebalance().await;
     assert!(
@@ -202,7 +185,7 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
             "direct",
         ],
     )[0];
-    let d = deployment_on(&ironic, &HOSTS).await;
+    let d = deployment_on(&ironic, &THREE_HOSTS).await;
     let address = d.serve();
     let reserved = |node: Uuid| {
         d.inventories()
@@ -213,7 +196,7 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
 
     // Maintenance on in Ironic: reserved after one pass; off: free again after one pass.
     ironic.set_maintenance(plain[0], true).await;
-    d.track(&HOSTS).await;
+    d.track(&THREE_HOSTS).await;
     assert_eq!(reserved(plain[0]), Some(1));
     let listed: Vec<Value> = reqwest::get(format!("{address}/api/v1/nodes"))
         .await
@@ -231,7 +214,7 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
     assert!(shown.get("power_state").is_some() && shown.get("last_error").is_some());
     d.audit();
     ironic.set_maintenance(plain[0], false).await;
-    d.track(&HOSTS).await;
+    d.track(&THREE_HOSTS).await;
     assert_eq!(reserved(plain[0]), Some(0));
     d.audit();
 
@@ -259,7 +242,7 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
     let shown = ironic.node(node).await;
     assert_eq!(shown["instance_uuid"], Value::Null);
     assert_eq!(shown["instance_info"], json!({}));
-    d.track(&HOSTS).await;
+    d.track(&THREE_HOSTS).await;
     for node in &plain {
         assert_eq!(reserved(*node), Some(1), "{node} in maintenance");
     }
@@ -296,7 +279,7 @@ async fn a_deploy_that_fails_validation_leaves_its_node_clean(
 async fn the_admin_api_names_the_ironic_way_instead_of_touching_the_simulator() {
     let ironic = RealIronic::start();
     let nodes = ironic.enroll(2);
-    let d = deployment_on(&ironic, &HOSTS[..1]).await;
+    let d = deployment_on(&ironic, &THREE_HOSTS[..1]).await;
     let address = d.serve();
     let client = crate::helpers::json_client();
     let node = nodes[0];
@@ -354,7 +337,7 @@ async fn the_admin_api_names_the_ironic_way_instead_of_touching_the_simulator() 
 async fn an_ironic_down_for_more_than_three_passes_changes_nothing_and_work_resumes() {
     let ironic = RealIronic::start();
     ironic.enroll(6);
-    let d = deployment_on(&ironic, &HOSTS).await;
+    let d = deployment_on(&ironic, &THREE_HOSTS).await;
     let address = d.serve();
     let active = boot(&address, "vm-before", "baremetal").await;
     assert_eq!(active["vm_state"], "active");
@@ -362,7 +345,7 @@ async fn an_ironic_down_for_more_than_three_passes_changes_nothing_and_work_resu
 
     ironic.pause();
     for round in 0..4 {
-        for host in HOSTS {
+        for host in THREE_HOSTS {
             let pass = d
                 .actors
                 .hosts
@@ -375,7 +358,7 @@ async fn an_ironic_down_for_more_than_three_passes_changes_nothing_and_work_resu
             assert!(error.to_string().contains("ironic"), "{error}");
         }
         d.advance(2);
-        d.heartbeat(&HOSTS).await;
+        d.heartbeat(&THREE_HOSTS).await;
         let report = d.rebalance().await;
         assert!(
             report.moved.is_empty() && report.claimed.is_empty(),
@@ -401,7 +384,7 @@ async fn an_ironic_down_for_more_than_three_passes_changes_nothing_and_work_resu
     d.audit();
 
     ironic.resume();
-    d.track(&HOSTS).await;
+    d.track(&THREE_HOSTS).await;
     assert_eq!(d.nodes().len(), 6);
     let after = boot(&address, "vm-after", "baremetal").await;
     assert_eq!(after["vm_state"], "active", "work resumes: {after}");

@@ -119,7 +119,7 @@ async fn keystone_decides_who_may_read_and_write() {
 /// a reader reads and creates nothing, whatever `X-Roles` it sends; a member passes the policy
 /// (and is then told its flavor does not exist).
 async fn compute_follows_nova_s_policy(app: &TestApp, reader: &str, member: &str) {
-    let server = json!({"server": {"name": "s", "imageRef": crate::compute_policy::IMAGE,
+    let server = json!({"server": {"name": "s", "imageRef": crate::helpers::IMAGE,
                                    "flavorRef": "no-such-flavor", "networks": "none"}});
     for roles in ["reader", "admin", "member"] {
         let (status, _, body) = app

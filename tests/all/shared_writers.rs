@@ -13,9 +13,10 @@ use ringmaster::domain::identity::{ConsumerUuid, OwnerEpoch, ProviderUuid};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::ha_fencing::{move_node, other_than};
-use crate::ha_guarantees::{count, leave_a_build};
-use crate::helpers::{TestApp, TestDeployment, create_placement_provider};
+use crate::helpers::{
+    TestApp, TestDeployment, create_placement_provider, deployment_rows, leave_a_build, move_node,
+    other_than,
+};
 
 const RP: &str = "7d1d3ffe-3a9b-4b6a-9f0e-5a2f4d1c0b11";
 
@@ -105,7 +106,7 @@ async fn every_caller_of_the_allocation_writer_gets_the_inventory_constraints() 
     // The scheduler's claim goes through the same writer: a node that must be taken two at a
     // time cannot take a boot's one.
     let d = TestDeployment::start(&["cmp-1"], 2).await;
-    count(
+    deployment_rows(
         &d,
         "WITH changed AS (UPDATE inventories SET total = 2, min_unit = 2, max_unit = 2
                            RETURNING 1) SELECT count(*) AS n FROM changed",
@@ -116,7 +117,10 @@ async fn every_caller_of_the_allocation_writer_gets_the_inventory_constraints() 
         "{refused:?}"
     );
     assert!(d.allocations().is_empty(), "nothing was claimed");
-    assert_eq!(count(&d, "SELECT count(*) AS n FROM instances"), 0);
+    assert_eq!(
+        deployment_rows(&d, "SELECT count(*) AS n FROM instances"),
+        0
+    );
     d.audit();
 }
 
@@ -322,7 +326,7 @@ async fn the_audit_names_a_claim_an_ended_instance_still_holds() {
     let d = TestDeployment::start(&["cmp-1"], 2).await;
     let instance = d.boot("vm-1").await.unwrap();
     // As a buggy deleter would leave it: the instance ended, its node freed, its claim kept.
-    count(
+    deployment_rows(
         &d,
         &format!(
             "WITH freed AS (UPDATE ironic_nodes SET instance_uuid = NULL, provision_state = 'available'
@@ -347,7 +351,7 @@ async fn the_audit_names_a_claim_an_ended_instance_still_holds() {
             instance.uuid
         )]
     );
-    count(
+    deployment_rows(
         &d,
         &format!(
             "WITH gone AS (UPDATE instances SET deleted = id, deleted_at = now() WHERE uuid = '{}' RETURNING 1)

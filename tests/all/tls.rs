@@ -309,7 +309,7 @@ async fn the_https_client_trusts_its_ca_file_and_sends_its_certificate() {
     let client = ca.issue(&dir.path, "ringmaster", &[]);
 
     let config = server_requiring_a_client_certificate(&ca_file, &server);
-    let (handle, url) = crate::tls_files::serve_https(config);
+    let (handle, url) = crate::helpers::serve_https(config);
 
     let settings = |cafile: bool, client_cert: bool, insecure: bool| ClientTlsSettings {
         cafile: cafile.then(|| ca_file.clone()),

@@ -14,6 +14,7 @@ use ringmaster::tls::client::{ClientTls, ClientTlsSettings};
 
 use crate::helpers::{
     Issued, TempDir, TestCa, assert_one_error_line, ringmaster, run_to_end, self_signed,
+    serve_https,
 };
 
 /// `serve` with `cert` and `key` against a database that is not there: the exit code and
@@ -61,27 +62,6 @@ fn a_key_others_may_read_a_device_or_an_encrypted_key_stops_the_start() {
             "{lines:?}"
         );
     }
-}
-
-/// An https server on loopback with `served`'s certificate; its URL and a handle to stop it.
-pub(crate) fn serve_https(config: rustls::ServerConfig) -> (actix_web::dev::ServerHandle, String) {
-    use actix_web::{App, HttpResponse, HttpServer, web};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    let running = HttpServer::new(|| {
-        App::new().route(
-            "/",
-            web::get().to(|| async { HttpResponse::Ok().body("up") }),
-        )
-    })
-    .workers(1)
-    .disable_signals()
-    .listen_rustls_0_23(listener, config)
-    .unwrap()
-    .run();
-    let handle = running.handle();
-    actix_rt::spawn(running);
-    (handle, format!("https://127.0.0.1:{}/", address.port()))
 }
 
 /// A server configuration presenting `served`, asking nothing of the client.

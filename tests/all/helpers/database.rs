@@ -177,3 +177,15 @@ impl Drop for RestartedServer {
         let _ = run_to_end(pg_command("pg_ctl").args(["stop", "-m", "immediate", "-D", &dir]));
     }
 }
+
+/// The one number `sql` selects as `n` (`SELECT count(*) AS n …`).
+pub fn count_in(conn: &mut diesel::PgConnection, sql: &str) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    diesel::RunQueryDsl::get_result::<Count>(diesel::sql_query(sql), conn)
+        .unwrap()
+        .n
+}

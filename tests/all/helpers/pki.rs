@@ -85,3 +85,24 @@ pub fn self_signed(dir: &Path, stem: &str, names: &[&str], is_ca: bool) -> Issue
         der: certificate.der().to_vec(),
     }
 }
+
+/// An https server on loopback with `served`'s certificate; its URL and a handle to stop it.
+pub fn serve_https(config: rustls::ServerConfig) -> (actix_web::dev::ServerHandle, String) {
+    use actix_web::{App, HttpResponse, HttpServer, web};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let running = HttpServer::new(|| {
+        App::new().route(
+            "/",
+            web::get().to(|| async { HttpResponse::Ok().body("up") }),
+        )
+    })
+    .workers(1)
+    .disable_signals()
+    .listen_rustls_0_23(listener, config)
+    .unwrap()
+    .run();
+    let handle = running.handle();
+    actix_rt::spawn(running);
+    (handle, format!("https://127.0.0.1:{}/", address.port()))
+}

@@ -19,6 +19,7 @@ use ringmaster::actors::{ActorSettings, Actors};
 use ringmaster::config::{DeploymentConfig, IronicSettings};
 use ringmaster::db::build_pool;
 use ringmaster::db::scratch::ScratchServer;
+use ringmaster::domain::boot::BootRequest;
 use ringmaster::domain::clock::SystemClock;
 use ringmaster::ironic_api::{IronicApi, IronicAuth, NodeSelection, PatchOp};
 
@@ -132,16 +133,7 @@ async fn one_at_a_time(
         let started = Instant::now();
         let instance = actors
             .scheduler
-            .send(Boot {
-                uuid: None,
-                name: format!("vm-{index}"),
-                resource_class: "baremetal".to_owned(),
-                project: "bench".to_owned(),
-                user: "bench".to_owned(),
-                pci_devices: 0,
-                server: None,
-                answer_when_claimed: false,
-            })
+            .send(bench_boot(format!("vm-{index}")))
             .await??;
         if instance.vm_state.as_str() != "active" {
             return Err(format!("boot {index} ended {}", instance.vm_state.as_str()).into());
@@ -176,16 +168,7 @@ async fn concurrent(actors: &Actors, url: &str) -> Result<(), Error> {
             let mut active = 0;
             for index in 0..PER_CLIENT {
                 let booted = scheduler
-                    .send(Boot {
-                        uuid: None,
-                        name: format!("client-{client}-{index}"),
-                        resource_class: "baremetal".to_owned(),
-                        project: "bench".to_owned(),
-                        user: "bench".to_owned(),
-                        pci_devices: 0,
-                        server: None,
-                        answer_when_claimed: false,
-                    })
+                    .send(bench_boot(format!("client-{client}-{index}")))
                     .await;
                 if matches!(&booted, Ok(Ok(instance)) if instance.vm_state.as_str() == "active") {
                     active += 1;
@@ -295,4 +278,16 @@ fn median(times: &mut [Duration]) -> Duration {
 
 fn millis(duration: Duration) -> String {
     format!("{:.0} ms", duration.as_secs_f64() * 1_000.0)
+}
+
+/// A boot of one `baremetal` node named `name`, answered when its build settles.
+fn bench_boot(name: String) -> Boot {
+    Boot {
+        uuid: None,
+        name,
+        project: "bench".to_owned(),
+        user: "bench".to_owned(),
+        request: BootRequest::of_class("baremetal", 0),
+        answer_when_claimed: false,
+    }
 }

@@ -11,7 +11,7 @@ nodes (stdlib only):
 Checks every server ends ACTIVE. Exit 1 when a check fails.
 
   python3 scripts/bench-servers.py http://127.0.0.1:8080 [--clients 10] [--boots 20]
-      [--servers 10000] [--reads 50] [--fill-clients 1]
+      [--servers 10000] [--reads 50] [--fill-clients 1] [--boots-only]
 """
 
 import argparse
@@ -124,6 +124,8 @@ def main():
     parser.add_argument("--fill-clients", type=int, default=1,
                         help="clients filling at once (10 at 10,300 nodes overloads the "
                              "free-node pick: see the README's figures)")
+    parser.add_argument("--boots-only", action="store_true",
+                        help="time the boots only: no fill, no listing")
     args = parser.parse_args()
     flavor_id = flavor(args.url)
 
@@ -134,6 +136,8 @@ def main():
     print(f"{len(latencies)} servers ACTIVE by {args.clients} clients in {elapsed:.1f} s: "
           f"{len(latencies) / elapsed:.1f} servers/s; create → ACTIVE p50 "
           f"{percentile(latencies, 0.5) * 1000:.0f} ms, p99 {percentile(latencies, 0.99) * 1000:.0f} ms")
+    if args.boots_only:
+        return 0
 
     fill_started = time.monotonic()
     fill(args.url, flavor_id, args.fill_clients, args.servers - len(latencies))

@@ -39,6 +39,7 @@ macro_rules! named_choices {
 }
 
 pub mod archive;
+pub mod boot;
 pub mod candidates;
 pub mod clock;
 pub mod compute;

@@ -11,22 +11,21 @@
 use std::collections::BTreeMap;
 
 use actix::prelude::*;
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::HostDirectory;
 use super::compute_host::{HostError, Spawn};
 use super::rebalancer::RingCell;
 use crate::config::HostSettings;
+use crate::db::free_nodes::pci_devices;
 use crate::db::instances::{FreeNode, NewInstance, NodeRequest};
 use crate::db::placement::allocations::{AllocationError, ConsumerAllocations};
 use crate::db::{self, DbError, Pool};
+use crate::domain::boot::BootRequest;
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
-use crate::domain::host::{Host, HostState};
 use crate::domain::identity::{ConsumerUuid, InstanceUuid, ProviderUuid};
 use crate::domain::instance::Instance;
-use crate::domain::node::custom_resource_class;
 use crate::domain::rebalance::HostJudge;
 
 mod together;
@@ -68,9 +67,10 @@ impl BootError {
         }
     }
 
-    fn no_valid_host(resource_class: &str, pci_devices: u32) -> BootError {
+    fn no_valid_host(request: &BootRequest) -> BootError {
+        let pci_devices = request.pci_devices;
         BootError::NoValidHost {
-            resource_class: resource_class.to_owned(),
+            resource_class: request.class_name().to_owned(),
             pci: if pci_devices > 0 {
                 format!(" with {pci_devices} free PCI devices")
             } else {
@@ -136,7 +136,8 @@ impl Actor for Scheduler {
     type Context = Context<Self>;
 }
 
-/// Boots an instance of `resource_class` (an Ironic resource class such as `baremetal`).
+/// Boots an instance as `request` asks: the Compute API's, the admin API's and a script's
+/// boot alike.
 #[derive(Debug, Clone, Message)]
 #[rtype(result = "Result<Instance, BootError>")]
 pub struct Boot {
@@ -144,13 +145,10 @@ pub struct Boot {
     /// one when `None`.
     pub uuid: Option<InstanceUuid>,
     pub name: String,
-    pub resource_class: String,
     pub project: String,
     pub user: String,
-    /// PCI devices the instance asks for.
-    pub pci_devices: u32,
-    /// A server of the Compute API: its flavor's class and traits, what its row records.
-    pub server: Option<crate::domain::compute::server::ServerRequest>,
+    /// The node it needs and what its instance records.
+    pub request: BootRequest,
     /// Answer as soon as the node is claimed (the instance `building`), the build going on
     /// behind the answer, as Nova's `POST /servers` does; else answer the settled build.
     pub answer_when_claimed: bool,
@@ -227,10 +225,7 @@ async fn boot(parts: Parts, message: Boot) -> Result<Instance, BootError> {
     })
     .await??;
     let Some(placed) = placed else {
-        return Err(BootError::no_valid_host(
-            &message.resource_class,
-            message.pci_devices,
-        ));
+        return Err(BootError::no_valid_host(&message.request));
     };
     let local = local_hosts.iter().any(|local| placed.host == *local);
     let placed = Placed {
@@ -305,7 +300,7 @@ async fn build(
             .send(Spawn {
                 instance,
                 node: placed.node.clone(),
-                pci_devices: message.pci_devices,
+                pci_devices: message.request.pci_devices,
             })
             .await
             .map_err(BootError::from)
@@ -341,16 +336,6 @@ async fn build(
     Ok(())
 }
 
-/// Returns the hosts a boot may land on, whichever process runs them: those that are up, not
-/// fenced (their lease holds) and not disabled.
-pub fn schedulable_hosts(hosts: Vec<Host>, judge: &HostJudge, now: DateTime<Utc>) -> Vec<String> {
-    hosts
-        .into_iter()
-        .filter(|host| judge.state(host, now) == HostState::Up)
-        .map(|host| host.name)
-        .collect()
-}
-
 /// Claims a free node for `instance` and creates it `building` there, in one transaction per
 /// attempt: the node is picked and its provider locked (skipping providers another claim
 /// holds), the allocation written by the one allocation writer (which checks capacity under
@@ -365,44 +350,16 @@ fn claim_node(
     clock: &SharedClock,
 ) -> Result<Option<FreeNode>, ClaimError> {
     let now = clock.now();
-    let mut up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
-    let destination = boot.server.as_ref().map(|server| {
-        (
-            server.requested_host.as_deref(),
-            server.requested_node.as_deref(),
-        )
-    });
-    let (only_host, only_node) = destination.unwrap_or_default();
-    if let Some(only_host) = only_host {
-        // An admin's requested host (2.74): the boot is placed there or nowhere.
-        up.retain(|host| host == only_host);
-    }
+    let up = boot
+        .request
+        .hosts(db::hosts::list_hosts(conn)?, &judge, now);
     if up.is_empty() {
         return Ok(None);
     }
-    let (resource_class, placement_class, required, forbidden) = match &boot.server {
-        Some(server) => (
-            "",
-            server.placement_class.clone(),
-            server.required_traits.as_slice(),
-            server.forbidden_traits.as_slice(),
-        ),
-        None => (
-            boot.resource_class.as_str(),
-            custom_resource_class(&boot.resource_class),
-            &[][..],
-            &[][..],
-        ),
-    };
     let request = NodeRequest {
-        resource_class,
-        placement_class: &placement_class,
+        boot: &boot.request,
         hosts: &up,
-        pci_devices: i32::try_from(boot.pci_devices).unwrap_or(i32::MAX),
-        required_traits: required,
-        forbidden_traits: forbidden,
         cooling_after: settings.cooling_after(now),
-        node: only_node,
     };
     let mut tried: Vec<ProviderUuid> = Vec::new();
     for _ in 0..MAX_CLAIM_ATTEMPTS {
@@ -412,7 +369,6 @@ fn claim_node(
                 boot,
                 instance,
                 request: &request,
-                placement_class: &placement_class,
                 tried: &tried,
                 local_hosts,
                 clock,
@@ -439,7 +395,6 @@ struct ClaimAttempt<'a> {
     boot: &'a Boot,
     instance: InstanceUuid,
     request: &'a NodeRequest<'a>,
-    placement_class: &'a str,
     /// Providers earlier attempts lost to concurrent boots.
     tried: &'a [ProviderUuid],
     local_hosts: &'a [String],
@@ -468,7 +423,7 @@ impl ClaimAttempt<'_> {
             consumer_type: Some(db::placement::allocations::INSTANCE_CONSUMER_TYPE.to_owned()),
             allocations: BTreeMap::from([(
                 candidate.provider,
-                BTreeMap::from([(self.placement_class.to_owned(), 1)]),
+                BTreeMap::from([(self.boot.request.placement_class.clone(), 1)]),
             )]),
         };
         match db::placement::allocations::replace_allocations(conn, &[write]) {
@@ -495,7 +450,7 @@ impl ClaimAttempt<'_> {
             host: candidate.host.clone(),
             node: candidate.node.clone(),
             resource_class: candidate.resource_class.clone(),
-            server: self.boot.server.clone(),
+            server: self.boot.request.server.clone(),
         };
         match db::instances::create_instance(conn, &new, self.clock.now()) {
             Err(DbError::UniqueViolation { constraint }) if constraint == "instances_uuid_key" => {
@@ -517,7 +472,7 @@ impl ClaimAttempt<'_> {
                     instance_uuid: self.instance,
                     host: candidate.host.clone(),
                     node: candidate.node.clone(),
-                    pci_devices: self.request.pci_devices,
+                    pci_devices: pci_devices(&self.boot.request),
                 },
             )?;
         }
@@ -548,8 +503,8 @@ impl ClaimAttempt<'_> {
             instance: self.instance,
             alternates,
             max_attempts: wanted,
-            placement_class: self.placement_class.to_owned(),
-            pci_devices: self.request.pci_devices,
+            placement_class: self.boot.request.placement_class.clone(),
+            pci_devices: pci_devices(&self.boot.request),
         };
         db::builds::record_build(conn, &plan, self.clock.now())?;
         Ok(())
@@ -583,7 +538,10 @@ impl From<ClaimError> for BootError {
     fn from(error: ClaimError) -> Self {
         match error {
             ClaimError::Exists(uuid) => BootError::Exists(uuid),
-            ClaimError::Short => BootError::no_valid_host("", 0),
+            ClaimError::Short => BootError::NoValidHost {
+                resource_class: String::new(),
+                pci: String::new(),
+            },
             ClaimError::Db(error) => BootError::Db(error),
         }
     }

@@ -12,6 +12,7 @@ use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz, Uuid as Sql
 use uuid::Uuid;
 
 use super::DbError;
+use super::free_nodes::{free_node_from, node_is_free};
 use super::instances::{BuildOutcome, FreeNode};
 use super::placement::allocations::{AllocationError, ConsumerAllocations};
 use crate::domain::identity::{ConsumerUuid, HostName, InstanceUuid};
@@ -247,21 +248,14 @@ fn claim_alternate(
     cooling_after: DateTime<Utc>,
 ) -> Result<Option<FreeNode>, DbError> {
     let claimed = conn.transaction::<_, DbError, _>(|conn| {
-        let free: Option<FreeNode> = super::cached::query(
-            "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider,
-                    c.host::text AS host, n.resource_class::text AS resource_class
-               FROM ironic_nodes n
-               JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
-               JOIN resource_providers rp ON rp.uuid = c.uuid
-              WHERE n.uuid = $1 AND n.provision_state = 'available' AND n.instance_uuid IS NULL
-                AND n.reservation IS NULL AND NOT n.maintenance
-                AND NOT EXISTS (SELECT 1 FROM node_build_failures f
-                                 WHERE f.node = n.uuid AND f.last_failed_at > $2)
-                AND ($3 = 0 OR $3 <= (SELECT count(*) FROM pci_devices p
-                                       WHERE p.compute_node_id = c.id AND p.deleted = 0
-                                         AND p.status = 'available'))
-                FOR UPDATE OF rp SKIP LOCKED FOR SHARE OF c SKIP LOCKED",
-        )
+        let free: Option<FreeNode> = super::cached::query(concat!(
+            free_node_from!(),
+            "
+              WHERE n.uuid = $1 AND ",
+            node_is_free!("$3", "$2"),
+            "
+                FOR UPDATE OF rp SKIP LOCKED FOR SHARE OF c SKIP LOCKED"
+        ))
         .bind::<SqlUuid, _>(alternate)
         .bind::<Timestamptz, _>(cooling_after)
         .bind::<Integer, _>(attempts.pci_devices)

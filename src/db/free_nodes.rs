@@ -9,6 +9,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 
 use super::DbError;
+use crate::domain::boot::BootRequest;
 use crate::domain::identity::{HostName, ProviderUuid};
 
 /// A node that can take an instance now.
@@ -25,54 +26,75 @@ pub struct FreeNode {
     pub resource_class: String,
 }
 
-/// What a boot asks of a node.
+/// What a boot asks of a node, and where it may be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeRequest<'a> {
-    /// The Ironic resource class (`baremetal`); empty for any whose Placement class is
-    /// `placement_class`.
-    pub resource_class: &'a str,
-    /// Placement's class for it (`CUSTOM_BAREMETAL`).
-    pub placement_class: &'a str,
-    /// The hosts that may take it: up, not fenced, not disabled.
+    /// The boot's class, traits, PCI devices and requested node.
+    pub boot: &'a BootRequest,
+    /// The hosts that may take it: up, not fenced, not disabled (`BootRequest::hosts`).
     pub hosts: &'a [String],
-    /// PCI devices that must be free on the node.
-    pub pci_devices: i32,
-    /// Traits the node's provider must have, and must not.
-    pub required_traits: &'a [String],
-    pub forbidden_traits: &'a [String],
     /// Nodes whose last failed build is after this are cooling down: not offered. Nodes with
     /// failed builds come after every node without (Nova's BuildFailureWeigher).
     pub cooling_after: DateTime<Utc>,
-    /// Only this node (its Ironic uuid), when the boot asked for one.
-    pub node: Option<&'a str>,
 }
 
-/// The nodes that can take an instance: of the class, available, unlocked, not in maintenance,
-/// owned by one of the hosts, with the unit free on their provider and enough free PCI devices.
-const FREE_NODES: &str = concat!(
-    "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host,
+/// The columns of a `FreeNode` and the joins from an Ironic node `n` to its compute node `c`
+/// and provider `rp`.
+macro_rules! free_node_from {
+    () => {
+        "SELECT c.hypervisor_hostname::text AS node, rp.uuid AS provider, c.host::text AS host,
                 n.resource_class::text AS resource_class
            FROM ironic_nodes n
            JOIN compute_nodes c ON c.hypervisor_hostname = n.uuid::text AND c.deleted = 0
-           JOIN resource_providers rp ON rp.uuid = c.uuid
+           JOIN resource_providers rp ON rp.uuid = c.uuid"
+    };
+}
+pub(crate) use free_node_from;
+
+/// The one text of what makes node `n` (compute node `c`) free for a boot now: available,
+/// not deployed, unreserved, not in maintenance, `$pci` PCI devices available, not cooling
+/// down from a build that failed after `$cooling`. The first pick and an alternate's claim
+/// both use it; the first pick adds the class, hosts, traits and capacity.
+macro_rules! node_is_free {
+    ($pci:literal, $cooling:literal) => {
+        concat!(
+            "n.provision_state = 'available' AND n.instance_uuid IS NULL
+             AND n.reservation IS NULL AND NOT n.maintenance
+             AND (",
+            $pci,
+            " = 0 OR ",
+            $pci,
+            " <= (SELECT count(*) FROM pci_devices p
+                                    WHERE p.compute_node_id = c.id AND p.status = 'available'
+                                      AND p.deleted = 0))
+             AND NOT EXISTS (SELECT 1 FROM node_build_failures f
+                              WHERE f.node = n.uuid AND f.last_failed_at > ",
+            $cooling,
+            ")"
+        )
+    };
+}
+pub(crate) use node_is_free;
+
+/// The nodes that can take an instance: free (`node_is_free`), of the class, owned by one of
+/// the hosts, with the unit free on their provider, with the traits asked for.
+const FREE_NODES: &str = concat!(
+    free_node_from!(),
+    "
            JOIN inventories inv ON inv.resource_provider_id = rp.id
            JOIN resource_classes rc ON rc.id = inv.resource_class_id AND rc.name = $2
-          WHERE ($1 = '' OR n.resource_class = $1) AND n.provision_state = 'available' AND n.instance_uuid IS NULL
-            AND n.reservation IS NULL AND NOT n.maintenance AND c.host = ANY($3)
+          WHERE ($1::text IS NULL OR n.resource_class = $1) AND c.host = ANY($3) AND ",
+    node_is_free!("$4", "$8"),
+    "
             AND ", crate::db::placement::capacity!("inv"), "
                 >= 1 + (SELECT COALESCE(sum(a.used), 0) FROM allocations a
                          WHERE a.resource_provider_id = rp.id AND a.resource_class_id = rc.id)
-            AND ($4 = 0 OR $4 <= (SELECT count(*) FROM pci_devices p
-                                   WHERE p.compute_node_id = c.id AND p.status = 'available'
-                                     AND p.deleted = 0))
             AND (cardinality($6::text[]) = 0 OR cardinality($6::text[]) =
                  (SELECT count(*) FROM resource_provider_traits pt JOIN traits t ON t.id = pt.trait_id
                    WHERE pt.resource_provider_id = rp.id AND t.name = ANY($6)))
             AND (cardinality($7::text[]) = 0 OR NOT EXISTS
                  (SELECT 1 FROM resource_provider_traits pt JOIN traits t ON t.id = pt.trait_id
                    WHERE pt.resource_provider_id = rp.id AND t.name = ANY($7)))
-            AND NOT EXISTS (SELECT 1 FROM node_build_failures f
-                             WHERE f.node = n.uuid AND f.last_failed_at > $8)
             AND $9 = EXISTS (SELECT 1 FROM node_build_failures f WHERE f.node = n.uuid)
             AND ($10::text IS NULL OR c.hypervisor_hostname = $10)"
 );
@@ -93,6 +115,7 @@ pub fn free_nodes(
     request: &NodeRequest<'_>,
     limit: i32,
 ) -> Result<Vec<FreeNode>, DbError> {
+    let boot = request.boot;
     let mut found: Vec<FreeNode> = Vec::new();
     for failed in [false, true] {
         let left = limit.saturating_sub(i32::try_from(found.len()).unwrap_or(i32::MAX));
@@ -101,16 +124,16 @@ pub fn free_nodes(
         }
         found.extend(
             diesel::sql_query(format!("{FREE_NODES} {} LIMIT $5", free_order(failed)))
-                .bind::<Text, _>(request.resource_class)
-                .bind::<Text, _>(request.placement_class)
+                .bind::<Nullable<Text>, _>(boot.ironic_class.as_deref())
+                .bind::<Text, _>(&boot.placement_class)
                 .bind::<Array<Text>, _>(request.hosts)
-                .bind::<Integer, _>(request.pci_devices)
+                .bind::<Integer, _>(pci_devices(boot))
                 .bind::<Integer, _>(left)
-                .bind::<Array<Text>, _>(request.required_traits)
-                .bind::<Array<Text>, _>(request.forbidden_traits)
+                .bind::<Array<Text>, _>(&boot.required_traits)
+                .bind::<Array<Text>, _>(&boot.forbidden_traits)
                 .bind::<Timestamptz, _>(request.cooling_after)
                 .bind::<diesel::sql_types::Bool, _>(failed)
-                .bind::<Nullable<Text>, _>(request.node)
+                .bind::<Nullable<Text>, _>(boot.destination.node.as_deref())
                 .load::<FreeNode>(conn)?,
         );
     }
@@ -133,22 +156,23 @@ pub fn pick_free_node(
     // 10,300 free, against 0.4 ms planned for the values), and boots at that pace starved
     // the heartbeats. Inside the caller's transaction only.
     diesel::sql_query("SET LOCAL plan_cache_mode = force_custom_plan").execute(conn)?;
+    let boot = request.boot;
     for failed in [false, true] {
         let picked = diesel::sql_query(format!(
             "{FREE_NODES} AND rp.uuid <> ALL($5) {} LIMIT 1
                 FOR UPDATE OF rp SKIP LOCKED FOR SHARE OF c SKIP LOCKED",
             free_order(failed)
         ))
-        .bind::<Text, _>(request.resource_class)
-        .bind::<Text, _>(request.placement_class)
+        .bind::<Nullable<Text>, _>(boot.ironic_class.as_deref())
+        .bind::<Text, _>(&boot.placement_class)
         .bind::<Array<Text>, _>(request.hosts)
-        .bind::<Integer, _>(request.pci_devices)
+        .bind::<Integer, _>(pci_devices(boot))
         .bind::<Array<SqlUuid>, _>(tried)
-        .bind::<Array<Text>, _>(request.required_traits)
-        .bind::<Array<Text>, _>(request.forbidden_traits)
+        .bind::<Array<Text>, _>(&boot.required_traits)
+        .bind::<Array<Text>, _>(&boot.forbidden_traits)
         .bind::<Timestamptz, _>(request.cooling_after)
         .bind::<diesel::sql_types::Bool, _>(failed)
-        .bind::<Nullable<Text>, _>(request.node)
+        .bind::<Nullable<Text>, _>(boot.destination.node.as_deref())
         .load::<FreeNode>(conn)?
         .into_iter()
         .next();
@@ -157,4 +181,9 @@ pub fn pick_free_node(
         }
     }
     Ok(None)
+}
+
+/// The PCI devices `boot` asks for, as the queries bind them.
+pub(crate) fn pci_devices(boot: &BootRequest) -> i32 {
+    i32::try_from(boot.pci_devices).unwrap_or(i32::MAX)
 }

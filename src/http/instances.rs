@@ -9,6 +9,7 @@ use super::validate;
 use crate::actors::compute_host::DestroyInstance;
 use crate::actors::scheduler::{Boot, BootError};
 use crate::db;
+use crate::domain::boot;
 use crate::domain::error::ErrorKind;
 use crate::domain::identity::InstanceUuid;
 use crate::domain::instance::Instance;
@@ -97,11 +98,9 @@ pub async fn create_instance(
         .send(Boot {
             uuid: body.uuid,
             name: body.name.clone(),
-            resource_class: body.resource_class.clone(),
             project: ADMIN_PROJECT.to_owned(),
             user: ADMIN_PROJECT.to_owned(),
-            pci_devices: body.pci_devices,
-            server: None,
+            request: boot::BootRequest::of_class(&body.resource_class, body.pci_devices),
             answer_when_claimed: false,
         })
         .await?;

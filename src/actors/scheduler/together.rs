@@ -61,11 +61,10 @@ impl Handler<BootTogether> for Scheduler {
             let placed = match placed {
                 Ok(placed) => placed,
                 Err(ClaimError::Short) => {
-                    let first = boots.first().map(|(boot, _)| boot);
-                    return Err(BootError::no_valid_host(
-                        first.map_or("", |boot| boot.resource_class.as_str()),
-                        first.map_or(0, |boot| boot.pci_devices),
-                    ));
+                    return Err(match boots.first() {
+                        Some((boot, _)) => BootError::no_valid_host(&boot.request),
+                        None => ClaimError::Short.into(),
+                    });
                 }
                 Err(other) => return Err(other.into()),
             };

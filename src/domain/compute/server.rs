@@ -1,15 +1,10 @@
 //! Servers as the Compute API shows them: the status Nova derives from vm_state and
 //! task_state, the power state's number, and the names of a multiple create.
 
-/// What a server booted through the Compute API asks beyond a node of a class: the Placement
-/// class and traits its flavor asks for, and what its instance row records.
+/// What a server booted through the Compute API records with its instance, beyond the node
+/// it asked for (`domain::boot::BootRequest` carries both).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServerRequest {
-    /// The flavor's custom resource class (`CUSTOM_BAREMETAL`): any node whose class
-    /// normalizes to it may take the server.
-    pub placement_class: String,
-    pub required_traits: Vec<String>,
-    pub forbidden_traits: Vec<String>,
     pub image_ref: String,
     /// The flavor as booted (JSON: Nova's embedded flavor view), kept with the instance.
     pub flavor: String,
@@ -22,11 +17,6 @@ pub struct ServerRequest {
     /// What the deploy asks Ironic for of the image (JSON: `ImageSource::to_json`), when an
     /// image service resolved it.
     pub image: Option<String>,
-    /// The host an admin asked the server be placed on (`host`, 2.74), known to exist.
-    pub requested_host: Option<String>,
-    /// The node (its Ironic uuid, Nova's `hypervisor_hostname`) an admin asked for (2.74),
-    /// known to exist (on `requested_host`, when both are asked).
-    pub requested_node: Option<String>,
 }
 
 /// A server as the Compute API shows it: its instance row and what hangs off it.

@@ -10,10 +10,10 @@ use actix_web::http::StatusCode;
 
 use super::error::ComputeError;
 use crate::config::ImageSettings;
+use crate::domain::boot::BootRequest;
 use crate::domain::compute::image::{
     ImageSource, IronicImages, image_source, parse_image, readable_without_membership,
 };
-use crate::domain::compute::server::ServerRequest;
 use crate::glance::{Glance, GlanceError};
 use crate::keystone::Keystone;
 
@@ -118,7 +118,7 @@ impl ImageService {
 
 /// What `asked` boots of `image`: its image source for the deploy, and the image's required
 /// traits added to the flavor's (as Nova merges them); a trait the flavor forbids is a 400.
-pub fn boot_from(asked: &mut ServerRequest, image: &ImageSource) -> Result<(), ComputeError> {
+pub fn boot_from(asked: &mut BootRequest, image: &ImageSource) -> Result<(), ComputeError> {
     for name in &image.traits_required {
         if asked.forbidden_traits.contains(name) {
             return Err(ComputeError::bad_request(format!(
@@ -129,7 +129,9 @@ pub fn boot_from(asked: &mut ServerRequest, image: &ImageSource) -> Result<(), C
             asked.required_traits.push(name.clone());
         }
     }
-    asked.image = Some(image.to_json().to_string());
+    if let Some(server) = &mut asked.server {
+        server.image = Some(image.to_json().to_string());
+    }
     Ok(())
 }
 

@@ -6,6 +6,7 @@ use uuid::Uuid;
 
 use super::common::{self, Version};
 use super::error::ComputeError;
+use crate::domain::boot::{BootRequest, Destination};
 use crate::domain::compute::extra_specs::placement_request;
 use crate::domain::compute::flavor::{Flavor, Scalar};
 use crate::domain::compute::server::ServerRequest;
@@ -131,7 +132,7 @@ pub fn server_request(
     server: &Map<String, Value>,
     flavor: &Flavor,
     image_ref: String,
-) -> Result<ServerRequest, ComputeError> {
+) -> Result<BootRequest, ComputeError> {
     let asked = placement_request(
         flavor
             .extra_specs
@@ -175,10 +176,7 @@ pub fn server_request(
             .ok_or_else(|| ComputeError::bad_request("Invalid config_drive provided."))?,
         _ => return Err(ComputeError::bad_request("Invalid config_drive provided.")),
     };
-    Ok(ServerRequest {
-        placement_class,
-        required_traits: asked.required_traits,
-        forbidden_traits: asked.forbidden_traits,
+    let recorded = ServerRequest {
         image_ref,
         flavor: snapshot(flavor),
         key_name: None,
@@ -190,7 +188,14 @@ pub fn server_request(
             .and_then(Value::as_str)
             .map(str::to_owned),
         image: None,
-        requested_host: None,
-        requested_node: None,
+    };
+    Ok(BootRequest {
+        placement_class,
+        ironic_class: None,
+        required_traits: asked.required_traits,
+        forbidden_traits: asked.forbidden_traits,
+        pci_devices: 0,
+        destination: Destination::default(),
+        server: Some(recorded),
     })
 }

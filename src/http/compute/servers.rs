@@ -20,8 +20,9 @@ use super::server_view;
 use crate::actors::compute_host::DestroyInstance;
 use crate::actors::scheduler::{Boot, BootError, BootTogether};
 use crate::db;
+use crate::domain::boot::{BootRequest, Destination};
 use crate::domain::compute::flavor::{Scalar, check_name};
-use crate::domain::compute::server::{ServerRecord, ServerRequest, names};
+use crate::domain::compute::server::{ServerRecord, names};
 use crate::domain::identity::InstanceUuid;
 use crate::http::AppState;
 
@@ -110,14 +111,16 @@ async fn with_key(
     state: &AppState,
     caller: &Caller,
     server: &serde_json::Map<String, Value>,
-    asked: &mut ServerRequest,
+    asked: &mut BootRequest,
 ) -> Result<(), ComputeError> {
     match server.get("key_name") {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(name)) => {
-            asked.key_data =
-                Some(super::keypairs::key_for_boot(state, &caller.user_id, name).await?);
-            asked.key_name = Some(name.clone());
+            let key = super::keypairs::key_for_boot(state, &caller.user_id, name).await?;
+            if let Some(server) = &mut asked.server {
+                server.key_data = Some(key);
+                server.key_name = Some(name.clone());
+            }
             Ok(())
         }
         Some(_) => Err(ComputeError::bad_request("Invalid key_name provided.")),
@@ -129,7 +132,7 @@ async fn with_key(
 async fn with_destination(
     state: &AppState,
     server: &serde_json::Map<String, Value>,
-    asked: &mut ServerRequest,
+    asked: &mut BootRequest,
 ) -> Result<(), ComputeError> {
     let asked_for = |key| server.get(key).and_then(Value::as_str).map(str::to_owned);
     let (host, node) = (asked_for("host"), asked_for("hypervisor_hostname"));
@@ -146,21 +149,18 @@ async fn with_destination(
             "Compute host {missing} could not be found."
         )));
     }
-    asked.requested_host = host;
-    asked.requested_node = node;
+    asked.destination = Destination { host, node };
     Ok(())
 }
 
 /// The boot of one server of the request.
-fn boot_of(caller: &Caller, asked: &ServerRequest, uuid: InstanceUuid, name: String) -> Boot {
+fn boot_of(caller: &Caller, asked: &BootRequest, uuid: InstanceUuid, name: String) -> Boot {
     Boot {
         uuid: Some(uuid),
         name,
-        resource_class: String::new(),
         project: caller.project_id.clone(),
         user: caller.user_id.clone(),
-        pci_devices: 0,
-        server: Some(asked.clone()),
+        request: asked.clone(),
         answer_when_claimed: true,
     }
 }
@@ -176,7 +176,7 @@ fn scheduler_unavailable(_: actix::MailboxError) -> ComputeError {
 async fn boot(
     state: &AppState,
     caller: &Caller,
-    asked: &ServerRequest,
+    asked: &BootRequest,
     uuid: InstanceUuid,
     name: String,
 ) -> Result<bool, ComputeError> {
@@ -194,7 +194,7 @@ async fn boot(
 async fn boot_together(
     state: &AppState,
     caller: &Caller,
-    asked: &ServerRequest,
+    asked: &BootRequest,
     servers: &[(InstanceUuid, String)],
 ) -> Result<bool, ComputeError> {
     if let [(uuid, name)] = servers {
@@ -235,14 +235,14 @@ fn placed(uuid: InstanceUuid, booted: Result<(), BootError>) -> Result<bool, Com
 async fn keep_unplaced(
     state: &AppState,
     caller: &Caller,
-    asked: &ServerRequest,
+    asked: &BootRequest,
     uuid: InstanceUuid,
     name: String,
 ) -> Result<(), ComputeError> {
     let (project, user, asked) = (
         caller.project_id.clone(),
         caller.user_id.clone(),
-        asked.clone(),
+        asked.server.clone().unwrap_or_default(),
     );
     let now = state.actors.clock.now();
     db::transaction(&state.pool, move |conn| {

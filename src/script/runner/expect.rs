@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::{Run, StepResult, capture, parse_uuid};
-use crate::actors::scheduler::schedulable_hosts;
 use crate::db;
 use crate::db::instances::NodeRequest;
 use crate::db::node_views::NodeView;
+use crate::domain::boot::BootRequest;
 use crate::domain::clock::Clock;
 use crate::domain::identity::InstanceUuid;
 use crate::script::format::{Facts, LogSince, RowsFact, Snapshot};
@@ -216,16 +216,12 @@ impl Run {
         let judge = self.actors.judge();
         let cooling_after = self.actors.settings.host.cooling_after(now);
         let free = db::run(&self.pool, move |conn| {
-            let up = schedulable_hosts(db::hosts::list_hosts(conn)?, &judge, now);
+            let boot = BootRequest::of_class("baremetal", 0);
+            let up = boot.hosts(db::hosts::list_hosts(conn)?, &judge, now);
             let request = NodeRequest {
-                resource_class: "baremetal",
-                placement_class: "CUSTOM_BAREMETAL",
+                boot: &boot,
                 hosts: &up,
-                pci_devices: 0,
-                required_traits: &[],
-                forbidden_traits: &[],
                 cooling_after,
-                node: None,
             };
             db::instances::free_nodes(conn, &request, i32::MAX)
         })

@@ -20,6 +20,7 @@ use crate::actors::registry::{CreateProvider, DeleteOrphan};
 use crate::actors::scheduler::Boot;
 use crate::db;
 use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
+use crate::domain::boot::BootRequest;
 use crate::domain::identity::{HostName, InstanceUuid, OwnerEpoch, ProviderUuid};
 use crate::script::format::{IntOrRef, Message, Target};
 
@@ -260,11 +261,9 @@ impl Run {
                 self.booted,
             ))),
             name: self.interpolate(&args.name)?,
-            resource_class: args.resource_class.clone(),
             project: "script".to_owned(),
             user: "script".to_owned(),
-            pci_devices: args.pci_devices,
-            server: None,
+            request: BootRequest::of_class(&args.resource_class, args.pci_devices),
             answer_when_claimed: false,
         };
         to_json(ask(&self.actors.scheduler, boot).await?)

@@ -268,11 +268,9 @@ pub fn boot_request(name: &str, pci_devices: u32) -> ringmaster::actors::schedul
     ringmaster::actors::scheduler::Boot {
         uuid: None,
         name: name.to_owned(),
-        resource_class: "baremetal".to_owned(),
         project: "project".to_owned(),
         user: "user".to_owned(),
-        pci_devices,
-        server: None,
+        request: ringmaster::domain::boot::BootRequest::of_class("baremetal", pci_devices),
         answer_when_claimed: false,
     }
 }

@@ -9,6 +9,7 @@ pub mod ironic;
 pub mod node_source;
 pub mod rebalancer;
 pub mod registry;
+mod relay;
 pub mod scheduler;
 
 use std::collections::BTreeMap;
@@ -21,7 +22,7 @@ pub use crate::config::ActorSettings;
 use crate::db::presence::Presence;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::HostName;
+use crate::domain::identity::{HostName, NodeUuid};
 use compute_host::{ComputeHost, Crash, HostError, HostSettings};
 use ironic::Ironic;
 use node_source::{IronicDriver, NodeSource};
@@ -62,13 +63,12 @@ impl Actors {
     /// Takes (`locked`) or releases a node's conductor lock in Ironic, then has the node's
     /// owner, when it runs in this process, report it at once: an unlocked node is
     /// schedulable now, not at the owner's next tracker pass.
-    pub async fn set_node_lock(&self, node: Uuid, locked: bool) -> Result<(), HostError> {
+    pub async fn set_node_lock(&self, node: NodeUuid, locked: bool) -> Result<(), HostError> {
         self.ironic
             .send(ironic::LockNode { node, locked })
             .await??;
-        let name = node.to_string();
         let owner = db::run(&self.pool(), move |conn| {
-            db::compute_nodes::find_compute_node(conn, &name)
+            db::compute_nodes::find_compute_node(conn, node)
         })
         .await?;
         if let Some(owner) = owner
@@ -76,7 +76,7 @@ impl Actors {
         {
             match host
                 .send(compute_host::RefreshNodes {
-                    nodes: vec![owner.node.to_string()],
+                    nodes: vec![owner.node],
                 })
                 .await?
             {
@@ -251,7 +251,7 @@ impl HostDirectory {
         drop(hosts);
         self.factory
             .relay
-            .call_once(|| relay_spawns(self.factory.pool.clone(), Arc::downgrade(&self.hosts)));
+            .call_once(|| relay::start(self.factory.pool.clone(), Arc::downgrade(&self.hosts)));
         Ok(address)
     }
 
@@ -314,7 +314,7 @@ impl HostDirectory {
 
     /// Asks running host `name`, if it runs here, for a tracker pass over `nodes` (whose
     /// source changed); says whether it runs here.
-    pub fn refresh(&self, name: &str, nodes: Vec<String>) -> bool {
+    pub fn refresh(&self, name: &str, nodes: Vec<NodeUuid>) -> bool {
         let Some(address) = self.get(name) else {
             return false;
         };
@@ -331,83 +331,5 @@ impl HostDirectory {
             .filter(|(_, address)| address.connected())
             .map(|(name, _)| name.clone())
             .collect()
-    }
-}
-
-/// How often the spawn relay asks for notifications.
-const RELAY_POLL: std::time::Duration = std::time::Duration::from_millis(100);
-
-/// The channels the relay listens on.
-const RELAY_CHANNELS: &[&str] = &[db::spawns::SPAWN_CHANNEL, db::notify::REFRESH_CHANNEL];
-
-/// Wakes this process's hosts when another process places a boot on them
-/// (`db::spawns::SPAWN_CHANNEL`, its payload the host: the host takes its requests) or when the
-/// Ironic listing holder changed nodes they own (`db::notify::REFRESH_CHANNEL`: the host
-/// reports them), on a thread of its own, reconnecting with backoff. Each time it starts
-/// listening it wakes every host once, for the requests written while nobody listened. Ends
-/// when the process's hosts go away.
-fn relay_spawns(pool: Pool, hosts: std::sync::Weak<Mutex<BTreeMap<String, Addr<ComputeHost>>>>) {
-    std::thread::spawn(move || {
-        let mut listener: Option<db::notify::Listener> = None;
-        let mut backoff = std::time::Duration::ZERO;
-        loop {
-            std::thread::sleep(backoff);
-            let woken = match listener.as_mut() {
-                Some(open) => open.poll_channels(),
-                None => db::notify::Listener::open(&pool, RELAY_CHANNELS).map(|opened| {
-                    listener = Some(opened);
-                    Vec::new()
-                }),
-            };
-            let Some(hosts) = hosts.upgrade() else { break };
-            let hosts = hosts.lock().unwrap_or_else(PoisonError::into_inner);
-            let events = match woken {
-                Ok(events) if backoff == RELAY_POLL => events,
-                // Just (re)connected: every host looks once.
-                Ok(_) => {
-                    for host in hosts.values().filter(|host| host.connected()) {
-                        host.do_send(compute_host::TakeSpawns);
-                    }
-                    backoff = RELAY_POLL;
-                    continue;
-                }
-                Err(error) => {
-                    log::debug!("spawn relay has no connection: {error}");
-                    listener = None;
-                    backoff =
-                        (backoff * 2).clamp(RELAY_POLL * 2, std::time::Duration::from_secs(5));
-                    continue;
-                }
-            };
-            backoff = RELAY_POLL;
-            for (channel, payload) in events {
-                relay_one(&hosts, &channel, &payload);
-            }
-        }
-    });
-}
-
-/// Hands one notification to the host it names, if that host runs here.
-fn relay_one(hosts: &BTreeMap<String, Addr<ComputeHost>>, channel: &str, payload: &str) {
-    #[derive(serde::Deserialize)]
-    struct Refresh {
-        host: String,
-        nodes: Vec<String>,
-    }
-    if channel == db::spawns::SPAWN_CHANNEL {
-        if let Some(host) = hosts.get(payload).filter(|host| host.connected()) {
-            host.do_send(compute_host::TakeSpawns);
-        }
-        return;
-    }
-    match serde_json::from_str::<Refresh>(payload) {
-        Ok(refresh) => {
-            if let Some(host) = hosts.get(&refresh.host).filter(|host| host.connected()) {
-                host.do_send(compute_host::RefreshNodes {
-                    nodes: refresh.nodes,
-                });
-            }
-        }
-        Err(error) => log::debug!("a refresh notification was not understood: {error}"),
     }
 }

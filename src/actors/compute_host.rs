@@ -52,7 +52,7 @@ use crate::db::presence::Presence;
 use crate::db::{DbError, Pool};
 use crate::domain::clock::SharedClock;
 use crate::domain::error::ErrorKind;
-use crate::domain::identity::InstanceUuid;
+use crate::domain::identity::{InstanceUuid, NodeUuid};
 use crate::domain::node::{ComputeNode, HostName};
 use crate::domain::ring::stable_hash;
 
@@ -64,7 +64,7 @@ pub enum HostError {
     )]
     Fenced(HostName),
     #[error("host {host} does not own node {node}")]
-    NotOwner { host: HostName, node: String },
+    NotOwner { host: HostName, node: NodeUuid },
     #[error("the build of instance {0} was ended meanwhile (failed, timed out or deleted)")]
     BuildEnded(InstanceUuid),
     #[error("ironic: {0}")]
@@ -268,11 +268,7 @@ impl Handler<NodesAssigned> for ComputeHost {
             message.nodes.len()
         );
         // A pass over just those nodes: the host's other nodes did not change.
-        let nodes = message
-            .nodes
-            .iter()
-            .map(|node| node.node.to_string())
-            .collect();
+        let nodes = message.nodes.iter().map(|node| node.node).collect();
         <Self as Handler<RefreshNodes>>::handle(self, RefreshNodes { nodes }, ctx)
     }
 }

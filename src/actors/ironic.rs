@@ -6,12 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix::prelude::*;
-use uuid::Uuid;
 
 use crate::db::ironic::{self, NewIronicNode, NodeSetting};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::InstanceUuid;
+use crate::domain::identity::{InstanceUuid, NodeUuid};
 
 /// The conductor name a lock from the admin API records.
 pub const FAULT_CONDUCTOR: &str = "fault-injection";
@@ -90,47 +89,47 @@ macro_rules! ironic_write {
 
 ironic_write! {
     /// Deletes a node from Ironic (refused while an instance is on it).
-    DeleteNode { node: Uuid } => |message, conn, _now| ironic::delete_node(conn, message.node)
+    DeleteNode { node: NodeUuid } => |message, conn, _now| ironic::delete_node(conn, message.node.uuid())
 }
 
 ironic_write! {
     /// Takes (`locked`) or releases the conductor lock of a node.
-    LockNode { node: Uuid, locked: bool } => |message, conn, now| {
+    LockNode { node: NodeUuid, locked: bool } => |message, conn, now| {
         let conductor = message.locked.then_some(FAULT_CONDUCTOR);
-        ironic::set_node(conn, message.node, NodeSetting::Reservation(conductor), now)
+        ironic::set_node(conn, message.node.uuid(), NodeSetting::Reservation(conductor), now)
     }
 }
 
 ironic_write! {
     /// Puts a node in maintenance or takes it out.
-    SetMaintenance { node: Uuid, on: bool }
+    SetMaintenance { node: NodeUuid, on: bool }
         => |message, conn, now| {
-            ironic::set_node(conn, message.node, NodeSetting::Maintenance(message.on), now)
+            ironic::set_node(conn, message.node.uuid(), NodeSetting::Maintenance(message.on), now)
         }
 }
 
 ironic_write! {
     /// Deploys an instance onto a node; fails on a locked node.
-    Deploy { node: Uuid, instance: InstanceUuid }
-        => |message, conn, now| ironic::deploy(conn, message.node, message.instance, now)
+    Deploy { node: NodeUuid, instance: InstanceUuid }
+        => |message, conn, now| ironic::deploy(conn, message.node.uuid(), message.instance, now)
 }
 
 ironic_write! {
     /// Powers the node of an instance on (a reboot ends on) or off; fails on a locked node.
-    SetPower { node: Uuid, instance: InstanceUuid, on: bool }
-        => |message, conn, now| ironic::set_power(conn, message.node, message.instance, message.on, now)
+    SetPower { node: NodeUuid, instance: InstanceUuid, on: bool }
+        => |message, conn, now| ironic::set_power(conn, message.node.uuid(), message.instance, message.on, now)
 }
 
 ironic_write! {
     /// Tears an instance down; fails on a locked node.
-    Destroy { node: Uuid } => |message, conn, now| ironic::destroy(conn, message.node, now)
+    Destroy { node: NodeUuid } => |message, conn, now| ironic::destroy(conn, message.node.uuid(), now)
 }
 
 /// Asks whether a node exists and carries an instance.
 #[derive(Debug, Message)]
 #[rtype(result = "Result<bool, DbError>")]
 pub struct Carries {
-    pub node: Uuid,
+    pub node: NodeUuid,
     pub instance: InstanceUuid,
 }
 
@@ -138,7 +137,7 @@ impl Handler<Carries> for Ironic {
     type Result = Result<bool, DbError>;
 
     fn handle(&mut self, message: Carries, _: &mut Self::Context) -> Self::Result {
-        self.run(|conn| ironic::carries(conn, message.node, message.instance))
+        self.run(|conn| ironic::carries(conn, message.node.uuid(), message.instance))
     }
 }
 

@@ -11,12 +11,11 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use futures_util::future::BoxFuture;
-use uuid::Uuid;
 
 use super::ironic::{Carries, CheckListing, Deploy, Destroy, Ironic, SetPower};
 pub use crate::domain::compute::deploy::ServerDeploy;
 use crate::domain::compute::server::PowerAction;
-use crate::domain::identity::InstanceUuid;
+use crate::domain::identity::{InstanceUuid, NodeUuid};
 use crate::domain::mirror::ListedNode;
 pub use ironic_driver::{IronicDriver, IronicSettings, ListingStatus};
 
@@ -33,7 +32,7 @@ pub enum NodeSource {
 /// `instance_info` besides the image.
 #[derive(Debug, Clone)]
 pub struct DeployRequest {
-    pub node: Uuid,
+    pub node: NodeUuid,
     pub instance: InstanceUuid,
     pub display_name: String,
     pub root_gb: i32,
@@ -53,7 +52,7 @@ pub enum SourceError {
     Failed(String),
     /// The host lost the node on the way: nothing more was sent for it.
     #[error("node {0} is no longer this host's: nothing more was sent to Ironic for it")]
-    Fenced(Uuid),
+    Fenced(NodeUuid),
     #[error("the simulated Ironic is unavailable: {0}")]
     Mailbox(#[from] MailboxError),
 }
@@ -79,7 +78,7 @@ impl NodeSource {
     }
 
     /// The node as its source shows it now.
-    pub async fn current(&self, node: Uuid) -> Result<Current, SourceError> {
+    pub async fn current(&self, node: NodeUuid) -> Result<Current, SourceError> {
         match self {
             NodeSource::Simulated(_) => Ok(Current::AtRest(None)),
             NodeSource::Ironic(driver) => driver.current(node).await,
@@ -89,7 +88,11 @@ impl NodeSource {
     /// Says whether Ironic has node `node` and it carries instance `instance` (a node gone, or
     /// torn down already, or carrying another instance: nothing of this instance to tear
     /// down).
-    pub async fn carries(&self, node: Uuid, instance: InstanceUuid) -> Result<bool, SourceError> {
+    pub async fn carries(
+        &self,
+        node: NodeUuid,
+        instance: InstanceUuid,
+    ) -> Result<bool, SourceError> {
         match self {
             NodeSource::Simulated(ironic) => ironic
                 .send(Carries { node, instance })
@@ -152,7 +155,7 @@ impl NodeSource {
     /// Powers the node of `instance` as `action` asks and waits until it is so.
     pub async fn power(
         &self,
-        node: Uuid,
+        node: NodeUuid,
         instance: InstanceUuid,
         action: PowerAction,
         fence: &Fence,
@@ -174,7 +177,7 @@ impl NodeSource {
     /// shows it then (`None` from the simulator).
     pub async fn destroy(
         &self,
-        node: Uuid,
+        node: NodeUuid,
         instance: InstanceUuid,
         fence: &Fence,
     ) -> Result<Option<ListedNode>, SourceError> {

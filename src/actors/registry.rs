@@ -167,10 +167,10 @@ impl Handler<DeleteOrphan> for Registry {
 
 /// Names the first few of `nodes` and how many there are in all, for a log line.
 fn describe_nodes(nodes: impl Iterator<Item = String>) -> String {
-    let nodes: Vec<String> = nodes.collect();
-    match nodes.len() {
+    let names: Vec<String> = nodes.collect();
+    match names.len() {
         0 => "no nodes".to_owned(),
-        1..=3 => format!("nodes {}", nodes.join(", ")),
-        count => format!("{count} nodes ({}, …)", nodes[..3].join(", ")),
+        1..=3 => format!("nodes {}", names.join(", ")),
+        count => format!("{count} nodes ({}, …)", names[..3].join(", ")),
     }
 }

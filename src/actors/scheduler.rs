@@ -299,7 +299,7 @@ async fn build(
         (true, Some(host)) => host
             .send(Spawn {
                 instance,
-                node: placed.node.clone(),
+                node: placed.node,
                 pci_devices: message.request.pci_devices,
             })
             .await
@@ -448,7 +448,7 @@ impl ClaimAttempt<'_> {
             project_id: self.boot.project.clone(),
             user_id: self.boot.user.clone(),
             host: candidate.host.clone(),
-            node: candidate.node.clone(),
+            node: candidate.node,
             resource_class: candidate.resource_class.clone(),
             server: self.boot.request.server.clone(),
         };
@@ -471,7 +471,7 @@ impl ClaimAttempt<'_> {
                 &db::spawns::SpawnRequest {
                     instance_uuid: self.instance,
                     host: candidate.host.clone(),
-                    node: candidate.node.clone(),
+                    node: candidate.node,
                     pci_devices: pci_devices(&self.boot.request),
                 },
             )?;
@@ -496,7 +496,7 @@ impl ClaimAttempt<'_> {
         let alternates = db::instances::free_nodes(conn, self.request, wanted)?
             .into_iter()
             .filter(|free| free.node != candidate.node)
-            .filter_map(|free| free.node.parse::<Uuid>().ok())
+            .map(|free| free.node)
             .take(self.max_attempts as usize - 1)
             .collect();
         let plan = db::builds::BuildPlan {

@@ -9,21 +9,19 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use diesel::prelude::*;
 use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz, Uuid as SqlUuid};
-use uuid::Uuid;
 
 use super::DbError;
 use super::free_nodes::{free_node_from, node_is_free};
 use super::instances::{BuildOutcome, FreeNode};
 use super::placement::allocations::{AllocationError, ConsumerAllocations};
-use crate::domain::identity::{ConsumerUuid, HostName, InstanceUuid};
+use crate::domain::identity::{ConsumerUuid, HostName, InstanceUuid, NodeUuid};
 use crate::domain::placement::GenerationCheck;
 
 /// A build as first scheduled: its alternates, best first, and how many attempts it may make.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BuildPlan {
     pub instance: InstanceUuid,
-    /// Ironic node uuids.
-    pub alternates: Vec<Uuid>,
+    pub alternates: Vec<NodeUuid>,
     pub max_attempts: i32,
     pub placement_class: String,
     pub pci_devices: i32,
@@ -64,7 +62,7 @@ struct Building {
     #[diesel(sql_type = Text)]
     vm_state: String,
     #[diesel(sql_type = Nullable<Text>)]
-    node: Option<String>,
+    node: Option<NodeUuid>,
     #[diesel(sql_type = Text)]
     project_id: String,
     #[diesel(sql_type = Text)]
@@ -74,7 +72,7 @@ struct Building {
 #[derive(QueryableByName)]
 struct Attempts {
     #[diesel(sql_type = Array<SqlUuid>)]
-    alternates: Vec<Uuid>,
+    alternates: Vec<NodeUuid>,
     #[diesel(sql_type = Integer)]
     attempts: i32,
     #[diesel(sql_type = Integer)]
@@ -123,10 +121,10 @@ pub fn retry_or_settle(
     else {
         return settle(conn, instance, reason, host, now);
     };
-    if deployed(conn, &node, instance)? {
+    if deployed(conn, node, instance)? {
         return settle(conn, instance, reason, host, now);
     }
-    count_failure(conn, &node, reason, now)?;
+    count_failure(conn, node, reason, now)?;
     let attempts: Option<Attempts> = super::cached::query(
         "SELECT alternates, attempts, max_attempts, failures, tried,
                 placement_class::text AS placement_class, pci_devices
@@ -142,7 +140,7 @@ pub fn retry_or_settle(
     let mut failures = attempts.failures.clone();
     failures.push(failure.clone());
     let mut tried = attempts.tried.clone();
-    tried.push(node.clone());
+    tried.push(node.to_string());
     if attempts.attempts < attempts.max_attempts {
         let owner = (project_id.as_str(), user_id.as_str());
         for (at, alternate) in attempts.alternates.iter().enumerate() {
@@ -225,12 +223,16 @@ fn settle(
 }
 
 /// Says whether Ironic shows `instance` deployed on `node`.
-fn deployed(conn: &mut PgConnection, node: &str, instance: InstanceUuid) -> Result<bool, DbError> {
+fn deployed(
+    conn: &mut PgConnection,
+    node: NodeUuid,
+    instance: InstanceUuid,
+) -> Result<bool, DbError> {
     Ok(super::cached::query(
         "SELECT uuid FROM ironic_nodes
-          WHERE uuid::text = $1 AND provision_state = 'active' AND instance_uuid = $2",
+          WHERE uuid = $1 AND provision_state = 'active' AND instance_uuid = $2",
     )
-    .bind::<Text, _>(node)
+    .bind::<SqlUuid, _>(node)
     .bind::<SqlUuid, _>(instance)
     .execute(conn)?
         == 1)
@@ -242,7 +244,7 @@ fn deployed(conn: &mut PgConnection, node: &str, instance: InstanceUuid) -> Resu
 fn claim_alternate(
     conn: &mut PgConnection,
     instance: InstanceUuid,
-    alternate: Uuid,
+    alternate: NodeUuid,
     attempts: &Attempts,
     (project, user): (&str, &str),
     cooling_after: DateTime<Utc>,
@@ -343,22 +345,19 @@ fn move_build(
         &super::spawns::SpawnRequest {
             instance_uuid: instance,
             host: next.host.clone(),
-            node: next.node.clone(),
+            node: next.node,
             pci_devices,
         },
     )
 }
 
-/// Counts a failed build on `node` (its compute node's name, the Ironic uuid).
+/// Counts a failed build on `node`.
 fn count_failure(
     conn: &mut PgConnection,
-    node: &str,
+    node: NodeUuid,
     reason: &str,
     now: DateTime<Utc>,
 ) -> Result<(), DbError> {
-    let Ok(uuid) = node.parse::<Uuid>() else {
-        return Ok(());
-    };
     super::cached::query(
         "INSERT INTO node_build_failures (node, failed_builds, last_failed_at, last_error)
          VALUES ($1, 1, $2, $3)
@@ -366,7 +365,7 @@ fn count_failure(
             SET failed_builds = node_build_failures.failed_builds + 1,
                 last_failed_at = EXCLUDED.last_failed_at, last_error = EXCLUDED.last_error",
     )
-    .bind::<SqlUuid, _>(uuid)
+    .bind::<SqlUuid, _>(node)
     .bind::<Timestamptz, _>(now)
     .bind::<Text, _>(reason)
     .execute(conn)?;
@@ -377,7 +376,7 @@ fn count_failure(
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName, serde::Serialize)]
 pub struct NodeFailures {
     #[diesel(sql_type = SqlUuid)]
-    pub node: Uuid,
+    pub node: NodeUuid,
     #[diesel(sql_type = Integer)]
     pub failed_builds: i32,
     #[diesel(sql_type = Timestamptz)]

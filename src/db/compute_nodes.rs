@@ -128,7 +128,7 @@ pub fn claim_nodes(
     if claims.is_empty() {
         return Ok(Vec::new());
     }
-    let nodes: Vec<String> = claims.iter().map(|claim| claim.node.to_string()).collect();
+    let nodes: Vec<NodeUuid> = claims.iter().map(|claim| NodeUuid(claim.node)).collect();
     let hosts: Vec<String> = claims.iter().map(|claim| claim.host.clone()).collect();
     let claimed: Vec<ComputeNodeView> = diesel::sql_query(CLAIM_NODES)
         .bind::<Array<Text>, _>(&nodes)
@@ -169,10 +169,10 @@ fn report_unclaimable(
     claims: &[NodeClaim],
     claimed: &[ComputeNode],
 ) -> Result<(), DbError> {
-    let missing: Vec<String> = claims
+    let missing: Vec<NodeUuid> = claims
         .iter()
         .filter(|claim| !claimed.iter().any(|done| done.node.uuid() == claim.node))
-        .map(|claim| claim.node.to_string())
+        .map(|claim| NodeUuid(claim.node))
         .collect();
     for node in find_unowned(conn, &missing)? {
         log::error!(
@@ -184,11 +184,11 @@ fn report_unclaimable(
 }
 
 /// Returns those of `nodes` that have no live compute node.
-fn find_unowned(conn: &mut PgConnection, nodes: &[String]) -> Result<Vec<String>, DbError> {
+fn find_unowned(conn: &mut PgConnection, nodes: &[NodeUuid]) -> Result<Vec<NodeUuid>, DbError> {
     #[derive(QueryableByName)]
     struct Node {
         #[diesel(sql_type = Text)]
-        node: String,
+        node: NodeUuid,
     }
     let rows: Vec<Node> = diesel::sql_query(
         "SELECT t.node FROM unnest($1::text[]) AS t(node)
@@ -261,7 +261,7 @@ pub fn move_nodes(
     if moves.is_empty() {
         return Ok(Vec::new());
     }
-    let nodes: Vec<String> = moves.iter().map(|m| m.node.to_string()).collect();
+    let nodes: Vec<NodeUuid> = moves.iter().map(|m| m.node).collect();
     let from: Vec<&str> = moves.iter().map(|m| m.from.as_str()).collect();
     let epochs: Vec<i64> = moves.iter().map(|m| m.epoch.get()).collect();
     let to: Vec<&str> = moves.iter().map(|m| m.to.as_str()).collect();
@@ -343,7 +343,7 @@ pub fn delete_orphan(
     epoch: OwnerEpoch,
     now: DateTime<Utc>,
 ) -> Result<OrphanOutcome, DbError> {
-    let Some(compute_node) = find_compute_node(conn, &node.to_string())? else {
+    let Some(compute_node) = find_compute_node(conn, node)? else {
         return Ok(OrphanOutcome::NotOwner);
     };
     // Through the fence, for update: the compute node's own row is deleted below.
@@ -417,7 +417,7 @@ pub fn list_compute_nodes(
 /// Returns the live compute node of ironic node `node`, if any.
 pub fn find_compute_node(
     conn: &mut PgConnection,
-    node: &str,
+    node: NodeUuid,
 ) -> Result<Option<ComputeNode>, DbError> {
     let rows: Vec<ComputeNodeView> = diesel::sql_query(
         "SELECT id, uuid, host, hypervisor_hostname::uuid AS hypervisor_hostname, owner_epoch FROM compute_nodes
@@ -518,7 +518,7 @@ pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnership>, DbErro
     #[derive(QueryableByName)]
     struct Row {
         #[diesel(sql_type = SqlUuid)]
-        node: Uuid,
+        node: NodeUuid,
         #[diesel(sql_type = Nullable<Text>)]
         host: Option<String>,
         #[diesel(sql_type = Nullable<BigInt>)]
@@ -539,7 +539,7 @@ pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnership>, DbErro
     Ok(rows
         .into_iter()
         .map(|row| NodeOwnership {
-            node: row.node,
+            node: row.node.uuid(),
             owner: row.host,
             epoch: row.owner_epoch,
             conductor_group: row.conductor_group,
@@ -551,21 +551,20 @@ pub fn node_owners(conn: &mut PgConnection) -> Result<Vec<NodeOwnership>, DbErro
 /// Returns (host, node) for each of `nodes` that has a live compute node.
 pub fn owners_of(
     conn: &mut PgConnection,
-    nodes: &[Uuid],
-) -> Result<Vec<(String, String)>, DbError> {
+    nodes: &[NodeUuid],
+) -> Result<Vec<(String, NodeUuid)>, DbError> {
     #[derive(QueryableByName)]
     struct Row {
         #[diesel(sql_type = Text)]
         host: String,
         #[diesel(sql_type = Text)]
-        node: String,
+        node: NodeUuid,
     }
-    let names: Vec<String> = nodes.iter().map(Uuid::to_string).collect();
     let rows: Vec<Row> = super::cached::query(
         "SELECT host::text AS host, hypervisor_hostname::text AS node FROM compute_nodes
           WHERE hypervisor_hostname = ANY($1) AND deleted = 0",
     )
-    .bind::<Array<Text>, _>(&names)
+    .bind::<Array<Text>, _>(nodes)
     .load(conn)?;
     Ok(rows.into_iter().map(|row| (row.host, row.node)).collect())
 }

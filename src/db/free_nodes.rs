@@ -10,13 +10,13 @@ use diesel::sql_types::{Array, Integer, Nullable, Text, Timestamptz, Uuid as Sql
 
 use super::DbError;
 use crate::domain::boot::BootRequest;
-use crate::domain::identity::{HostName, ProviderUuid};
+use crate::domain::identity::{HostName, NodeUuid, ProviderUuid};
 
 /// A node that can take an instance now.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
 pub struct FreeNode {
     #[diesel(sql_type = Text)]
-    pub node: String,
+    pub node: NodeUuid,
     #[diesel(sql_type = SqlUuid)]
     pub provider: ProviderUuid,
     #[diesel(sql_type = Text)]
@@ -133,7 +133,7 @@ pub fn free_nodes(
                 .bind::<Array<Text>, _>(&boot.forbidden_traits)
                 .bind::<Timestamptz, _>(request.cooling_after)
                 .bind::<diesel::sql_types::Bool, _>(failed)
-                .bind::<Nullable<Text>, _>(boot.destination.node.as_deref())
+                .bind::<Nullable<Text>, _>(boot.destination.node)
                 .load::<FreeNode>(conn)?,
         );
     }
@@ -172,7 +172,7 @@ pub fn pick_free_node(
         .bind::<Array<Text>, _>(&boot.forbidden_traits)
         .bind::<Timestamptz, _>(request.cooling_after)
         .bind::<diesel::sql_types::Bool, _>(failed)
-        .bind::<Nullable<Text>, _>(boot.destination.node.as_deref())
+        .bind::<Nullable<Text>, _>(boot.destination.node)
         .load::<FreeNode>(conn)?
         .into_iter()
         .next();

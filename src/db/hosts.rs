@@ -10,7 +10,7 @@ use super::DbError;
 use super::models::ServiceRow;
 use super::schema::{compute_nodes, services};
 use crate::domain::host::{COMPUTE_BINARY, DRAINING_REASON, Host, HostState};
-use crate::domain::identity::HostName;
+use crate::domain::identity::{HostName, NodeUuid};
 use crate::domain::rebalance::HostJudge;
 use crate::domain::selection::NodeSelection;
 
@@ -33,7 +33,7 @@ pub fn list_hosts(conn: &mut PgConnection) -> Result<Vec<Host>, DbError> {
 pub fn missing_destination(
     conn: &mut PgConnection,
     host: Option<&str>,
-    node: Option<&str>,
+    node: Option<NodeUuid>,
 ) -> Result<Option<String>, DbError> {
     if let Some(host) = host {
         let served = services::table
@@ -44,12 +44,12 @@ pub fn missing_destination(
             return Ok(Some(host.to_owned()));
         }
     }
-    let Some(node) = node else {
+    let Some(node) = node.map(|node| node.to_string()) else {
         return Ok(None);
     };
     let mut nodes = compute_nodes::table
         .filter(compute_nodes::deleted.eq(0))
-        .filter(compute_nodes::hypervisor_hostname.eq(node))
+        .filter(compute_nodes::hypervisor_hostname.eq(&node))
         .into_boxed();
     if let Some(host) = host {
         nodes = nodes.filter(compute_nodes::host.eq(host));
@@ -57,7 +57,7 @@ pub fn missing_destination(
     if diesel::select(diesel::dsl::exists(nodes)).get_result::<bool>(conn)? {
         Ok(None)
     } else {
-        Ok(Some(host.unwrap_or(node).to_owned()))
+        Ok(Some(host.map_or(node, str::to_owned)))
     }
 }
 

@@ -1,7 +1,8 @@
 //! The domain's identities as SQL values: each id type binds and reads as the column it is
 //! stored in (`bigint` for a compute node's id and a node's epoch, `uuid` for the uuids, `text`
-//! for a host name), so statements take and return the types and the bare value never crosses
-//! the database boundary.
+//! for a host name; a node's uuid also as the `text` the compute nodes, instances and boot
+//! requests keep it in), so statements take and return the types and the bare value never
+//! crosses the database boundary.
 
 use std::io::Write;
 
@@ -51,5 +52,21 @@ impl ToSql<Text, Pg> for HostName {
 impl FromSql<Text, Pg> for HostName {
     fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
         <String as FromSql<Text, Pg>>::from_sql(bytes).map(HostName::from)
+    }
+}
+
+/// A node's uuid as text (`hypervisor_hostname`, `instances.node`): written hyphenated and
+/// lowercase, as `Display` does; a stored text that is no uuid fails the read.
+impl ToSql<Text, Pg> for NodeUuid {
+    fn to_sql<'b>(&'b self, out: &mut Output<'b, '_, Pg>) -> serialize::Result {
+        write!(out, "{self}")?;
+        Ok(serialize::IsNull::No)
+    }
+}
+
+impl FromSql<Text, Pg> for NodeUuid {
+    fn from_sql(bytes: PgValue<'_>) -> deserialize::Result<Self> {
+        let text = <String as FromSql<Text, Pg>>::from_sql(bytes)?;
+        Ok(text.parse()?)
     }
 }

@@ -8,7 +8,9 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::schema::instances;
-use crate::domain::identity::{ComputeNodeId, ConsumerUuid, HostName, InstanceUuid, OwnerEpoch};
+use crate::domain::identity::{
+    ComputeNodeId, ConsumerUuid, HostName, InstanceUuid, NodeUuid, OwnerEpoch,
+};
 use crate::domain::instance::{Instance, VmState};
 
 pub use super::free_nodes::{FreeNode, NodeRequest, free_nodes, pick_free_node};
@@ -19,7 +21,7 @@ struct InstanceRow {
     uuid: Uuid,
     display_name: Option<String>,
     host: Option<String>,
-    node: Option<String>,
+    node: Option<NodeUuid>,
     resource_class: Option<String>,
     vm_state: String,
     task_state: Option<String>,
@@ -48,7 +50,7 @@ pub struct NewInstance {
     pub project_id: String,
     pub user_id: String,
     pub host: HostName,
-    pub node: String,
+    pub node: NodeUuid,
     pub resource_class: String,
     /// What a server booted through the Compute API records besides.
     pub server: Option<crate::domain::compute::server::ServerRequest>,
@@ -384,7 +386,7 @@ pub fn settle_build_detailed(
         #[diesel(sql_type = Text)]
         vm_state: String,
         #[diesel(sql_type = diesel::sql_types::Nullable<Text>)]
-        node: Option<String>,
+        node: Option<NodeUuid>,
     }
     let found: Option<Found> = diesel::sql_query(
         "SELECT vm_state::text AS vm_state, node::text AS node FROM instances
@@ -405,9 +407,9 @@ pub fn settle_build_detailed(
     }
     let deployed = diesel::sql_query(
         "SELECT uuid FROM ironic_nodes
-          WHERE uuid::text = $1 AND provision_state = 'active' AND instance_uuid = $2 FOR UPDATE",
+          WHERE uuid = $1 AND provision_state = 'active' AND instance_uuid = $2 FOR UPDATE",
     )
-    .bind::<Text, _>(found.node.as_deref().unwrap_or(""))
+    .bind::<Nullable<SqlUuid>, _>(found.node)
     .bind::<SqlUuid, _>(uuid)
     .execute(conn)?;
     if deployed == 1 {
@@ -479,9 +481,9 @@ pub fn latest_fault(
 }
 
 /// Returns the live instance on node `node`, if any.
-pub fn instance_on_node(conn: &mut PgConnection, node: &str) -> Result<Option<Uuid>, DbError> {
+pub fn instance_on_node(conn: &mut PgConnection, node: NodeUuid) -> Result<Option<Uuid>, DbError> {
     Ok(instances::table
-        .filter(instances::node.eq(Some(node)))
+        .filter(instances::node.eq(Some(node.to_string())))
         .filter(instances::deleted.eq(0))
         .select(instances::uuid)
         .first::<Uuid>(conn)

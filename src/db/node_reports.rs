@@ -17,7 +17,7 @@ use uuid::Uuid;
 
 use super::DbError;
 use super::instances::BuildOutcome;
-use crate::domain::identity::{HostName, InstanceUuid, ProviderUuid};
+use crate::domain::identity::{HostName, InstanceUuid, NodeUuid, ProviderUuid};
 use crate::domain::instance::VmState;
 use crate::domain::node::{ComputeNode, ComputeNodeId, NodeInventory, OwnerEpoch};
 use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites, held_only};
@@ -99,7 +99,7 @@ pub fn change_counter(conn: &mut PgConnection) -> Result<i64, DbError> {
 pub fn owned_nodes(
     conn: &mut PgConnection,
     host: &HostName,
-    only: Option<&[String]>,
+    only: Option<&[NodeUuid]>,
 ) -> Result<Vec<OwnedNode>, DbError> {
     let rows: Vec<OwnedRow> = super::cached::query(
         "SELECT c.id, c.uuid, c.host, c.hypervisor_hostname::uuid AS hypervisor_hostname, c.owner_epoch,
@@ -241,7 +241,7 @@ pub fn report_inventory(
 /// was refused). Call only while holding the nodes. Returns the instances finished.
 pub fn finish_deployed_builds(
     conn: &mut PgConnection,
-    nodes: &[String],
+    nodes: &[NodeUuid],
     now: DateTime<Utc>,
 ) -> Result<Vec<InstanceUuid>, DbError> {
     if nodes.is_empty() {

@@ -7,6 +7,7 @@ use diesel::sql_types::{BigInt, Nullable, Text, Timestamptz, Uuid as SqlUuid};
 use uuid::Uuid;
 
 use super::DbError;
+use crate::domain::identity::NodeUuid;
 
 /// An ironic node with its compute node, provider and owner, as the admin API lists it.
 #[derive(Debug, Clone, PartialEq, Eq, QueryableByName)]
@@ -131,7 +132,7 @@ pub struct MoveRow {
     #[diesel(sql_type = BigInt)]
     pub id: i64,
     #[diesel(sql_type = Text)]
-    pub node: String,
+    pub node: NodeUuid,
     #[diesel(sql_type = SqlUuid)]
     pub compute_node_uuid: Uuid,
     #[diesel(sql_type = Nullable<Text>)]

@@ -8,6 +8,7 @@ use diesel::pg::PgConnection;
 use diesel::sql_types::Text;
 
 use super::{DbError, Pool, PooledConnection};
+use crate::domain::identity::NodeUuid;
 
 /// The channel every event travels on.
 pub const CHANNEL: &str = "ringmaster_events";
@@ -23,7 +24,7 @@ const REFRESH_CHUNK: usize = 150;
 /// caller's transaction commits.
 pub fn refresh_nodes(
     conn: &mut PgConnection,
-    by_host: &[(String, Vec<String>)],
+    by_host: &[(String, Vec<NodeUuid>)],
 ) -> Result<(), DbError> {
     for (host, nodes) in by_host {
         for chunk in nodes.chunks(REFRESH_CHUNK) {

@@ -11,7 +11,7 @@ use diesel::sql_types::{
 
 use super::DbError;
 use crate::domain::compute::server::{ServerFilter, ServerRecord, ServerRequest};
-use crate::domain::identity::InstanceUuid;
+use crate::domain::identity::{InstanceUuid, NodeUuid};
 
 #[derive(QueryableByName)]
 struct ServerRow {
@@ -26,7 +26,7 @@ struct ServerRow {
     #[diesel(sql_type = Nullable<Text>)]
     host: Option<String>,
     #[diesel(sql_type = Nullable<Text>)]
-    node: Option<String>,
+    node: Option<NodeUuid>,
     #[diesel(sql_type = Text)]
     vm_state: String,
     #[diesel(sql_type = Nullable<Text>)]

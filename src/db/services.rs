@@ -138,14 +138,14 @@ pub fn update_service(
 }
 
 /// Makes the providers of the live compute nodes on `hosts`, and of the compute nodes
-/// `nodes`, carry `COMPUTE_STATUS_DISABLED` exactly when their host is disabled (as Nova's
+/// `compute_nodes` (their uuids), carry `COMPUTE_STATUS_DISABLED` exactly when their host is disabled (as Nova's
 /// compute service sets it on its nodes' providers), bumping the generation of each provider
 /// that changed: the scope read here, the trait written by Placement's writer of provider
 /// traits (`provider_links::set_status_trait`).
 pub fn sync_status_traits(
     conn: &mut PgConnection,
     hosts: &[String],
-    nodes: &[Uuid],
+    compute_nodes: &[Uuid],
     now: DateTime<Utc>,
 ) -> Result<usize, DbError> {
     use diesel::sql_types::{Array, BigInt, Bool, Text, Uuid as SqlUuid};
@@ -166,7 +166,7 @@ pub fn sync_status_traits(
           ORDER BY rp.id",
     )
     .bind::<Array<Text>, _>(hosts)
-    .bind::<Array<SqlUuid>, _>(nodes)
+    .bind::<Array<SqlUuid>, _>(compute_nodes)
     .bind::<Text, _>(COMPUTE_BINARY)
     .load(conn)?;
     let scope: Vec<(crate::domain::identity::ProviderId, bool)> = scope

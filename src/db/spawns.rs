@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Integer, Text, Uuid as SqlUuid};
 
 use super::DbError;
-use crate::domain::identity::{HostName, InstanceUuid};
+use crate::domain::identity::{HostName, InstanceUuid, NodeUuid};
 
 /// The channel a new request is announced on; the payload is the host that must take it.
 pub const SPAWN_CHANNEL: &str = "ringmaster_spawns";
@@ -19,7 +19,7 @@ pub struct SpawnRequest {
     #[diesel(sql_type = Text)]
     pub host: HostName,
     #[diesel(sql_type = Text)]
-    pub node: String,
+    pub node: NodeUuid,
     #[diesel(sql_type = Integer)]
     pub pci_devices: i32,
 }

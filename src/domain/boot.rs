@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::compute::server::ServerRequest;
 use super::host::{Host, HostState};
+use super::identity::NodeUuid;
 use super::node::custom_resource_class;
 use super::rebalance::HostJudge;
 
@@ -37,8 +38,8 @@ pub struct BootRequest {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Destination {
     pub host: Option<String>,
-    /// The node's Ironic uuid (Nova's `hypervisor_hostname`).
-    pub node: Option<String>,
+    /// The node (Nova's `hypervisor_hostname`).
+    pub node: Option<NodeUuid>,
 }
 
 impl BootRequest {

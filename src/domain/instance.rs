@@ -74,7 +74,7 @@ pub struct Instance {
     pub name: Option<String>,
     pub host: Option<String>,
     /// The ironic node's uuid.
-    pub node: Option<String>,
+    pub node: Option<super::identity::NodeUuid>,
     pub resource_class: Option<String>,
     pub vm_state: VmState,
     pub task_state: Option<String>,

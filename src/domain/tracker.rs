@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use uuid::Uuid;
 
-use super::identity::InstanceUuid;
+use super::identity::{InstanceUuid, NodeUuid};
 use super::node::{
     ComputeNode, ComputeNodeId, IronicNode, NodeInventory, OwnerEpoch, ProviderUuid, ProvisionState,
 };
@@ -53,7 +53,7 @@ pub struct PassChanges {
     /// Nodes short of their simulated PCI devices: (compute node, compute node).
     pub devices: Vec<(ComputeNodeId, ComputeNodeId)>,
     /// Nodes with a build Ironic finished: (compute node, node name as instances name it).
-    pub builds: Vec<(ComputeNodeId, String)>,
+    pub builds: Vec<(ComputeNodeId, NodeUuid)>,
     /// Simulated nodes back in `enroll`: (compute node, Ironic node).
     pub enrolled: Vec<(ComputeNodeId, Uuid)>,
     /// Providers whose traits differ from their node's: (compute node, (provider, traits)).
@@ -96,7 +96,7 @@ impl PassChanges {
             changed = true;
         }
         if node.build_deployed {
-            self.builds.push((id, node.compute_node.node.to_string()));
+            self.builds.push((id, node.compute_node.node));
             changed = true;
         }
         if let Some(instance) = node.instance_gone {

@@ -22,7 +22,7 @@ fn response(instance: Instance) -> InstanceResponse {
         uuid: instance.uuid,
         name: instance.name,
         host: instance.host,
-        node: instance.node,
+        node: instance.node.map(|node| node.to_string()),
         vm_state: instance.vm_state.to_string(),
         fault: instance.fault,
         project: None,

@@ -15,6 +15,7 @@ use crate::actors::ironic::{DeleteNode, EnrollNodes};
 use crate::actors::rebalancer::RebalanceNow;
 use crate::db;
 use crate::db::ironic::NewIronicNode;
+use crate::domain::identity::NodeUuid;
 
 /// The most nodes one request may enroll.
 const MAX_ENROLL: u32 = 100_000;
@@ -170,7 +171,7 @@ pub async fn delete_node(
         .actors
         .ironic
         .send(DeleteNode {
-            node: path.into_inner(),
+            node: NodeUuid(path.into_inner()),
         })
         .await??;
     Ok(HttpResponse::NoContent().finish())
@@ -185,7 +186,10 @@ pub async fn lock_node(
         &state,
         "take a node out of service with `openstack baremetal node maintenance set`",
     )?;
-    state.actors.set_node_lock(path.into_inner(), true).await?;
+    state
+        .actors
+        .set_node_lock(NodeUuid(path.into_inner()), true)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -198,6 +202,9 @@ pub async fn unlock_node(
         &state,
         "put a node back in service with `openstack baremetal node maintenance unset`",
     )?;
-    state.actors.set_node_lock(path.into_inner(), false).await?;
+    state
+        .actors
+        .set_node_lock(NodeUuid(path.into_inner()), false)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -212,7 +212,8 @@ async fn an_instance_whose_node_ironic_no_longer_associates_with_it_is_deleted_w
     .await;
     assert_eq!(status, 201, "{instance}");
     let uuid = instance["uuid"].as_str().unwrap().to_owned();
-    let node: uuid::Uuid = instance["node"].as_str().unwrap().parse().unwrap();
+    let node: ringmaster::domain::identity::NodeUuid =
+        instance["node"].as_str().unwrap().parse().unwrap();
     // Ironic tore it down; the database never heard.
     app.actors
         .ironic
@@ -251,7 +252,7 @@ async fn an_instance_whose_node_ironic_no_longer_associates_with_it_is_deleted_w
         "the claim is released"
     );
     // Enrolled again, the node is schedulable again, with its identity.
-    let again = ringmaster::db::ironic::NewIronicNode::enrolling(node, None, "baremetal");
+    let again = ringmaster::db::ironic::NewIronicNode::enrolling(node.uuid(), None, "baremetal");
     app.actors
         .ironic
         .send(EnrollNodes { nodes: vec![again] })

@@ -461,7 +461,7 @@ async fn an_orphan_node_waits_for_its_allocated_pci_devices() {
     use ringmaster::actors::ironic::DeleteNode;
     let d = crate::helpers::TestDeployment::start(&["cmp-1"], 1).await;
     let instance = d.boot_with_devices("vm-pci", 1).await.unwrap();
-    let node: Uuid = instance.node.as_deref().unwrap().parse().unwrap();
+    let node: Uuid = instance.node.unwrap().uuid();
     let host = d.actors.hosts.get("cmp-1").unwrap();
     host.send(DestroyInstance {
         instance: instance.uuid,
@@ -472,7 +472,9 @@ async fn an_orphan_node_waits_for_its_allocated_pci_devices() {
     .unwrap();
     d.actors
         .ironic
-        .send(DeleteNode { node })
+        .send(DeleteNode {
+            node: ringmaster::domain::identity::NodeUuid(node),
+        })
         .await
         .unwrap()
         .unwrap();

@@ -211,6 +211,67 @@ fn no_line_of_src_names_an_issue() {
     assert!(named.is_empty(), "src names issues:\n{}", named.join("\n"));
 }
 
+/// A node id as bare text or a bare uuid, in a field, a parameter or a message: `node: &str`,
+/// `nodes: Vec<String>`, `alternate: Uuid`, `node: Option<String>`, … (the names a node id goes
+/// by, each type that is not `NodeUuid`).
+fn bare_node_ids(text: &str) -> Vec<String> {
+    let bare = regex::Regex::new(
+        r"\b(node|nodes|node_uuid|alternate|alternates|ironic|ironic_node)\s*:\s*(&\[String\]|&\[Uuid\]|&str|String|Uuid|Option<String>|Option<&str>|Option<Uuid>|Vec<String>|Vec<Uuid>)\s*[,)}=;]",
+    )
+    .expect("the pattern parses");
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim_start().starts_with("//"))
+        .filter(|(_, line)| bare.is_match(line))
+        .map(|(number, line)| format!("{}: {}", number + 1, line.trim()))
+        .collect()
+}
+
+#[test]
+fn node_ids_are_typed_in_db_and_actors() {
+    let mut bare = Vec::new();
+    for folder in ["src/db", "src/actors"] {
+        for path in rust_files(folder) {
+            if path.ends_with("schema.rs") {
+                continue;
+            }
+            for found in bare_node_ids(&read(&path)) {
+                bare.push(format!("{}:{found}", path.display()));
+            }
+        }
+    }
+    for file in ["src/db.rs", "src/actors.rs"] {
+        for found in bare_node_ids(&read(Path::new(file))) {
+            bare.push(format!("{file}:{found}"));
+        }
+    }
+    assert!(
+        bare.is_empty(),
+        "node ids that are not NodeUuid in src/db and src/actors:\n{}",
+        bare.join("\n")
+    );
+}
+
+#[test]
+fn the_bare_node_id_check_sees_each_shape() {
+    for bare in [
+        "fn find(conn: &mut PgConnection, node: &str) -> X",
+        "    pub node: String,",
+        "    alternates: Vec<Uuid>,",
+        "Refresh { name: String, nodes: Vec<String> }",
+    ] {
+        assert_eq!(bare_node_ids(bare).len(), 1, "{bare}");
+    }
+    for typed in [
+        "fn find(conn: &mut PgConnection, node: NodeUuid) -> X",
+        "    pub node: Option<NodeUuid>,",
+        "    // node: String, in a comment",
+        "    pub nodes_total: i64,",
+    ] {
+        assert!(bare_node_ids(typed).is_empty(), "{typed}");
+    }
+}
+
 /// The import rules: top module → the top modules it may name, from the `import-rules` block
 /// of docs/architecture.md (`module: allowed, allowed`; `*` for any).
 fn import_rules() -> BTreeMap<String, BTreeSet<String>> {

@@ -52,7 +52,7 @@ async fn a_boot_lands_only_on_a_node_with_enough_free_pci_devices() {
 #[actix_web::test]
 async fn an_unlocked_node_is_schedulable_at_once() {
     let d = TestDeployment::start(&["cmp-1"], 1).await;
-    let node = d.nodes()[0].uuid;
+    let node = ringmaster::domain::identity::NodeUuid(d.nodes()[0].uuid);
     d.actors.set_node_lock(node, true).await.unwrap();
     d.track(&["cmp-1"]).await;
     assert!(matches!(

@@ -102,7 +102,7 @@ async fn a_host_that_lost_the_node_during_a_deploy_writes_nothing_after_it() {
     })
     .await;
     let (node, old_host) = (
-        instance.node.clone().unwrap(),
+        instance.node.unwrap().to_string(),
         instance.host.clone().unwrap(),
     );
     let allocations = d.allocations();
@@ -142,7 +142,7 @@ async fn a_host_that_lost_the_node_during_a_destroy_deletes_nothing() {
     let d = TestDeployment::start(&["cmp-1", "cmp-2"], 4).await;
     let instance = d.boot("vm-1").await.unwrap();
     let (node, old_host) = (
-        instance.node.clone().unwrap(),
+        instance.node.unwrap().to_string(),
         instance.host.clone().unwrap(),
     );
     let allocations = d.allocations();

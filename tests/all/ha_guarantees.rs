@@ -28,7 +28,7 @@ async fn twelve_concurrent_boots_use_twelve_nodes_and_never_double_book() {
     for outcome in &outcomes {
         let instance = outcome.as_ref().expect("every boot finds a node");
         assert_eq!(instance.vm_state, "active", "{instance:?}");
-        nodes.insert(instance.node.clone().unwrap());
+        nodes.insert(instance.node.unwrap());
     }
     assert_eq!(nodes.len(), 12, "twelve distinct nodes");
     d.audit();

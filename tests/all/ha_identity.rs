@@ -47,7 +47,7 @@ async fn a_node_keeps_its_identity_even_after_its_compute_node_was_archived() {
         assert_eq!(node.compute_node_uuid, Some(node.uuid), "1:1:1 by uuid");
         assert_eq!(node.resource_provider_uuid, Some(node.uuid));
     }
-    let gone = d.nodes()[0].uuid;
+    let gone = ringmaster::domain::identity::NodeUuid(d.nodes()[0].uuid);
     d.actors
         .ironic
         .send(DeleteNode { node: gone })
@@ -94,7 +94,7 @@ async fn a_node_keeps_its_identity_even_after_its_compute_node_was_archived() {
     d.actors
         .ironic
         .send(EnrollNodes {
-            nodes: vec![NewIronicNode::enrolling(gone, None, "baremetal")],
+            nodes: vec![NewIronicNode::enrolling(gone.uuid(), None, "baremetal")],
         })
         .await
         .unwrap()
@@ -104,16 +104,16 @@ async fn a_node_keeps_its_identity_even_after_its_compute_node_was_archived() {
     let back = d
         .nodes()
         .into_iter()
-        .find(|node| node.uuid == gone)
+        .find(|node| node.uuid == gone.uuid())
         .unwrap();
     assert_eq!(
         back.compute_node_uuid,
-        Some(gone),
+        Some(gone.uuid()),
         "the same compute-node uuid"
     );
     assert_eq!(
         back.resource_provider_uuid,
-        Some(gone),
+        Some(gone.uuid()),
         "the same provider uuid"
     );
     d.audit();
@@ -128,7 +128,7 @@ async fn a_re_enrolled_node_becomes_available_with_its_old_identity() {
     // enroll below.
     d.track(&["cmp-1"]).await;
     let before = d.identities();
-    let node = d.nodes()[0].uuid;
+    let node = ringmaster::domain::identity::NodeUuid(d.nodes()[0].uuid);
     d.actors
         .ironic
         .send(DeleteNode { node })
@@ -138,7 +138,7 @@ async fn a_re_enrolled_node_becomes_available_with_its_old_identity() {
     d.actors
         .ironic
         .send(EnrollNodes {
-            nodes: vec![NewIronicNode::enrolling(node, None, "baremetal")],
+            nodes: vec![NewIronicNode::enrolling(node.uuid(), None, "baremetal")],
         })
         .await
         .unwrap()

@@ -25,7 +25,7 @@ async fn bug_1714248_a_dead_hosts_nodes_keep_their_identity_and_stay_schedulable
     let instance = d.boot("vm-1").await.unwrap();
     assert_eq!(instance.vm_state, "active");
     let dead = instance.host.clone().unwrap();
-    let node = instance.node.clone().unwrap();
+    let node = instance.node.unwrap().to_string();
     d.audit();
 
     a_destroy_on_a_locked_node_fails_and_keeps_its_claim(&d, &instance).await;
@@ -94,13 +94,13 @@ async fn a_destroy_on_a_locked_node_fails_and_keeps_its_claim(
 ) {
     let (dead, node) = (
         instance.host.clone().unwrap(),
-        instance.node.clone().unwrap(),
+        instance.node.unwrap().to_string(),
     );
     let node_uuid: Uuid = node.parse().unwrap();
     d.actors
         .ironic
         .send(LockNode {
-            node: node_uuid,
+            node: ringmaster::domain::identity::NodeUuid(node_uuid),
             locked: true,
         })
         .await
@@ -145,7 +145,7 @@ async fn bug_1853009_a_stale_host_cannot_delete_a_node_another_host_took_over() 
     } else {
         "cmp-1"
     };
-    let node = instance.node.clone().unwrap();
+    let node = instance.node.unwrap().to_string();
     let stale_epoch = d
         .nodes()
         .iter()
@@ -265,7 +265,7 @@ async fn draining_a_host_moves_its_nodes_away() {
 async fn a_node_gone_from_ironic_is_deleted_only_without_allocations() {
     let d = TestDeployment::start(&["cmp-1", "cmp-2"], 4).await;
     let instance = d.boot("vm-1").await.unwrap();
-    let busy = instance.node.clone().unwrap();
+    let busy = instance.node.unwrap().to_string();
     let free = d
         .nodes()
         .into_iter()
@@ -286,7 +286,9 @@ async fn a_node_gone_from_ironic_is_deleted_only_without_allocations() {
     );
     d.actors
         .ironic
-        .send(DeleteNode { node: free.uuid })
+        .send(DeleteNode {
+            node: ringmaster::domain::identity::NodeUuid(free.uuid),
+        })
         .await
         .unwrap()
         .unwrap();

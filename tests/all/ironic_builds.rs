@@ -104,7 +104,7 @@ async fn builds_on_the_third_after_two_failures(
     let booted =
         ringmaster::db::instances::get_instance(&mut d.db.conn(), booted.uuid).expect("found");
     assert_eq!(booted.vm_state.as_str(), "active");
-    assert_eq!(booted.node.as_deref(), Some(good.to_string().as_str()));
+    assert_eq!(booted.node.map(|node| node.uuid()), Some(good));
     let said = faults(d, booted.uuid);
     assert_eq!(said.len(), 2, "one fault per failed attempt: {said:?}");
     for (fault, node) in said.iter().zip(direct) {
@@ -205,8 +205,8 @@ async fn a_fixed_node_builds_again_and_its_count_goes(
         ringmaster::db::instances::get_instance(&mut d.db.conn(), rebuilt.uuid).expect("found");
     assert_eq!(rebuilt.vm_state.as_str(), "active");
     assert_eq!(
-        rebuilt.node.as_deref(),
-        Some(direct[0].to_string().as_str()),
+        rebuilt.node.map(|node| node.uuid()),
+        Some(direct[0]),
         "after the new failure of {third}"
     );
     let listed = nodes(address).await;

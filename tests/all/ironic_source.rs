@@ -423,7 +423,7 @@ async fn nodes_deleted_and_added_in_ironic_lose_and_get_their_compute_nodes() {
     // An active instance Ironic no longer shows on its node (torn down behind ringmaster's
     // back) is reported, once, and its node is not re-used while it holds the claim.
     let instance = d.boot("vm-behind").await.expect("boots");
-    let node: Uuid = instance.node.as_deref().unwrap().parse().unwrap();
+    let node: Uuid = instance.node.unwrap().uuid();
     let status = ironic
         .request(Method::PUT, &format!("/nodes/{node}/states/provision"))
         .json(&json!({"target": "deleted"}))

@@ -132,7 +132,7 @@ async fn every_caller_of_the_fence_writes_nothing_for_a_node_that_moved() {
     let d = TestDeployment::start(&["cmp-1", "cmp-2"], 2).await;
     let instance = d.boot("vm-1").await.unwrap();
     let (node, old_host) = (
-        instance.node.clone().unwrap(),
+        instance.node.unwrap().to_string(),
         instance.host.clone().unwrap(),
     );
     let view = d

@@ -9,7 +9,7 @@ use super::{ComputeHost, HostError};
 use crate::actors::node_source::{Current, DeployRequest, NodeSource};
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::{HostName, InstanceUuid};
+use crate::domain::identity::{HostName, InstanceUuid, NodeUuid};
 use crate::domain::instance::VmState;
 use crate::domain::mirror::ListedNode;
 
@@ -18,7 +18,7 @@ use crate::domain::mirror::ListedNode;
 #[rtype(result = "Result<VmState, HostError>")]
 pub struct Spawn {
     pub instance: InstanceUuid,
-    pub node: String,
+    pub node: NodeUuid,
     /// PCI devices the instance asks for, claimed on the node before the deploy.
     pub pci_devices: u32,
 }
@@ -140,7 +140,7 @@ impl Handler<TakeSpawns> for ComputeHost {
                     );
                     let spawn = Spawn {
                         instance: request.instance_uuid,
-                        node: request.node.clone(),
+                        node: request.node,
                         pci_devices: u32::try_from(request.pci_devices).unwrap_or(0),
                     };
                     if let Err(failure) = build.deploy(spawn).await {
@@ -189,7 +189,7 @@ impl Build {
             host,
             ..
         } = self.clone();
-        let owned = require_owned(&pool, &host, &spawn.node).await?;
+        let owned = require_owned(&pool, &host, spawn.node).await?;
         let instance = spawn.instance;
         // Fenced, and only while the build is still on: a build settled meanwhile (its claim
         // released) is not deployed.
@@ -232,7 +232,7 @@ impl Build {
                 }
                 // Settled while Ironic deployed it: undo the deploy, nothing holds it.
                 if let Err(error) = node_source
-                    .destroy(owned.ironic, instance, &owned.fence(&pool))
+                    .destroy(owned.node, instance, &owned.fence(&pool))
                     .await
                 {
                     log::warn!(
@@ -321,19 +321,19 @@ impl Build {
         else {
             return Ok(true);
         };
-        let owned = match require_owned(&self.pool, &self.host, &node).await {
+        let owned = match require_owned(&self.pool, &self.host, node).await {
             Ok(owned) => owned,
             // Its node moved: the new owner settles it (a build older than the move).
             Err(HostError::NotOwner { .. }) => return Ok(true),
             Err(other) => return Err(other),
         };
-        let shown = match self.node_source.current(owned.ironic).await {
+        let shown = match self.node_source.current(owned.node).await {
             Ok(Current::AtRest(shown)) => shown,
             Ok(Current::Busy(state)) => {
                 log::info!(
                     "host {}: build of instance {instance} waits for ironic node {} ({state})",
                     self.host,
-                    owned.ironic
+                    owned.node
                 );
                 return Ok(false);
             }
@@ -375,10 +375,10 @@ pub(super) async fn deploy_request(
     owned: &Owned,
     instance: InstanceUuid,
 ) -> Result<DeployRequest, HostError> {
-    let node = owned.ironic;
+    let node = owned.node;
     let (display_name, root_gb, server) = db::run(pool, move |conn| {
         let found = db::instances::get_instance(conn, instance)?;
-        let root_gb = db::ironic::local_gb(conn, node)?;
+        let root_gb = db::ironic::local_gb(conn, node.uuid())?;
         let server = db::servers::get_server(conn, instance)?;
         Ok((
             found.name.unwrap_or_else(|| instance.to_string()),
@@ -404,7 +404,7 @@ pub(super) async fn deploy_request(
         None => (root_gb, None),
     };
     Ok(DeployRequest {
-        node: owned.ironic,
+        node: owned.node,
         instance,
         display_name,
         root_gb,

@@ -35,7 +35,7 @@ impl Build {
             db::instances::get_instance(conn, instance)
         })
         .await?;
-        let owned = match found.node.as_deref() {
+        let owned = match found.node {
             Some(node) => owner_of(&self.pool, &self.host, node).await?,
             None => None,
         };
@@ -82,7 +82,7 @@ impl Build {
         // Ironic that cannot say is asked to tear down.
         let carried = self
             .node_source
-            .carries(owned.ironic, instance)
+            .carries(owned.node, instance)
             .await
             .unwrap_or(true);
         if !carried {
@@ -90,7 +90,7 @@ impl Build {
         }
         let failure = match self
             .node_source
-            .destroy(owned.ironic, instance, &owned.fence(&self.pool))
+            .destroy(owned.node, instance, &owned.fence(&self.pool))
             .await
             .map_err(|error| owned.source_error(error))
         {
@@ -99,7 +99,7 @@ impl Build {
             Err(failure) => failure,
         };
         // The node went, or was torn down, while this asked: nothing is left.
-        let left = self.node_source.carries(owned.ironic, instance).await;
+        let left = self.node_source.carries(owned.node, instance).await;
         if matches!(left, Ok(false)) {
             whole_delete(owned, &self.pool, instance, &self.clock).await?;
             return Ok(None);

@@ -2,19 +2,16 @@
 //! by that owner and epoch: the builds, the tear-downs and the power actions go through it
 //! (invariant 4: no write lands for a node another host took over meanwhile).
 
-use uuid::Uuid;
-
 use super::HostError;
 use crate::actors::node_source::{Fence, SourceError};
 use crate::db::{self, DbError, Pool};
-use crate::domain::identity::{ComputeNodeId, HostName, OwnerEpoch};
+use crate::domain::identity::{ComputeNodeId, HostName, NodeUuid, OwnerEpoch};
 
 /// A node this host owned when it was looked up: its writes go through `write`, which
 /// re-checks the ownership in the writing transaction (invariant 4).
 pub(super) struct Owned {
     host: HostName,
-    pub(super) node: String,
-    pub(super) ironic: Uuid,
+    pub(super) node: NodeUuid,
     pub(super) compute_node_id: ComputeNodeId,
     epoch: OwnerEpoch,
 }
@@ -37,7 +34,7 @@ impl Owned {
         .await?;
         written.ok_or_else(|| HostError::NotOwner {
             host: self.host.clone(),
-            node: self.node.clone(),
+            node: self.node,
         })
     }
 }
@@ -69,7 +66,7 @@ impl Owned {
         match error {
             SourceError::Fenced(_) => HostError::NotOwner {
                 host: self.host.clone(),
-                node: self.node.clone(),
+                node: self.node,
             },
             SourceError::Mailbox(mailbox) => HostError::Mailbox(mailbox),
             SourceError::Failed(reason) => HostError::Ironic(reason),
@@ -98,11 +95,10 @@ where
 pub(super) async fn owner_of(
     pool: &Pool,
     host: &HostName,
-    node: &str,
+    node: NodeUuid,
 ) -> Result<Option<Owned>, HostError> {
-    let lookup = node.to_owned();
     let exists = db::run(pool, move |conn| {
-        db::compute_nodes::find_compute_node(conn, &lookup)
+        db::compute_nodes::find_compute_node(conn, node)
     })
     .await?
     .is_some();
@@ -116,22 +112,20 @@ pub(super) async fn owner_of(
 pub(super) async fn require_owned(
     pool: &Pool,
     host: &HostName,
-    node: &str,
+    node: NodeUuid,
 ) -> Result<Owned, HostError> {
-    let lookup = node.to_owned();
     let compute_node = db::run(pool, move |conn| {
-        db::compute_nodes::find_compute_node(conn, &lookup)
+        db::compute_nodes::find_compute_node(conn, node)
     })
     .await?;
     let not_owner = || HostError::NotOwner {
         host: host.clone(),
-        node: node.to_owned(),
+        node,
     };
     match compute_node {
         Some(compute_node) if compute_node.host == *host => Ok(Owned {
             host: host.clone(),
-            node: node.to_owned(),
-            ironic: compute_node.node.uuid(),
+            node,
             compute_node_id: compute_node.id,
             epoch: compute_node.owner_epoch,
         }),

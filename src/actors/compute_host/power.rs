@@ -34,10 +34,10 @@ impl Build {
                 "server {instance} is on no node"
             )));
         };
-        let owned = require_owned(&self.pool, &self.host, &node).await?;
+        let owned = require_owned(&self.pool, &self.host, node).await?;
         let powered = self
             .node_source
-            .power(owned.ironic, instance, action, &owned.fence(&self.pool))
+            .power(owned.node, instance, action, &owned.fence(&self.pool))
             .await
             .map_err(|error| owned.source_error(error));
         let now = self.clock.now();

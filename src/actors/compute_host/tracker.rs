@@ -12,7 +12,7 @@ use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
 use crate::db::node_reports::PassTimes;
 use crate::db::{self, DbError, Pool};
 use crate::domain::clock::SharedClock;
-use crate::domain::identity::InstanceUuid;
+use crate::domain::identity::{InstanceUuid, NodeUuid};
 use crate::domain::node::{ComputeNode, ComputeNodeId, HostName};
 use crate::domain::tracker::{OwnedNode, PassChanges, PassWrites};
 
@@ -113,7 +113,7 @@ impl Handler<UpdateAvailableResourceFrom> for ComputeHost {
 #[derive(Debug, Message)]
 #[rtype(result = "Result<TrackerReport, HostError>")]
 pub struct RefreshNodes {
-    pub nodes: Vec<String>,
+    pub nodes: Vec<NodeUuid>,
 }
 
 impl Handler<RefreshNodes> for ComputeHost {
@@ -129,7 +129,7 @@ impl ComputeHost {
     /// `read` earlier.
     fn pass(
         &mut self,
-        only: Option<Vec<String>>,
+        only: Option<Vec<NodeUuid>>,
         read: Option<Vec<OwnedNode>>,
     ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
         self.pass_with(only, read, None)
@@ -138,7 +138,7 @@ impl ComputeHost {
     /// `pass`, holding `permit` (one of the process's passes) when given, else waiting for one.
     pub(super) fn pass_with(
         &mut self,
-        only: Option<Vec<String>>,
+        only: Option<Vec<NodeUuid>>,
         read: Option<Vec<OwnedNode>>,
         permit: Option<tokio::sync::OwnedSemaphorePermit>,
     ) -> AtomicResponse<Self, Result<TrackerReport, HostError>> {
@@ -201,7 +201,7 @@ struct TrackerPass {
     ),
     started_at: DateTime<Utc>,
     seen_changes: Option<i64>,
-    only: Option<Vec<String>>,
+    only: Option<Vec<NodeUuid>>,
     /// A read taken earlier, used instead of reading now.
     read: Option<Vec<OwnedNode>>,
 }

@@ -17,6 +17,7 @@ use super::{DeployRequest, Fence, SourceError};
 pub use crate::config::IronicSettings;
 use crate::db::{self, Pool};
 use crate::domain::clock::SharedClock;
+use crate::domain::identity::NodeUuid;
 use crate::domain::mirror::{self, ListedNode};
 use crate::ironic_api::{IronicApi, IronicError, IronicNodeRecord, PatchOp};
 
@@ -286,7 +287,7 @@ impl IronicDriver {
             ops.extend(patch::server_patch(server));
             server.configdrive.clone()
         });
-        self.write(fence, node, || api.patch_node(node, &ops))
+        self.write(fence, node, || api.patch_node(node.uuid(), &ops))
             .await?;
         match self
             .validate_and_deploy(&api, node, configdrive, fence)
@@ -312,12 +313,12 @@ impl IronicDriver {
     async fn validate_and_deploy(
         &self,
         api: &IronicApi,
-        node: Uuid,
+        node: NodeUuid,
         configdrive: Option<serde_json::Value>,
         fence: &Fence,
     ) -> Result<ListedNode, SourceError> {
         self.count(1);
-        let checks = api.validate_node(node).await.map_err(failed)?;
+        let checks = api.validate_node(node.uuid()).await.map_err(failed)?;
         for interface in ["deploy", "power", "boot", "management"] {
             if let Some(check) = checks.get(interface)
                 && check.result == Some(false)
@@ -329,7 +330,7 @@ impl IronicDriver {
             }
         }
         self.write(fence, node, || {
-            api.set_provision_state_with(node, "active", configdrive.clone())
+            api.set_provision_state_with(node.uuid(), "active", configdrive.clone())
         })
         .await?;
         let record = self
@@ -353,10 +354,10 @@ impl IronicDriver {
     }
 
     /// Says whether Ironic has `node` and it carries `instance` (404: it has not).
-    pub async fn carries(&self, node: Uuid, instance: Uuid) -> Result<bool, SourceError> {
+    pub async fn carries(&self, node: NodeUuid, instance: Uuid) -> Result<bool, SourceError> {
         let api = self.connection().await.map_err(failed)?;
         self.count(1);
-        match api.get_node(node).await {
+        match api.get_node(node.uuid()).await {
             Ok(record) => Ok(record.instance_uuid == Some(instance)),
             Err(IronicError::Refused { status: 404, .. }) => Ok(false),
             Err(other) => Err(failed(other)),
@@ -365,10 +366,10 @@ impl IronicDriver {
 
     /// Reads `node` from Ironic: busy while a provision state is in progress (`…ing`,
     /// `… wait`, `wait call-back`), at rest otherwise (as the mirror should show it).
-    pub async fn current(&self, node: Uuid) -> Result<super::Current, SourceError> {
+    pub async fn current(&self, node: NodeUuid) -> Result<super::Current, SourceError> {
         let api = self.connection().await.map_err(failed)?;
         self.count(1);
-        let record = api.get_node(node).await.map_err(failed)?;
+        let record = api.get_node(node.uuid()).await.map_err(failed)?;
         let state = record.provision_state.clone();
         if state.ends_with("ing") || state.contains("wait") {
             return Ok(super::Current::Busy(state));
@@ -381,7 +382,7 @@ impl IronicDriver {
     /// set. A node that carries another instance is left alone.
     pub async fn destroy(
         &self,
-        node: Uuid,
+        node: NodeUuid,
         instance: Uuid,
         fence: &Fence,
     ) -> Result<ListedNode, SourceError> {
@@ -394,7 +395,7 @@ impl IronicDriver {
     async fn tear_down(
         &self,
         api: &IronicApi,
-        node: Uuid,
+        node: NodeUuid,
         instance: Uuid,
         fence: &Fence,
     ) -> Result<IronicNodeRecord, SourceError> {
@@ -402,7 +403,7 @@ impl IronicDriver {
         let mut requested = false;
         let record = loop {
             self.count(1);
-            let record = api.get_node(node).await.map_err(failed)?;
+            let record = api.get_node(node.uuid()).await.map_err(failed)?;
             if let Some(other) = record.instance_uuid.filter(|other| *other != instance) {
                 return Err(SourceError::Failed(format!(
                     "ironic node {node} carries instance {other}, not {instance}: left alone"
@@ -419,8 +420,10 @@ impl IronicDriver {
                 )));
             }
             if TEARABLE.contains(&state) && !requested {
-                self.write(fence, node, || api.set_provision_state(node, "deleted"))
-                    .await?;
+                self.write(fence, node, || {
+                    api.set_provision_state(node.uuid(), "deleted")
+                })
+                .await?;
                 requested = true;
             } else if Instant::now() > deadline {
                 return Err(SourceError::Failed(format!(
@@ -435,10 +438,10 @@ impl IronicDriver {
                 PatchOp::remove("/instance_uuid"),
                 PatchOp::remove("/instance_info"),
             ];
-            self.write(fence, node, || api.patch_node(node, &ops))
+            self.write(fence, node, || api.patch_node(node.uuid(), &ops))
                 .await?;
             self.count(1);
-            return api.get_node(node).await.map_err(failed);
+            return api.get_node(node.uuid()).await.map_err(failed);
         }
         Ok(record)
     }
@@ -448,7 +451,7 @@ impl IronicDriver {
     async fn wait_for(
         &self,
         api: &IronicApi,
-        node: Uuid,
+        node: NodeUuid,
         what: &str,
         done: impl Fn(&str) -> bool,
     ) -> Result<IronicNodeRecord, SourceError> {
@@ -456,7 +459,7 @@ impl IronicDriver {
         loop {
             actix_rt::time::sleep(self.settings.poll_interval).await;
             self.count(1);
-            let last = match api.get_node(node).await {
+            let last = match api.get_node(node.uuid()).await {
                 Ok(record) if done(&record.provision_state) => return Ok(record),
                 Ok(record) => record.provision_state,
                 Err(error) => error.to_string(),
@@ -472,7 +475,7 @@ impl IronicDriver {
 
     /// Sends one write for `node` while the host holds it: the fence is checked before each
     /// try, and a `409 NodeLocked` is tried again with backoff up to the configured limit.
-    async fn write<F, Fut>(&self, fence: &Fence, node: Uuid, send: F) -> Result<(), SourceError>
+    async fn write<F, Fut>(&self, fence: &Fence, node: NodeUuid, send: F) -> Result<(), SourceError>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<(), IronicError>>,

@@ -27,7 +27,7 @@ pub struct ServerRecord {
     pub project_id: String,
     pub user_id: String,
     pub host: Option<String>,
-    pub node: Option<String>,
+    pub node: Option<super::super::identity::NodeUuid>,
     pub vm_state: String,
     pub task_state: Option<String>,
     pub power_state: i32,

@@ -139,15 +139,24 @@ async fn with_destination(
     if host.is_none() && node.is_none() {
         return Ok(());
     }
-    let (find_host, find_node) = (host.clone(), node.clone());
+    let not_found = |missing: &str| {
+        ComputeError::bad_request(format!("Compute host {missing} could not be found."))
+    };
+    // A node is named by its uuid: any other name names no node.
+    let node = match node {
+        Some(name) => Some(
+            name.parse()
+                .map_err(|_| not_found(host.as_deref().unwrap_or(&name)))?,
+        ),
+        None => None,
+    };
+    let find_host = host.clone();
     let missing = db::run(&state.pool, move |conn| {
-        db::hosts::missing_destination(conn, find_host.as_deref(), find_node.as_deref())
+        db::hosts::missing_destination(conn, find_host.as_deref(), node)
     })
     .await?;
     if let Some(missing) = missing {
-        return Err(ComputeError::bad_request(format!(
-            "Compute host {missing} could not be found."
-        )));
+        return Err(not_found(&missing));
     }
     asked.destination = Destination { host, node };
     Ok(())

@@ -21,7 +21,7 @@ use crate::actors::scheduler::Boot;
 use crate::db;
 use crate::db::compute_nodes::{OrphanOutcome, ProviderOutcome};
 use crate::domain::boot::BootRequest;
-use crate::domain::identity::{HostName, InstanceUuid, OwnerEpoch, ProviderUuid};
+use crate::domain::identity::{HostName, InstanceUuid, NodeUuid, OwnerEpoch, ProviderUuid};
 use crate::script::format::{IntOrRef, Message, Target};
 
 /// Sends `message` to `address` and waits for its answer; a dead mailbox and the actor's own
@@ -223,12 +223,12 @@ impl Run {
                 Ok(json!({"enrolled": nodes.len(), "nodes": nodes}))
             }
             Message::DeleteNode { node } => {
-                let node = parse_uuid(&self.interpolate(node)?)?;
+                let node = NodeUuid(parse_uuid(&self.interpolate(node)?)?);
                 ask(&ironic, DeleteNode { node }).await?;
                 Ok(json!({}))
             }
             Message::LockNode { node } | Message::UnlockNode { node } => {
-                let node = parse_uuid(&self.interpolate(node)?)?;
+                let node = NodeUuid(parse_uuid(&self.interpolate(node)?)?);
                 let locked = matches!(message, Message::LockNode { .. });
                 self.actors
                     .set_node_lock(node, locked)
@@ -237,7 +237,7 @@ impl Run {
                 Ok(json!({}))
             }
             Message::SetMaintenance { node, on } => {
-                let node = parse_uuid(&self.interpolate(node)?)?;
+                let node = NodeUuid(parse_uuid(&self.interpolate(node)?)?);
                 ask(&ironic, SetMaintenance { node, on: *on }).await?;
                 Ok(json!({}))
             }

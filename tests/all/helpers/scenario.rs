@@ -65,7 +65,7 @@ pub fn leave_a_build(
         project_id: "project".to_owned(),
         user_id: "user".to_owned(),
         host: node.host.clone().unwrap().into(),
-        node: node.uuid.to_string(),
+        node: ringmaster::domain::identity::NodeUuid(node.uuid),
         resource_class: "baremetal".to_owned(),
         server: None,
     };

@@ -17,6 +17,7 @@ use super::{IronicDriver, ListingStatus, listed_node};
 use crate::actors::HostDirectory;
 use crate::db::leases::{self, LeaseToken};
 use crate::db::{self, DbError, Pool};
+use crate::domain::identity::NodeUuid;
 use crate::domain::mirror::{self, ListingCompare, SeenNodes};
 use crate::ironic_api::{IronicApi, IronicError, NodeSelection};
 
@@ -474,6 +475,7 @@ impl IronicDriver {
                     match running.list_as_holder(&mut state).await {
                         Ok(changed) => {
                             last_listing = Some(started);
+                            let changed = changed.into_iter().map(NodeUuid).collect();
                             refresh_owners(&running.pool, &hosts, changed).await;
                         }
                         Err(ListingError::Failed(_)) => last_listing = Some(started),
@@ -496,14 +498,14 @@ impl IronicDriver {
 /// Has the owners of `changed` nodes report them now, so that a change in Ironic
 /// (maintenance, a new or deleted node) shows within the listing's pass: hosts of this
 /// process by message, hosts of others through a notification.
-async fn refresh_owners(pool: &Pool, hosts: &HostDirectory, changed: Vec<Uuid>) {
+async fn refresh_owners(pool: &Pool, hosts: &HostDirectory, changed: Vec<NodeUuid>) {
     if changed.is_empty() {
         return;
     }
     let local = hosts.names();
     let refreshed = db::run(pool, move |conn| {
         let owners = db::compute_nodes::owners_of(conn, &changed)?;
-        let mut by_host: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        let mut by_host: std::collections::BTreeMap<String, Vec<NodeUuid>> = Default::default();
         for (host, node) in owners {
             by_host.entry(host).or_default().push(node);
         }

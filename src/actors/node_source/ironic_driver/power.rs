@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{Fence, IronicDriver, SourceError, failed};
 use crate::domain::compute::server::PowerAction;
+use crate::domain::identity::NodeUuid;
 use crate::ironic_api::IronicApi;
 
 /// How long a soft power off or reboot may take before the hard one (Nova's
@@ -22,14 +23,14 @@ impl IronicDriver {
     /// the soft one fails; waits until Ironic shows the node powered as wanted.
     pub async fn power(
         &self,
-        node: Uuid,
+        node: NodeUuid,
         instance: Uuid,
         action: PowerAction,
         fence: &Fence,
     ) -> Result<(), SourceError> {
         let api = self.connection().await.map_err(failed)?;
         self.count(1);
-        let record = api.get_power(node).await.map_err(failed)?;
+        let record = api.get_power(node.uuid()).await.map_err(failed)?;
         if record.instance_uuid != Some(instance) {
             return Err(SourceError::Failed(format!(
                 "ironic node {node} does not carry instance {instance}: its power is left alone"
@@ -49,7 +50,9 @@ impl IronicDriver {
                 .starts_with("soft")
                 .then_some(SOFT_POWER_TIMEOUT.as_secs());
             let asked = self
-                .write(fence, node, || api.set_power_state(node, target, timeout))
+                .write(fence, node, || {
+                    api.set_power_state(node.uuid(), target, timeout)
+                })
                 .await;
             outcome = match asked {
                 Ok(()) => {
@@ -73,7 +76,7 @@ impl IronicDriver {
     async fn await_power(
         &self,
         api: &IronicApi,
-        node: Uuid,
+        node: NodeUuid,
         wanted: &str,
         reboot: bool,
     ) -> Result<(), SourceError> {
@@ -82,7 +85,7 @@ impl IronicDriver {
         let mut under_way = false;
         loop {
             self.count(1);
-            let record = api.get_power(node).await.map_err(failed)?;
+            let record = api.get_power(node.uuid()).await.map_err(failed)?;
             let settled = record.target_power_state.is_none();
             under_way |= !settled;
             let seen = !reboot || under_way || started.elapsed() > REBOOT_GRACE;

@@ -6,13 +6,13 @@ use super::AppState;
 use super::dto::{BootRequest, InstanceResponse, ListQuery};
 use super::error::ApiError;
 use super::validate;
-use crate::actors::compute_host::DestroyInstance;
 use crate::actors::scheduler::{Boot, BootError};
 use crate::db;
 use crate::domain::boot;
 use crate::domain::error::ErrorKind;
 use crate::domain::identity::InstanceUuid;
 use crate::domain::instance::Instance;
+use crate::service::{self, servers::ServerError};
 
 /// The project and user of instances booted from the admin API.
 const ADMIN_PROJECT: &str = "ringmaster-admin";
@@ -92,18 +92,15 @@ pub async fn create_instance(
     {
         return Ok(existing);
     }
-    let booted = state
-        .actors
-        .scheduler
-        .send(Boot {
-            uuid: body.uuid,
-            name: body.name.clone(),
-            project: ADMIN_PROJECT.to_owned(),
-            user: ADMIN_PROJECT.to_owned(),
-            request: boot::BootRequest::of_class(&body.resource_class, body.pci_devices),
-            answer_when_claimed: false,
-        })
-        .await?;
+    let boot = Boot {
+        uuid: body.uuid,
+        name: body.name.clone(),
+        project: ADMIN_PROJECT.to_owned(),
+        user: ADMIN_PROJECT.to_owned(),
+        request: boot::BootRequest::of_class(&body.resource_class, body.pci_devices),
+        answer_when_claimed: false,
+    };
+    let booted = service::servers::boot(&state.actors, boot).await;
     match booted {
         Ok(instance) => Ok(HttpResponse::Created().json(one_with_origin(&state, instance).await?)),
         // Another request with this uuid got there first.
@@ -198,17 +195,18 @@ pub async fn delete_instance(
     })
     .await?;
     let host = instance.host.unwrap_or_default();
-    let Some(address) = state.actors.hosts.get(&host) else {
-        return Err(ApiError::Actor {
-            kind: crate::domain::error::ErrorKind::Unavailable,
-            message: format!("host {host} of instance {uuid} is not running in this process"),
-        });
-    };
-    address
-        .send(DestroyInstance {
-            instance: uuid,
-            defer_pci_free: false,
-        })
-        .await??;
+    service::servers::destroy(&state.actors, uuid, host)
+        .await
+        .map_err(|error| match error {
+            ServerError::HostElsewhere { uuid, host } => ApiError::Actor {
+                kind: ErrorKind::Unavailable,
+                message: format!("host {host} of instance {uuid} is not running in this process"),
+            },
+            ServerError::Host { error, .. } => error.into(),
+            other => ApiError::Actor {
+                kind: ErrorKind::Unavailable,
+                message: other.to_string(),
+            },
+        })?;
     Ok(HttpResponse::NoContent().finish())
 }

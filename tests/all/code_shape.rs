@@ -14,6 +14,8 @@
 //!   no cycle;
 //! - no test file names another (`crate::x::` for any `x` but `helpers`): shared fixtures live in
 //!   tests/all/helpers;
+//! - no file of `src/http` opens a database transaction (`transaction`, `blocking_transaction`,
+//!   `retrying_conflicts`): a handler's writes go through `src/service`;
 //! - no line of `src/` names an issue ("issue 26", "issues 17 and 27"): the code speaks for
 //!   itself, and the issues' history is in the commits.
 
@@ -209,6 +211,30 @@ fn no_line_of_src_names_an_issue() {
         }
     }
     assert!(named.is_empty(), "src names issues:\n{}", named.join("\n"));
+}
+
+#[test]
+fn http_opens_no_transaction() {
+    let mut files = rust_files("src/http");
+    files.push(PathBuf::from("src/http.rs"));
+    let opening: Vec<String> = files
+        .into_iter()
+        .flat_map(|path| {
+            let code = read(&path);
+            ["transaction", "blocking_transaction", "retrying_conflicts"]
+                .into_iter()
+                .filter_map(|name| {
+                    names_ident(&code, name)
+                        .map(|line| format!("{}:{line}: {name}", path.display()))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        opening.is_empty(),
+        "transactions opened in src/http (a use case of src/service opens them):\n{}",
+        opening.join("\n")
+    );
 }
 
 /// A node id as bare text or a bare uuid, in a field, a parameter or a message: `node: &str`,

@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::db::DbError;
 use crate::db::flavors::FlavorError;
 use crate::domain::error::ErrorKind;
+use crate::service::servers::ServerError;
 
 /// A Compute API error: its status and message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -122,6 +123,41 @@ impl From<FlavorError> for ComputeError {
             FlavorError::NameExists(_)
             | FlavorError::IdExists(_)
             | FlavorError::AccessExists(..) => ComputeError::conflict(error.to_string()),
+        }
+    }
+}
+
+impl From<ServerError> for ComputeError {
+    fn from(error: ServerError) -> Self {
+        let unavailable =
+            |message: &str| ComputeError::new(StatusCode::SERVICE_UNAVAILABLE, message);
+        match error {
+            ServerError::NoKeyPair(_) => ComputeError::bad_request("Invalid key_name provided."),
+            ServerError::NoDestination(missing) => {
+                ComputeError::bad_request(format!("Compute host {missing} could not be found."))
+            }
+            ServerError::SchedulerUnavailable => {
+                unavailable("The scheduler is unavailable, try again.")
+            }
+            ServerError::NotScheduled => {
+                unavailable("The server could not be scheduled now; try again.")
+            }
+            ServerError::HostElsewhere { uuid, host } => unavailable(&format!(
+                "the host of server {uuid} does not run in this process; ask the process that \
+                 runs {host}"
+            )),
+            ServerError::HostUnavailable => {
+                unavailable("The compute host is unavailable, try again.")
+            }
+            ServerError::Host { uuid, error } => {
+                // A delete racing this one got there first: gone, as Nova answers it then.
+                if error.kind() == ErrorKind::NotFound {
+                    return ComputeError::not_found(format!("Instance {uuid} could not be found."));
+                }
+                log::warn!("delete of server {uuid} failed: {error}");
+                ComputeError::conflict(format!("Server {uuid} could not be deleted now: {error}"))
+            }
+            ServerError::Db(error) => error.into(),
         }
     }
 }

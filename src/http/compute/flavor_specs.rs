@@ -11,7 +11,6 @@ use super::auth::Caller;
 use super::common::{self, Version};
 use super::error::ComputeError;
 use super::flavors::visible_flavor;
-use crate::db;
 use crate::db::flavors::FlavorError;
 use crate::domain::compute::extra_specs;
 
@@ -66,11 +65,7 @@ pub async fn create_specs(
     common::only(&body, &["extra_specs"], "body")?;
     let given = specs(common::member(body, "extra_specs")?, version)?;
     let flavorid = path.into_inner();
-    let written = given.clone();
-    db::transaction(&state.pool, move |conn| {
-        db::flavors::set_extra_specs(conn, &flavorid, &written)
-    })
-    .await?;
+    service::flavors::set_specs(&state.pool, flavorid, given.clone()).await?;
     Ok(HttpResponse::Ok().json(json!({"extra_specs": given})))
 }
 
@@ -108,11 +103,7 @@ pub async fn update_spec(
     if !given.contains_key(&key) {
         return Err(ComputeError::bad_request("Request body and URI mismatch"));
     }
-    let written = given.clone();
-    db::transaction(&state.pool, move |conn| {
-        db::flavors::set_extra_specs(conn, &flavorid, &written)
-    })
-    .await?;
+    service::flavors::set_specs(&state.pool, flavorid, given.clone()).await?;
     Ok(HttpResponse::Ok().json(given))
 }
 
@@ -124,10 +115,7 @@ pub async fn delete_spec(
 ) -> Result<HttpResponse, ComputeError> {
     caller.require_admin("os_compute_api:os-flavor-extra-specs:delete")?;
     let (flavorid, key) = path.into_inner();
-    db::transaction(&state.pool, move |conn| {
-        db::flavors::delete_extra_spec(conn, &flavorid, &key)
-    })
-    .await?;
+    service::flavors::delete_spec(&state.pool, flavorid, key).await?;
     Ok(HttpResponse::Ok().finish())
 }
 
@@ -145,17 +133,10 @@ pub async fn list_access(
 ) -> Result<HttpResponse, ComputeError> {
     caller.require_admin("os_compute_api:os-flavor-access")?;
     let flavorid = path.into_inner();
-    let shown = flavorid.clone();
-    let projects = db::transaction(&state.pool, move |conn| {
-        let flavor = db::flavors::get_flavor(conn, &flavorid)?;
-        if flavor.is_public {
-            return Ok(None);
-        }
-        db::flavors::list_access(conn, &flavorid).map(Some)
-    })
-    .await?;
+    let projects =
+        service::flavors::access(&state.pool, flavorid.clone(), AccessChange::Read).await?;
     match projects {
-        Some(projects) => Ok(HttpResponse::Ok().json(access_view(&shown, projects))),
+        Some(projects) => Ok(HttpResponse::Ok().json(access_view(&flavorid, projects))),
         None => Err(ComputeError::not_found(
             "Access list not available for public flavors.",
         )),
@@ -202,21 +183,14 @@ pub async fn flavor_action(
         }
     };
     let flavorid = path.into_inner();
-    let shown = flavorid.clone();
-    let projects = db::transaction(&state.pool, move |conn| {
-        let flavor = db::flavors::get_flavor(conn, &flavorid)?;
-        if flavor.is_public {
-            return Ok(None);
-        }
-        if adding {
-            db::flavors::add_access(conn, &flavorid, &project).map(Some)
-        } else {
-            db::flavors::remove_access(conn, &flavorid, &project).map(Some)
-        }
-    })
-    .await?;
+    let change = if adding {
+        AccessChange::Add(project)
+    } else {
+        AccessChange::Remove(project)
+    };
+    let projects = service::flavors::access(&state.pool, flavorid.clone(), change).await?;
     match projects {
-        Some(projects) => Ok(HttpResponse::Ok().json(access_view(&shown, projects))),
+        Some(projects) => Ok(HttpResponse::Ok().json(access_view(&flavorid, projects))),
         None => Err(ComputeError::conflict(
             "Can not add access to a public flavor.",
         )),
@@ -224,3 +198,4 @@ pub async fn flavor_action(
 }
 
 use crate::http::AppState;
+use crate::service::{self, flavors::AccessChange};

@@ -7,11 +7,11 @@ use serde_json::{Map, Value, json};
 use super::auth::Caller;
 use super::common::{self, Version};
 use super::error::ComputeError;
-use crate::db;
 use crate::db::flavors::FlavorError;
 use crate::domain::compute::extra_specs;
 use crate::domain::compute::flavor::{Flavor, FlavorFields, FlavorFilter, SORT_KEYS};
 use crate::http::AppState;
+use crate::service;
 
 /// The short view (`GET /flavors`).
 fn brief(request: &HttpRequest, version: Version, flavor: &Flavor) -> Value {
@@ -133,16 +133,15 @@ async fn listed(
     let pairs = common::query_pairs(request)?;
     let filter = filter(&pairs, caller, version)?;
     let limit = filter.limit;
-    let flavors = db::transaction(&state.pool, move |conn| {
-        db::flavors::list_flavors(conn, &filter)
-    })
-    .await
-    .map_err(|error| match error {
-        FlavorError::NotFound(marker) => {
-            ComputeError::bad_request(format!("marker [{marker}] not found"))
-        }
-        other => other.into(),
-    })?;
+    let flavors =
+        service::flavors::list(&state.pool, filter)
+            .await
+            .map_err(|error| match error {
+                FlavorError::NotFound(marker) => {
+                    ComputeError::bad_request(format!("marker [{marker}] not found"))
+                }
+                other => other.into(),
+            })?;
     Ok((flavors, limit))
 }
 
@@ -191,21 +190,7 @@ pub async fn visible_flavor(
     flavorid: String,
 ) -> Result<Flavor, ComputeError> {
     let project = (!caller.is_admin()).then(|| caller.project_id.clone());
-    Ok(db::transaction(&state.pool, move |conn| {
-        let flavor = db::flavors::get_flavor(conn, &flavorid)?;
-        match project {
-            Some(project) if !flavor.is_public => {
-                let shared = db::flavors::list_access(conn, &flavorid)?;
-                if shared.contains(&project) {
-                    Ok(flavor)
-                } else {
-                    Err(FlavorError::NotFound(flavorid))
-                }
-            }
-            _ => Ok(flavor),
-        }
-    })
-    .await?)
+    Ok(service::flavors::visible(&state.pool, project, flavorid).await?)
 }
 
 /// `GET /flavors/{id}`.
@@ -273,15 +258,8 @@ pub async fn create_flavor(
         .check(version.at_least(55))
         .map_err(ComputeError::bad_request)?;
     let now = chrono::Utc::now();
-    let created = db::transaction(&state.pool, move |conn| {
-        let created = db::flavors::create_flavor(conn, &new, now)?;
-        if !new.is_public {
-            // Nova shares a private flavor with the project that created it.
-            db::flavors::add_access(conn, &created.flavorid, &caller.project_id)?;
-        }
-        Ok::<_, FlavorError>(created)
-    })
-    .await?;
+    let created =
+        service::flavors::create(&state.pool, new, caller.project_id.clone(), now).await?;
     Ok(HttpResponse::Ok().json(json!({"flavor": full(&request, version, &created)})))
 }
 
@@ -320,10 +298,7 @@ pub async fn update_flavor(
     };
     let flavorid = path.into_inner();
     let now = chrono::Utc::now();
-    let updated = db::transaction(&state.pool, move |conn| {
-        db::flavors::set_description(conn, &flavorid, description.as_deref(), now)
-    })
-    .await?;
+    let updated = service::flavors::describe(&state.pool, flavorid, description, now).await?;
     Ok(HttpResponse::Ok().json(json!({"flavor": full(&request, version, &updated)})))
 }
 
@@ -335,9 +310,6 @@ pub async fn delete_flavor(
 ) -> Result<HttpResponse, ComputeError> {
     caller.require_admin("os_compute_api:os-flavor-manage:delete")?;
     let flavorid = path.into_inner();
-    db::transaction(&state.pool, move |conn| {
-        db::flavors::delete_flavor(conn, &flavorid)
-    })
-    .await?;
+    service::flavors::delete(&state.pool, flavorid).await?;
     Ok(HttpResponse::Accepted().finish())
 }

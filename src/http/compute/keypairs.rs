@@ -9,9 +9,10 @@ use super::auth::Caller;
 use super::common::{self, Version};
 use super::error::ComputeError;
 use crate::db;
-use crate::db::keypairs::{KeyPair, KeyPairImport, NewKeyPair};
+use crate::db::keypairs::{KeyPair, KeyPairImport};
 use crate::domain::compute::keypair;
 use crate::http::AppState;
+use crate::service;
 
 fn brief(version: Version, pair: &KeyPair) -> Value {
     let mut view =
@@ -86,18 +87,14 @@ pub async fn create_keypair(
         "create",
     )?;
     let now = state.actors.clock.now();
-    let (named, owner) = (name.clone(), user.clone());
-    let imported = db::transaction(&state.pool, move |conn| {
-        let pair = NewKeyPair {
-            name: &named,
-            user: &owner,
-            fingerprint: &fingerprint,
-            public_key: &public_key,
-            kind: &kind,
-        };
-        db::keypairs::create_keypair(conn, pair, keypair::KEY_PAIRS_PER_USER, now)
-    })
-    .await?;
+    let pair = service::keypairs::Import {
+        name: name.clone(),
+        user,
+        fingerprint,
+        public_key,
+        kind,
+    };
+    let imported = service::keypairs::import(&state.pool, pair, now).await?;
     let created = match imported {
         KeyPairImport::Created(created) => created,
         KeyPairImport::Exists => {
@@ -216,20 +213,4 @@ pub async fn delete_keypair(
     } else {
         HttpResponse::Accepted().finish()
     })
-}
-
-/// The public key of key pair `name` of `user`, for a server booted with it: Nova's 400 when
-/// there is none.
-pub async fn key_for_boot(
-    state: &AppState,
-    user: &str,
-    name: &str,
-) -> Result<String, ComputeError> {
-    let (user, name) = (user.to_owned(), name.to_owned());
-    db::run(&state.pool, move |conn| {
-        db::keypairs::get_keypair(conn, &user, &name)
-    })
-    .await?
-    .map(|pair| pair.public_key)
-    .ok_or_else(|| ComputeError::bad_request("Invalid key_name provided."))
 }

@@ -9,10 +9,9 @@ use serde_json::Value;
 use super::auth::Caller;
 use super::common;
 use super::error::ComputeError;
-use crate::actors::compute_host::PowerServer;
-use crate::db;
 use crate::domain::compute::server::PowerAction;
 use crate::http::AppState;
+use crate::service::{self, server_power::PowerError};
 
 /// The action a body asks for.
 fn action_of(body: &serde_json::Map<String, Value>) -> Result<PowerAction, ComputeError> {
@@ -61,40 +60,15 @@ pub async fn server_action(
         )));
     }
     let host = server.host.clone().unwrap_or_default();
-    let Some(address) = state.actors.hosts.get(&host) else {
-        return Err(ComputeError::conflict(format!(
+    let begun = service::server_power::begin(&state.pool, &state.actors, server.uuid, host, action);
+    begun.await.map_err(|error| match error {
+        PowerError::HostElsewhere(host) => ComputeError::conflict(format!(
             "Cannot '{}' instance {} now: its host {host:?} does not run in this process",
             action.name(),
             server.uuid
-        )));
-    };
-    let (uuid, now) = (server.uuid, state.actors.clock.now());
-    db::transaction(&state.pool, move |conn| {
-        db::servers::begin_power(conn, uuid, action, now)
-    })
-    .await?
-    .map_err(ComputeError::conflict)?;
-    let pool = state.pool.clone();
-    actix::spawn(async move {
-        let done = address
-            .send(PowerServer {
-                instance: uuid,
-                action,
-            })
-            .await;
-        if let Err(lost) = done {
-            log::warn!("{} of server {uuid} was not done: {lost}", action.name());
-            let now = chrono::Utc::now();
-            let cleared = db::transaction(&pool, move |conn| {
-                db::servers::end_power(conn, uuid, None, now)
-            })
-            .await;
-            if let Err(error) = cleared {
-                log::warn!(
-                    "server {uuid}: its task_state stays until its host's next pass: {error}"
-                );
-            }
-        }
-    });
+        )),
+        PowerError::NotNow(reason) => ComputeError::conflict(reason),
+        PowerError::Db(error) => error.into(),
+    })?;
     Ok(HttpResponse::Accepted().finish())
 }

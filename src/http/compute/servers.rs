@@ -7,7 +7,6 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
-use uuid::Uuid;
 
 use super::auth::Caller;
 use super::common::{self, Version};
@@ -17,14 +16,16 @@ use super::server_body::{
 };
 use super::server_filter::filter;
 use super::server_view;
-use crate::actors::compute_host::DestroyInstance;
-use crate::actors::scheduler::{Boot, BootError, BootTogether};
 use crate::db;
-use crate::domain::boot::{BootRequest, Destination};
+use crate::domain::boot::Destination;
 use crate::domain::compute::flavor::{Scalar, check_name};
-use crate::domain::compute::server::{ServerRecord, names};
+use crate::domain::compute::server::ServerRecord;
 use crate::domain::identity::InstanceUuid;
 use crate::http::AppState;
+use crate::service::{
+    self,
+    servers::{CreateServers, Requester, ServerError},
+};
 
 /// `POST /servers`: 202 with the first server, as Nova answers.
 pub async fn create_server(
@@ -67,30 +68,19 @@ pub async fn create_server(
     if let Some(image) = image {
         super::images::boot_from(&mut asked, &image)?;
     }
-    with_key(&state, &caller, &server, &mut asked).await?;
-    with_destination(&state, &server, &mut asked).await?;
-    let uuids: Vec<InstanceUuid> = (0..max_count)
-        .map(|_| InstanceUuid(Uuid::new_v4()))
-        .collect();
-    let named: Vec<(InstanceUuid, String)> = uuids
-        .iter()
-        .copied()
-        .zip(names(&name, u32::try_from(max_count).unwrap_or(1)))
-        .collect();
-    // The first `min_count` stand or fall together (one transaction claims them all); each
-    // one beyond is booted while nodes are free.
-    let (together, beyond) = named.split_at(usize::try_from(min_count).unwrap_or(1));
-    if !boot_together(&state, &caller, &asked, together).await? {
-        for (uuid, name) in &named {
-            keep_unplaced(&state, &caller, &asked, *uuid, name.clone()).await?;
-        }
-    } else {
-        for (uuid, name) in beyond {
-            if !boot(&state, &caller, &asked, *uuid, name.clone()).await? {
-                break;
-            }
-        }
-    }
+    let create = CreateServers {
+        by: Requester {
+            project: caller.project_id.clone(),
+            user: caller.user_id.clone(),
+        },
+        name,
+        min_count: u32::try_from(min_count).unwrap_or(1),
+        max_count: u32::try_from(max_count).unwrap_or(1),
+        request: asked,
+        key_name: key_name(&server)?,
+        destination: destination(&server)?,
+    };
+    let uuids = service::servers::create(&state.pool, &state.actors, create).await?;
     if common::scalar(&server, "return_reservation_id") == Scalar::Bool(true) {
         return Ok(HttpResponse::Accepted().json(
             json!({"reservation_id": format!("r-{}", &uuids[0].uuid().simple().to_string()[..8])}),
@@ -107,158 +97,29 @@ pub async fn create_server(
 }
 
 /// The key pair `key_name` names, for the config drive.
-async fn with_key(
-    state: &AppState,
-    caller: &Caller,
-    server: &serde_json::Map<String, Value>,
-    asked: &mut BootRequest,
-) -> Result<(), ComputeError> {
+fn key_name(server: &serde_json::Map<String, Value>) -> Result<Option<String>, ComputeError> {
     match server.get("key_name") {
-        None | Some(Value::Null) => Ok(()),
-        Some(Value::String(name)) => {
-            let key = super::keypairs::key_for_boot(state, &caller.user_id, name).await?;
-            if let Some(server) = &mut asked.server {
-                server.key_data = Some(key);
-                server.key_name = Some(name.clone());
-            }
-            Ok(())
-        }
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(name)) => Ok(Some(name.clone())),
         Some(_) => Err(ComputeError::bad_request("Invalid key_name provided.")),
     }
 }
 
 /// The host and node an admin asked for (2.74; `check_fields` checked who asks and the
-/// fields' types): 400 with Nova's message when either is not there.
-async fn with_destination(
-    state: &AppState,
-    server: &serde_json::Map<String, Value>,
-    asked: &mut BootRequest,
-) -> Result<(), ComputeError> {
+/// fields' types). A node is named by its uuid: any other name names no node, and is 400 as
+/// Nova answers a host it does not know.
+fn destination(server: &serde_json::Map<String, Value>) -> Result<Destination, ComputeError> {
     let asked_for = |key| server.get(key).and_then(Value::as_str).map(str::to_owned);
     let (host, node) = (asked_for("host"), asked_for("hypervisor_hostname"));
-    if host.is_none() && node.is_none() {
-        return Ok(());
-    }
-    let not_found = |missing: &str| {
-        ComputeError::bad_request(format!("Compute host {missing} could not be found."))
-    };
-    // A node is named by its uuid: any other name names no node.
     let node = match node {
-        Some(name) => Some(
-            name.parse()
-                .map_err(|_| not_found(host.as_deref().unwrap_or(&name)))?,
-        ),
+        Some(name) => Some(name.parse().map_err(|_| {
+            ComputeError::from(ServerError::NoDestination(
+                host.clone().unwrap_or(name.clone()),
+            ))
+        })?),
         None => None,
     };
-    let find_host = host.clone();
-    let missing = db::run(&state.pool, move |conn| {
-        db::hosts::missing_destination(conn, find_host.as_deref(), node)
-    })
-    .await?;
-    if let Some(missing) = missing {
-        return Err(not_found(&missing));
-    }
-    asked.destination = Destination { host, node };
-    Ok(())
-}
-
-/// The boot of one server of the request.
-fn boot_of(caller: &Caller, asked: &BootRequest, uuid: InstanceUuid, name: String) -> Boot {
-    Boot {
-        uuid: Some(uuid),
-        name,
-        project: caller.project_id.clone(),
-        user: caller.user_id.clone(),
-        request: asked.clone(),
-        answer_when_claimed: true,
-    }
-}
-
-fn scheduler_unavailable(_: actix::MailboxError) -> ComputeError {
-    ComputeError::new(
-        actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-        "The scheduler is unavailable, try again.",
-    )
-}
-
-/// Boots one server; `false` when no node could take it.
-async fn boot(
-    state: &AppState,
-    caller: &Caller,
-    asked: &BootRequest,
-    uuid: InstanceUuid,
-    name: String,
-) -> Result<bool, ComputeError> {
-    let booted = state
-        .actors
-        .scheduler
-        .send(boot_of(caller, asked, uuid, name))
-        .await
-        .map_err(scheduler_unavailable)?;
-    placed(uuid, booted.map(|_| ()))
-}
-
-/// Boots every one of `servers` or none (one when there is one); `false` when the free nodes
-/// do not take them all (no claim kept).
-async fn boot_together(
-    state: &AppState,
-    caller: &Caller,
-    asked: &BootRequest,
-    servers: &[(InstanceUuid, String)],
-) -> Result<bool, ComputeError> {
-    if let [(uuid, name)] = servers {
-        return boot(state, caller, asked, *uuid, name.clone()).await;
-    }
-    let boots = servers
-        .iter()
-        .map(|(uuid, name)| boot_of(caller, asked, *uuid, name.clone()))
-        .collect();
-    let booted = state
-        .actors
-        .scheduler
-        .send(BootTogether { boots })
-        .await
-        .map_err(scheduler_unavailable)?;
-    let first = servers
-        .first()
-        .map_or(InstanceUuid(Uuid::nil()), |(uuid, _)| *uuid);
-    placed(first, booted.map(|_| ()))
-}
-
-/// What a boot's answer says of its placement: `true` placed, `false` no valid host.
-fn placed(uuid: InstanceUuid, booted: Result<(), BootError>) -> Result<bool, ComputeError> {
-    match booted {
-        Ok(()) => Ok(true),
-        Err(BootError::NoValidHost { .. }) => Ok(false),
-        Err(BootError::Db(error)) => Err(error.into()),
-        Err(other) => {
-            log::warn!("boot of server {uuid} failed: {other}");
-            Err(ComputeError::new(
-                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-                "The server could not be scheduled now; try again.",
-            ))
-        }
-    }
-}
-
-async fn keep_unplaced(
-    state: &AppState,
-    caller: &Caller,
-    asked: &BootRequest,
-    uuid: InstanceUuid,
-    name: String,
-) -> Result<(), ComputeError> {
-    let (project, user, asked) = (
-        caller.project_id.clone(),
-        caller.user_id.clone(),
-        asked.server.clone().unwrap_or_default(),
-    );
-    let now = state.actors.clock.now();
-    db::transaction(&state.pool, move |conn| {
-        db::servers::create_unplaced(conn, uuid, &name, &project, &user, &asked, now)
-    })
-    .await
-    .map_err(ComputeError::from)
+    Ok(Destination { host, node })
 }
 
 /// A live server of a project the caller sees: 404 otherwise, as Nova hides others' servers
@@ -307,44 +168,7 @@ pub async fn delete_server(
     if !caller.may_write(&server.project_id) {
         return Err(ComputeError::policy("os_compute_api:servers:delete"));
     }
-    let uuid = server.uuid;
-    let now = state.actors.clock.now();
-    let unplaced = db::transaction(&state.pool, move |conn| {
-        db::servers::delete_unplaced(conn, uuid, now)
-    })
-    .await?;
-    if unplaced {
-        return Ok(HttpResponse::NoContent().finish());
-    }
-    let host = server.host.unwrap_or_default();
-    let Some(address) = state.actors.hosts.get(&host) else {
-        return Err(ComputeError::new(
-            actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "the host of server {uuid} does not run in this process; ask the process that runs {host}"
-            ),
-        ));
-    };
-    address
-        .send(DestroyInstance {
-            instance: uuid,
-            defer_pci_free: false,
-        })
-        .await
-        .map_err(|_| {
-            ComputeError::new(
-                actix_web::http::StatusCode::SERVICE_UNAVAILABLE,
-                "The compute host is unavailable, try again.",
-            )
-        })?
-        .map_err(|error| {
-            // A delete racing this one got there first: gone, as Nova answers it then.
-            if error.kind() == crate::domain::error::ErrorKind::NotFound {
-                return ComputeError::not_found(format!("Instance {uuid} could not be found."));
-            }
-            log::warn!("delete of server {uuid} failed: {error}");
-            ComputeError::conflict(format!("Server {uuid} could not be deleted now: {error}"))
-        })?;
+    service::servers::delete(&state.pool, &state.actors, server.uuid, server.host).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 

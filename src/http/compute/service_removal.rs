@@ -9,9 +9,9 @@ use uuid::Uuid;
 use super::auth::Caller;
 use super::common::Version;
 use super::error::ComputeError;
-use crate::db;
 use crate::db::services::{ServiceDeletion, ServiceId};
 use crate::http::AppState;
+use crate::service;
 
 /// `DELETE /os-services/{id}`: by uuid from 2.53, by integer id before.
 pub async fn delete_service(
@@ -33,10 +33,8 @@ pub async fn delete_service(
         })?)
     };
     let now = state.actors.clock.now();
-    let outcome = db::transaction(&state.pool, move |conn| {
-        db::services::delete_service(conn, service, now)
-    })
-    .await?;
+    let outcome =
+        service::compute_services::delete(&state.pool, &state.actors, service, now).await?;
     match outcome {
         ServiceDeletion::NotFound => {
             Err(ComputeError::not_found(format!("Service {id} not found.")))
@@ -45,13 +43,6 @@ pub async fn delete_service(
             "Unable to delete compute service that is hosting instances. Migrate or delete the \
              instances first.",
         )),
-        ServiceDeletion::Deleted => {
-            // Its nodes have no owner now: they move at once, not at the next tick.
-            state
-                .actors
-                .rebalancer
-                .do_send(crate::actors::rebalancer::RebalanceNow);
-            Ok(HttpResponse::NoContent().finish())
-        }
+        ServiceDeletion::Deleted => Ok(HttpResponse::NoContent().finish()),
     }
 }

@@ -13,6 +13,7 @@ use super::error::ComputeError;
 use crate::db;
 use crate::domain::compute::server::{HypervisorRecord, ServiceChange, ServiceRecord};
 use crate::http::AppState;
+use crate::service::compute_services::{self, Named};
 
 /// The binary every compute host is shown as (ringmaster's own is `ringmaster-compute`).
 const NOVA_COMPUTE: &str = "nova-compute";
@@ -140,18 +141,11 @@ pub async fn update_service(
         .map_err(|_| ComputeError::bad_request(format!("Invalid uuid {id}")))?;
     let change = change_of(&common::object(&body)?)?;
     let now = state.actors.clock.now();
-    let updated = db::transaction(&state.pool, move |conn| {
-        db::services::update_service(conn, uuid, &change, now)
-    })
-    .await?;
-    let Some(service) = updated else {
+    let updated =
+        compute_services::update(&state.pool, &state.actors, Named::Uuid(uuid), change, now);
+    let Some(service) = updated.await? else {
         return Err(ComputeError::not_found(format!("Service {id} not found.")));
     };
-    // Forced down: its nodes move now, not at the next tick.
-    state
-        .actors
-        .rebalancer
-        .do_send(crate::actors::rebalancer::RebalanceNow);
     Ok(HttpResponse::Ok().json(json!({"service": service_view(&state, version, &service)})))
 }
 
@@ -217,26 +211,13 @@ async fn legacy_update(
         )));
     }
     let now = state.actors.clock.now();
-    let named = host.clone();
-    let updated = db::transaction(&state.pool, move |conn| {
-        let Some(found) = db::services::list_services(conn, Some(&named))?
-            .into_iter()
-            .next()
-        else {
-            return Ok(None);
-        };
-        db::services::update_service(conn, found.uuid, &change, now)
-    })
-    .await?;
-    let Some(service) = updated else {
+    let named = Named::Host(host.clone());
+    let updated = compute_services::update(&state.pool, &state.actors, named, change, now);
+    let Some(service) = updated.await? else {
         return Err(ComputeError::not_found(format!(
             "Compute host {host} could not be found."
         )));
     };
-    state
-        .actors
-        .rebalancer
-        .do_send(crate::actors::rebalancer::RebalanceNow);
     let mut view = json!({"host": host, "binary": NOVA_COMPUTE});
     if action == "force-down" {
         view["forced_down"] = json!(service.host.forced_down);

@@ -18,6 +18,7 @@ use crate::db::placement::allocations::{AllocationError, ConsumerAllocations, Ge
 use crate::domain::identity::{ConsumerUuid, ProviderUuid};
 use crate::domain::placement::Microversion;
 use crate::http::AppState;
+use crate::service;
 
 /// The project and user of consumers written before 1.8 (Placement's incomplete consumer).
 const INCOMPLETE: &str = "00000000-0000-0000-0000-000000000000";
@@ -326,11 +327,9 @@ pub(super) fn allocation_error(
 
 async fn write(state: &AppState, writes: Vec<ConsumerAllocations>) -> Result<(), PlacementError> {
     let first = writes.first().map(|write| write.consumer);
-    db::transaction(&state.pool, move |conn| {
-        db::placement::allocations::replace_allocations(conn, &writes)
-    })
-    .await
-    .map_err(|error| allocation_error(error, first))
+    service::placement::replace_allocations(&state.pool, writes)
+        .await
+        .map_err(|error| allocation_error(error, first))
 }
 
 /// Replaces a consumer's allocations: 204.

@@ -14,6 +14,7 @@ use crate::db::placement::inventories::{InventoryError, InventoryRow};
 use crate::db::placement::providers::ProviderRow;
 use crate::domain::identity::ProviderUuid;
 use crate::http::AppState;
+use crate::service::{self, placement::InventoryWrite};
 
 const MAX_INT: i64 = 2_147_483_647;
 const MAX_FLOAT: f64 = 3.402_823_466e38;
@@ -297,12 +298,10 @@ pub async fn create_inventory(
         version_of(&request).at_least(1, 26),
         "create",
     )?;
-    let (key, write) = ((provider.id, provider.uuid), row.clone());
-    let created = db::transaction(&state.pool, move |conn| {
-        db::placement::inventories::write_class_inventory(conn, key.0, generation, &write, false)
-    })
-    .await
-    .map_err(|error| inventory_error(error, provider.uuid, "create"))?;
+    let write = InventoryWrite::Create { generation };
+    let created = service::placement::write_inventory(&state.pool, provider.id, row.clone(), write)
+        .await
+        .map_err(|error| inventory_error(error, provider.uuid, "create"))?;
     if !created {
         return Err(PlacementError::conflict(format!(
             "Update conflict: Inventory for '{class}' on resource provider '{}' already exists.",
@@ -364,18 +363,10 @@ pub async fn put_inventory(
         version_of(&request).at_least(1, 26),
         "update",
     )?;
-    let (key, write) = ((provider.id, provider.uuid), row.clone());
-    let found = db::transaction(&state.pool, move |conn| {
-        db::placement::inventories::write_class_inventory(
-            conn,
-            key.0,
-            Some(generation),
-            &write,
-            true,
-        )
-    })
-    .await
-    .map_err(|error| inventory_error(error, provider.uuid, "update"))?;
+    let write = InventoryWrite::Replace { generation };
+    let found = service::placement::write_inventory(&state.pool, provider.id, row.clone(), write)
+        .await
+        .map_err(|error| inventory_error(error, provider.uuid, "update"))?;
     if !found {
         return Err(PlacementError::bad_request(format!(
             "No inventory record with resource class for resource provider {}: {class}",
@@ -397,12 +388,9 @@ pub async fn delete_inventory(
     let (uuid, class) = path.into_inner();
     let provider = path_provider(&state, &uuid).await?;
     let key = (provider.id, provider.uuid);
-    let lookup = class.clone();
-    let deleted = db::transaction(&state.pool, move |conn| {
-        db::placement::inventories::delete_inventory(conn, key, &lookup)
-    })
-    .await
-    .map_err(|error| inventory_error(error, provider.uuid, "delete"))?;
+    let deleted = service::placement::delete_inventory(&state.pool, key, class.clone())
+        .await
+        .map_err(|error| inventory_error(error, provider.uuid, "delete"))?;
     if deleted {
         Ok(HttpResponse::NoContent().finish())
     } else {

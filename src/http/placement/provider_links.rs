@@ -14,6 +14,7 @@ use crate::db::placement::provider_links::{LinkWrite, provider_aggregates, provi
 use crate::db::placement::providers::ProviderRow;
 use crate::domain::identity::{ProviderId, ProviderUuid};
 use crate::http::AppState;
+use crate::service;
 
 fn require(request: &HttpRequest, minor: u16) -> Result<(), PlacementError> {
     if version_of(request).at_least(1, minor) {
@@ -154,11 +155,7 @@ pub async fn delete_traits(
 ) -> Result<HttpResponse, PlacementError> {
     require(&request, 6)?;
     let provider = path_provider(&state, &path).await?;
-    let id = provider.id;
-    db::transaction(&state.pool, move |conn| {
-        db::placement::provider_links::clear_provider_traits(conn, id)
-    })
-    .await?;
+    service::placement::clear_traits(&state.pool, provider.id).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
@@ -221,10 +218,7 @@ pub async fn put_aggregates(
         }
         None => {
             let id = path_provider(&state, &path).await?.id;
-            db::transaction(&state.pool, move |conn| {
-                db::placement::provider_links::set_provider_aggregates(conn, id, &written)
-            })
-            .await?
+            service::placement::set_aggregates(&state.pool, id, written).await?
         }
     };
     Ok(HttpResponse::Ok().json(aggregates_body(

@@ -16,6 +16,7 @@ use crate::domain::identity::ProviderUuid;
 use crate::domain::placement::Microversion;
 use crate::domain::placement_filter::ProviderRules;
 use crate::http::AppState;
+use crate::service;
 
 const PREFIX: &str = "/placement";
 
@@ -316,13 +317,11 @@ pub async fn update_provider(
     let uuid = path_uuid(&path)?;
     require_json(&request)?;
     let parsed = parse_body(&body, version, false)?;
-    let (name, parent, now) = (parsed.name.clone(), parsed.parent, chrono::Utc::now());
+    let (name, parent) = (parsed.name.clone(), parsed.parent);
     let reparenting = version.at_least(1, 37);
-    let updated = db::transaction(&state.pool, move |conn| {
-        db::placement::providers::update_provider(conn, uuid, &name, parent, reparenting, now)
-    })
-    .await
-    .map_err(|error| provider_error(error, "update", &parsed.name, uuid))?;
+    let updated = service::placement::update_provider(&state.pool, uuid, name, parent, reparenting)
+        .await
+        .map_err(|error| provider_error(error, "update", &parsed.name, uuid))?;
     Ok(HttpResponse::Ok().json(Provider::at(&updated, version)))
 }
 
@@ -332,15 +331,13 @@ pub async fn delete_provider(
     path: web::Path<String>,
 ) -> Result<HttpResponse, PlacementError> {
     let uuid = path_uuid(&path)?;
-    db::transaction(&state.pool, move |conn| {
-        db::placement::providers::delete_provider(conn, uuid)
-    })
-    .await
-    .map_err(|error| match error {
-        ProviderError::NotFound(_) => PlacementError::not_found(format!(
-            "No resource provider with uuid {uuid} found for delete"
-        )),
-        other => provider_error(other, "delete", "", uuid),
-    })?;
+    service::placement::delete_provider(&state.pool, uuid)
+        .await
+        .map_err(|error| match error {
+            ProviderError::NotFound(_) => PlacementError::not_found(format!(
+                "No resource provider with uuid {uuid} found for delete"
+            )),
+            other => provider_error(other, "delete", "", uuid),
+        })?;
     Ok(HttpResponse::NoContent().finish())
 }

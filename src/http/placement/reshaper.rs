@@ -16,6 +16,7 @@ use crate::db::placement::allocations::AllocationError;
 use crate::db::placement::inventories::InventoryError;
 use crate::db::placement::reshaper::{ProviderInventory, ReshapeError};
 use crate::http::AppState;
+use crate::service;
 
 const NOT_FOUND_CODE: &str = "placement.resource_provider.not_found";
 
@@ -139,10 +140,8 @@ pub async fn reshape(
     }
     require_json(&request)?;
     let (inventories, writes) = parse(&body, version)?;
-    db::transaction(&state.pool, move |conn| {
-        db::placement::reshaper::reshape(conn, &inventories, &writes)
-    })
-    .await
-    .map_err(reshape_error)?;
+    service::placement::reshape(&state.pool, inventories, writes)
+        .await
+        .map_err(reshape_error)?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -266,7 +266,11 @@ impl Run {
             request: BootRequest::of_class(&args.resource_class, args.pci_devices),
             answer_when_claimed: false,
         };
-        to_json(ask(&self.actors.scheduler, boot).await?)
+        to_json(
+            crate::service::servers::boot(&self.actors, boot)
+                .await
+                .map_err(|error| error.to_string())?,
+        )
     }
 
     async fn send_host(&mut self, host: &str, message: &Message) -> StepResult<Value> {

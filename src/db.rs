@@ -400,6 +400,40 @@ where
         })
 }
 
+/// Runs `work` in a read-only, repeatable-read transaction: every statement of it reads one
+/// snapshot of the database.
+pub fn read_snapshot<T>(
+    conn: &mut PgConnection,
+    work: impl FnOnce(&mut PgConnection) -> Result<T, DbError>,
+) -> Result<T, DbError> {
+    conn.build_transaction()
+        .read_only()
+        .repeatable_read()
+        .run(work)
+}
+
+/// Runs `work` in a savepoint of the transaction `conn` is in: a failure of `work` takes back
+/// what it wrote, and only that. Outside a transaction it runs nothing and fails, for a query
+/// function never opens a transaction of its own.
+pub fn savepoint<T, E>(
+    conn: &mut PgConnection,
+    work: impl FnOnce(&mut PgConnection) -> Result<T, E>,
+) -> Result<T, E>
+where
+    E: From<DbError>,
+{
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    let depth = AnsiTransactionManager::transaction_manager_status_mut(conn)
+        .transaction_depth()
+        .map_err(DbError::from)?;
+    if depth.is_none() {
+        return Err(E::from(DbError::Other(
+            "a savepoint was asked for outside a transaction".to_owned(),
+        )));
+    }
+    in_transaction(conn, work)
+}
+
 /// How many times `retrying_conflicts` tries a transaction.
 pub const CONFLICT_ATTEMPTS: u32 = 4;
 

@@ -63,7 +63,8 @@ impl FigureCache {
             (now - audit.read_at).to_std().unwrap_or(Duration::ZERO) >= AUDIT_INTERVAL
         });
         match db::run(&source.pool, move |conn| {
-            let mut figures = db::figures::read(conn, &counts, now)?;
+            let mut figures =
+                db::read_snapshot(conn, |conn| db::figures::read(conn, &counts, now))?;
             if audit_due {
                 match db::figures::audit(conn, now) {
                     Ok(audit) => figures.audit = Some(audit),

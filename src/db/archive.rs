@@ -233,7 +233,7 @@ fn move_trees(
         }
         let ids: Vec<i64> = locked.iter().map(|row| row.count).collect();
         let room = budget - counted;
-        let attempt = conn.transaction::<_, Undone, _>(|conn| {
+        let attempt = super::savepoint::<_, Undone>(conn, |conn| {
             let children = move_children(conn, table, &locked)?;
             match fitting(&ids, &children.sizes, room) {
                 all if all == ids.len() => Ok(children),
@@ -473,7 +473,8 @@ pub fn archive_deleted_rows(
             summary.stopped = true;
             break;
         }
-        let batch = conn.transaction(|conn| archive_batch(conn, options, &mut cursor))?;
+        let batch =
+            super::in_transaction(&mut conn, |conn| archive_batch(conn, options, &mut cursor))?;
         summary.batches += 1;
         if batch.is_empty() {
             break;

@@ -249,7 +249,7 @@ fn claim_alternate(
     (project, user): (&str, &str),
     cooling_after: DateTime<Utc>,
 ) -> Result<Option<FreeNode>, DbError> {
-    let claimed = conn.transaction::<_, DbError, _>(|conn| {
+    let claimed = super::savepoint::<_, DbError>(conn, |conn| {
         let free: Option<FreeNode> = super::cached::query(concat!(
             free_node_from!(),
             "

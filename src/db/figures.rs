@@ -54,33 +54,29 @@ fn counted(conn: &mut PgConnection, sql: &str) -> Result<Vec<(String, i64)>, DbE
     Ok(rows.into_iter().map(|row| (row.key, row.count)).collect())
 }
 
-/// Reads the deployment's figures, in one repeatable-read snapshot; node counts per host come
-/// through `counts` (counted again only when ownership changed).
+/// Reads the deployment's figures (run it in one snapshot, `db::read_snapshot`, for figures
+/// that agree); node counts per host come through `counts` (counted again only when ownership
+/// changed).
 pub fn read(
     conn: &mut PgConnection,
     counts: &super::hosts::NodeCountCache,
     now: DateTime<Utc>,
 ) -> Result<DeploymentFigures, DbError> {
-    conn.build_transaction()
-        .read_only()
-        .repeatable_read()
-        .run(|conn| {
-            Ok(DeploymentFigures {
-                read_at: Some(now),
-                hosts: super::hosts::list_hosts(conn)?,
-                nodes_by_host: counts.get(conn)?,
-                nodes_by_state: counted(
-                    conn,
-                    "SELECT provision_state AS key, count(*) AS count FROM ironic_nodes
+    Ok(DeploymentFigures {
+        read_at: Some(now),
+        hosts: super::hosts::list_hosts(conn)?,
+        nodes_by_host: counts.get(conn)?,
+        nodes_by_state: counted(
+            conn,
+            "SELECT provision_state AS key, count(*) AS count FROM ironic_nodes
                   GROUP BY provision_state ORDER BY 1",
-                )?,
-                instances_by_state: counted(
-                    conn,
-                    "SELECT vm_state AS key, count(*) AS count FROM instances WHERE deleted = 0
+        )?,
+        instances_by_state: counted(
+            conn,
+            "SELECT vm_state AS key, count(*) AS count FROM instances WHERE deleted = 0
                   GROUP BY vm_state ORDER BY 1",
-                )?,
-                unserved: super::node_groups::unserved(conn)?,
-                audit: None,
-            })
-        })
+        )?,
+        unserved: super::node_groups::unserved(conn)?,
+        audit: None,
+    })
 }

@@ -35,7 +35,7 @@ pub fn unserved(conn: &mut PgConnection) -> Result<Vec<UnservedRow>, DbError> {
 }
 
 /// Replaces the unserved groups with `groups` under the rebalancer lease `token` (a group
-/// still unserved keeps its `since`); returns the groups as they were, or `None` when they
+/// still unserved keeps its `since`; run it in a transaction, which holds the lease); returns the groups as they were, or `None` when they
 /// were the same (nothing written).
 pub fn replace_unserved(
     conn: &mut PgConnection,
@@ -43,40 +43,38 @@ pub fn replace_unserved(
     groups: &[UnservedGroup],
     now: DateTime<Utc>,
 ) -> Result<Option<Vec<UnservedRow>>, DbError> {
-    super::in_transaction(conn, |conn| {
-        leases::hold(conn, leases::REBALANCER, token, now)?;
-        let before = unserved(conn)?;
-        let same = before.len() == groups.len()
-            && before.iter().zip(groups).all(|(row, group)| {
-                row.conductor_group == group.conductor_group
-                    && row.shard == group.shard
-                    && usize::try_from(row.nodes).is_ok_and(|nodes| nodes == group.nodes)
-            });
-        if same {
-            return Ok(None);
-        }
-        let document: Vec<serde_json::Value> = groups
-            .iter()
-            .map(|group| {
-                serde_json::json!({
-                    "conductor_group": group.conductor_group,
-                    "shard": group.shard,
-                    "nodes": group.nodes,
-                })
+    leases::hold(conn, leases::REBALANCER, token, now)?;
+    let before = unserved(conn)?;
+    let same = before.len() == groups.len()
+        && before.iter().zip(groups).all(|(row, group)| {
+            row.conductor_group == group.conductor_group
+                && row.shard == group.shard
+                && usize::try_from(row.nodes).is_ok_and(|nodes| nodes == group.nodes)
+        });
+    if same {
+        return Ok(None);
+    }
+    let document: Vec<serde_json::Value> = groups
+        .iter()
+        .map(|group| {
+            serde_json::json!({
+                "conductor_group": group.conductor_group,
+                "shard": group.shard,
+                "nodes": group.nodes,
             })
-            .collect();
-        super::cached::query(
-            "WITH gone AS (DELETE FROM unserved_node_groups RETURNING conductor_group, shard, since)
-             INSERT INTO unserved_node_groups (conductor_group, shard, nodes, since)
-             SELECT r.conductor_group, r.shard, r.nodes,
-                    COALESCE((SELECT min(g.since) FROM gone g
-                               WHERE g.conductor_group = r.conductor_group
-                                 AND g.shard IS NOT DISTINCT FROM r.shard), $2)
-               FROM jsonb_to_recordset($1) AS r(conductor_group text, shard text, nodes bigint)",
-        )
-        .bind::<Jsonb, _>(serde_json::Value::Array(document))
-        .bind::<Timestamptz, _>(now)
-        .execute(conn)?;
-        Ok(Some(before))
-    })
+        })
+        .collect();
+    super::cached::query(
+        "WITH gone AS (DELETE FROM unserved_node_groups RETURNING conductor_group, shard, since)
+         INSERT INTO unserved_node_groups (conductor_group, shard, nodes, since)
+         SELECT r.conductor_group, r.shard, r.nodes,
+                COALESCE((SELECT min(g.since) FROM gone g
+                           WHERE g.conductor_group = r.conductor_group
+                             AND g.shard IS NOT DISTINCT FROM r.shard), $2)
+           FROM jsonb_to_recordset($1) AS r(conductor_group text, shard text, nodes bigint)",
+    )
+    .bind::<Jsonb, _>(serde_json::Value::Array(document))
+    .bind::<Timestamptz, _>(now)
+    .execute(conn)?;
+    Ok(Some(before))
 }

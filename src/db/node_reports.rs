@@ -277,54 +277,48 @@ pub struct PassTimes {
     pub build_cutoff: DateTime<Utc>,
 }
 
-/// The fenced write of a tracker pass: in one transaction, holds (fences) the changed nodes
-/// and those of the host's stale builds at the epochs read, drops those `host` lost since,
-/// and for the rest writes the inventories and traits (through Placement's batch writers),
-/// the simulated PCI devices (`devices` a node), the builds Ironic finished, the nodes enrolled
-/// again, the instances gone, and ends the stale builds in error. Commits only if
-/// `lease_holds()` still says so at the end (a host that lapsed mid-pass writes nothing:
-/// `DbError::LeaseLapsed`); opens no transaction at all when nothing changed and no build is
-/// stale.
+/// The fenced write of a tracker pass (run it in one transaction; the caller skips it when
+/// nothing changed and `stale`, the host's stale builds, is empty): holds (fences) the changed
+/// nodes and those of the stale builds at the epochs read, drops those `host` lost since, and
+/// for the rest writes the inventories and traits (through Placement's batch writers), the
+/// simulated PCI devices (`devices` a node), the builds Ironic finished, the nodes enrolled
+/// again, the instances gone, and ends the stale builds in error. Fails at the end unless
+/// `lease_holds()` still says so (a host that lapsed mid-pass writes nothing:
+/// `DbError::LeaseLapsed`, which rolls the transaction back).
 pub fn write_pass(
     conn: &mut PgConnection,
     host: &HostName,
-    changes: &PassChanges,
+    (changes, stale): (&PassChanges, &[super::instances::StaleBuild]),
     devices: u32,
     times: PassTimes,
     lease_holds: impl Fn() -> bool,
 ) -> Result<PassWrites, DbError> {
-    let stale = super::instances::stale_builds(conn, host, times.build_cutoff)?;
-    if changes.is_empty() && stale.is_empty() {
-        return Ok(PassWrites::default());
-    }
-    super::in_transaction(conn, |conn| {
-        let stale_nodes: Vec<(ComputeNodeId, OwnerEpoch)> = stale
-            .iter()
-            .map(|build| (build.compute_node_id, build.owner_epoch))
+    let stale_nodes: Vec<(ComputeNodeId, OwnerEpoch)> = stale
+        .iter()
+        .map(|build| (build.compute_node_id, build.owner_epoch))
+        .collect();
+    let held: HashSet<ComputeNodeId> =
+        super::compute_nodes::hold_owned(conn, host, &changes.to_hold(&stale_nodes))?
+            .into_iter()
             .collect();
-        let held: HashSet<ComputeNodeId> =
-            super::compute_nodes::hold_owned(conn, host, &changes.to_hold(&stale_nodes))?
-                .into_iter()
-                .collect();
-        let mut written = write_held(conn, host, changes, &held, devices, times.now)?;
-        // Builds nobody works on any more end in error and give their node back; they are
-        // settled under the node's row lock like every other write of the pass.
-        for build in stale
-            .iter()
-            .filter(|build| held.contains(&build.compute_node_id))
+    let mut written = write_held(conn, host, changes, &held, devices, times.now)?;
+    // Builds nobody works on any more end in error and give their node back; they are
+    // settled under the node's row lock like every other write of the pass.
+    for build in stale
+        .iter()
+        .filter(|build| held.contains(&build.compute_node_id))
+    {
+        let reason = "build made no progress: timed out, or its spawn died with its process";
+        if super::instances::settle_build(conn, build.instance, reason, host, times.now)?
+            == BuildOutcome::Failed
         {
-            let reason = "build made no progress: timed out, or its spawn died with its process";
-            if super::instances::settle_build(conn, build.instance, reason, host, times.now)?
-                == BuildOutcome::Failed
-            {
-                written.failed.push(build.instance);
-            }
+            written.failed.push(build.instance);
         }
-        if !lease_holds() {
-            return Err(DbError::LeaseLapsed);
-        }
-        Ok(written)
-    })
+    }
+    if !lease_holds() {
+        return Err(DbError::LeaseLapsed);
+    }
+    Ok(written)
 }
 
 /// Writes the changes of the nodes in `held`; names the changed nodes not held as lost.

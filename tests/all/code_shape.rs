@@ -237,6 +237,122 @@ fn http_opens_no_transaction() {
     );
 }
 
+/// The runners that open a transaction (`src/db.rs`); a savepoint (`db::savepoint`) is not
+/// one, for it fails outside the caller's transaction.
+const OPENERS: [&str; 6] = [
+    "transaction",
+    "build_transaction",
+    "in_transaction",
+    "blocking_transaction",
+    "read_snapshot",
+    "retrying_conflicts",
+];
+
+/// The functions of `src/db` that take a connection and open a transaction anyway, each for
+/// its reason.
+const OWN_TRANSACTION: [(&str, &str); 1] = [
+    // A cache: a fresh snapshot is read, in one repeatable-read transaction, only when the kept
+    // one is stale.
+    ("src/db/placement/candidates.rs", "snapshot"),
+];
+
+/// The text of `span` in `code` (its lines and columns as proc-macro2 counts them).
+fn text_of(code: &str, span: proc_macro2::Span) -> String {
+    let (start, end) = (span.start(), span.end());
+    let lines: Vec<&str> = code.lines().collect();
+    let mut text = String::new();
+    for line in start.line..=end.line {
+        let chars: Vec<char> = lines[line - 1].chars().collect();
+        let from = if line == start.line { start.column } else { 0 };
+        let to = if line == end.line {
+            end.column
+        } else {
+            chars.len()
+        };
+        text.extend(&chars[from..to]);
+        text.push('\n');
+    }
+    text
+}
+
+/// (name, whether it takes a connection, its body's text) of each function of `code`.
+fn bodies(code: &str) -> Vec<(String, bool, String)> {
+    #[derive(Default)]
+    struct Found(Vec<(String, bool, proc_macro2::Span)>);
+    impl Found {
+        fn add(&mut self, sig: &syn::Signature, block: &syn::Block) {
+            let takes = sig.inputs.iter().any(|input| match input {
+                syn::FnArg::Typed(typed) => {
+                    matches!(&*typed.ty, syn::Type::Reference(reference)
+                        if matches!(&*reference.elem, syn::Type::Path(path)
+                            if path.path.segments.last().is_some_and(|last| last.ident == "PgConnection")))
+                }
+                syn::FnArg::Receiver(_) => false,
+            });
+            self.0.push((sig.ident.to_string(), takes, block.span()));
+        }
+    }
+    impl<'ast> Visit<'ast> for Found {
+        fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+            self.add(&item.sig, &item.block);
+            syn::visit::visit_item_fn(self, item);
+        }
+        fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+            self.add(&item.sig, &item.block);
+            syn::visit::visit_impl_item_fn(self, item);
+        }
+    }
+    let mut found = Found::default();
+    found.visit_file(&syn::parse_file(code).unwrap());
+    found
+        .0
+        .into_iter()
+        .map(|(name, takes, span)| (name, takes, text_of(code, span)))
+        .collect()
+}
+
+/// `name:line` of each function of `code` that takes a connection and opens a transaction.
+fn query_fns_opening_transactions(path: &str, code: &str) -> Vec<String> {
+    bodies(code)
+        .into_iter()
+        .filter(|(name, takes, _)| *takes && !OWN_TRANSACTION.contains(&(path, name.as_str())))
+        .filter_map(|(name, _, body)| {
+            let opener = OPENERS
+                .iter()
+                .find(|opener| names_ident(&body, opener).is_some())?;
+            Some(format!("{path}: fn {name} opens one ({opener})"))
+        })
+        .collect()
+}
+
+#[test]
+fn no_query_fn_of_db_opens_a_transaction() {
+    let opening: Vec<String> = rust_files("src/db")
+        .into_iter()
+        .filter(|path| path != Path::new(GENERATED))
+        .flat_map(|path| {
+            let shown = path.display().to_string();
+            query_fns_opening_transactions(&shown, &read(&path))
+        })
+        .collect();
+    assert!(
+        opening.is_empty(),
+        "query functions of src/db opening a transaction (their callers open it):\n{}",
+        opening.join("\n")
+    );
+}
+
+#[test]
+fn the_transaction_check_sees_one_opened() {
+    let code = "fn write(conn: &mut PgConnection) -> R {\n    super::in_transaction(conn, |conn| go(conn))\n}\n\
+                fn run(pool: &Pool) -> R {\n    in_transaction(&mut pool.get()?, go)\n}\n\
+                fn nested(conn: &mut PgConnection) -> R {\n    super::savepoint(conn, go)\n}\n";
+    assert_eq!(
+        query_fns_opening_transactions("src/db/x.rs", code),
+        vec!["src/db/x.rs: fn write opens one (in_transaction)".to_owned()]
+    );
+}
+
 /// A node id as bare text or a bare uuid, in a field, a parameter or a message: `node: &str`,
 /// `nodes: Vec<String>`, `alternate: Uuid`, `node: Option<String>`, … (the names a node id goes
 /// by, each type that is not `NodeUuid`).

@@ -348,7 +348,8 @@ impl TrackerPass {
     }
 
     /// Writes `changes` and settles the stale builds: `db::node_reports::write_pass`, one
-    /// fenced transaction, committed only while the host's lease holds.
+    /// fenced transaction, committed only while the host's lease holds; none at all when
+    /// nothing changed and no build is stale.
     async fn write(&self, changes: PassChanges) -> Result<PassWrites, HostError> {
         let (clock, host, settings) = (self.clock.clone(), self.host.clone(), self.settings);
         let (started_at, lease) = (self.started_at, self.lease.clone());
@@ -361,8 +362,19 @@ impl TrackerPass {
                 build_cutoff: started_at.max(now - build_timeout),
             };
             let devices = settings.pci_devices_per_node;
-            db::node_reports::write_pass(conn, &host, &changes, devices, times, || {
-                lease.holds(clock.now())
+            let stale = db::instances::stale_builds(conn, &host, times.build_cutoff)?;
+            if changes.is_empty() && stale.is_empty() {
+                return Ok(PassWrites::default());
+            }
+            db::in_transaction(conn, |conn| {
+                db::node_reports::write_pass(
+                    conn,
+                    &host,
+                    (&changes, &stale),
+                    devices,
+                    times,
+                    || lease.holds(clock.now()),
+                )
             })
         })
         .await?)

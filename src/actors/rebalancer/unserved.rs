@@ -18,7 +18,11 @@ pub(super) fn note_unserved(
     clock: &SharedClock,
 ) -> Result<Option<Vec<UnservedRow>>, DbError> {
     let mut conn = pool.get()?;
-    match db::node_groups::replace_unserved(&mut conn, token, unserved, clock.now()) {
+    let now = clock.now();
+    let replaced = db::in_transaction(&mut conn, |conn| {
+        db::node_groups::replace_unserved(conn, token, unserved, now)
+    });
+    match replaced {
         Err(DbError::LeadershipLost { .. }) => Ok(None),
         other => other,
     }

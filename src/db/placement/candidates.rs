@@ -103,12 +103,7 @@ pub fn snapshot(
     if let Some(kept) = cache.current(epoch(conn)?) {
         return Ok(kept);
     }
-    let fresh = Arc::new(
-        conn.build_transaction()
-            .repeatable_read()
-            .read_only()
-            .run(load_snapshot)?,
-    );
+    let fresh = Arc::new(crate::db::read_snapshot(conn, load_snapshot)?);
     cache.store(fresh.clone());
     Ok(fresh)
 }

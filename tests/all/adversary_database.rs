@@ -11,7 +11,7 @@ use diesel::{Connection, PgConnection, RunQueryDsl};
 use ringmaster::db::cluster::Cluster;
 
 use crate::helpers::{
-    RestartedServer, SilenceableProxy, TestDb, eventually, http, http_json, pg_command,
+    RestartedServer, SilenceableProxy, TestDb, boot_instance, eventually, get_answer, pg_command,
     postmaster_pid, run_to_end, scratch_server, start_serve,
 };
 
@@ -116,12 +116,6 @@ fn readiness_answers_in_time_whether_the_database_refuses_freezes_or_goes_silent
     drop(restarted);
 }
 
-/// GET `path` of the process at `address` as JSON.
-fn get_json(address: &str, path: &str) -> (u16, serde_json::Value) {
-    let (status, body) = http(address, "GET", path);
-    (status, serde_json::from_str(&body).unwrap_or_default())
-}
-
 /// GET Placement's `path` with a token; the status and the JSON body.
 fn placement_get(address: &str, path: &str) -> (u16, serde_json::Value, String) {
     let mut stream = TcpStream::connect(address).unwrap();
@@ -142,17 +136,6 @@ fn placement_get(address: &str, path: &str) -> (u16, serde_json::Value, String) 
     )
 }
 
-/// A boot of instance `uuid` named `name`, over a socket of its own.
-fn boot(address: &str, uuid: &str, name: &str) -> (u16, serde_json::Value) {
-    let (status, body) = http_json(
-        address,
-        "POST",
-        "/api/v1/instances",
-        &format!(r#"{{"uuid": "{uuid}", "name": "{name}", "resource_class": "baremetal"}}"#),
-    );
-    (status, serde_json::from_str(&body).unwrap_or_default())
-}
-
 /// Issue 25, item 3: the database goes away while a build deploys. The boot answers 503 (its
 /// outcome unknown); the build is settled as soon as the database is back — not at the build
 /// timeout (10 minutes) —, its claim released; a retry with the same uuid answers that
@@ -171,7 +154,12 @@ fn a_build_cut_by_a_database_outage_is_settled_when_it_comes_back_and_a_retry_bo
     let uuid = "d0000000-0000-4000-8000-000000000001";
     let booting = {
         let address = address.clone();
-        std::thread::spawn(move || boot(&address, uuid, "vm-1"))
+        std::thread::spawn(move || {
+            boot_instance(
+                &address,
+                &serde_json::json!({"uuid": uuid, "name": "vm-1", "resource_class": "baremetal"}),
+            )
+        })
     };
     let mut admin = PgConnection::establish(scratch_server().admin_url()).unwrap();
     let name = db.name().to_owned();
@@ -222,8 +210,8 @@ fn the_node_is_available_and_reported(address: &str) {
         Duration::from_secs(60),
         "the node available and reported",
         || {
-            let (_, nodes) = get_json(address, "/api/v1/nodes");
-            let (_, providers) = get_json(address, "/api/v1/providers");
+            let (_, nodes) = get_answer(address, "/api/v1/nodes");
+            let (_, providers) = get_answer(address, "/api/v1/providers");
             (nodes[0]["host"] == "cmp-1"
                 && nodes[0]["provision_state"] == "available"
                 && providers[0]["inventory"]
@@ -239,7 +227,7 @@ fn the_node_is_available_and_reported(address: &str) {
 fn settled_at_once_and_a_retry_books_nothing(db: &TestDb, address: &str, uuid: &str) {
     let path = format!("/api/v1/instances/{uuid}");
     let settled = eventually(Duration::from_secs(20), "the build settled", || {
-        let (status, instance) = get_json(address, &path);
+        let (status, instance) = get_answer(address, &path);
         (status == 200 && instance["vm_state"] != "building").then_some(instance)
     });
     assert_eq!(settled["vm_state"], "error", "{settled}");
@@ -251,15 +239,21 @@ fn settled_at_once_and_a_retry_books_nothing(db: &TestDb, address: &str, uuid: &
     assert_eq!(allocations(address), 0, "the claim is released");
 
     // The retry answers the same instance and books nothing.
-    let (status, answer) = boot(address, uuid, "vm-1");
+    let (status, answer) = boot_instance(
+        address,
+        &serde_json::json!({"uuid": uuid, "name": "vm-1", "resource_class": "baremetal"}),
+    );
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["uuid"], uuid);
     assert_eq!(answer["vm_state"], "error");
     assert_eq!(allocations(address), 0);
-    let (_, nodes) = get_json(address, "/api/v1/nodes");
+    let (_, nodes) = get_answer(address, "/api/v1/nodes");
     assert_eq!(nodes[0]["provision_state"], "available", "{nodes}");
     // Another name with the same uuid is refused.
-    let (status, answer) = boot(address, uuid, "vm-2");
+    let (status, answer) = boot_instance(
+        address,
+        &serde_json::json!({"uuid": uuid, "name": "vm-2", "resource_class": "baremetal"}),
+    );
     assert_eq!(status, 409, "{answer}");
     assert!(
         answer["error"]["message"]

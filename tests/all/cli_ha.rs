@@ -8,7 +8,7 @@ use ringmaster::db::cluster::Cluster;
 use serde_json::Value;
 
 use crate::helpers::{
-    FAST, Running, eventually, get_json, http, nodes_by_api, ringmaster, serve_with,
+    FAST, Running, eventually, get_json, http, nodes_by_api, owners, ringmaster, serve_with,
 };
 
 fn serve(url: &str, hosts: &str, extra: &[&str]) -> (Running, String) {
@@ -154,13 +154,6 @@ fn reported(address: &str) -> usize {
         .count()
 }
 
-fn owners(address: &str) -> Vec<Option<String>> {
-    nodes_by_api(address)
-        .into_values()
-        .map(|(host, _, _)| host)
-        .collect()
-}
-
 /// Issue 12, item 1, as a user saw it: twelve concurrent boots on a fresh demo (12 free
 /// nodes) all land, on twelve nodes, active; a thirteenth gets 409 and leaves nothing.
 #[test]
@@ -171,7 +164,7 @@ fn twelve_concurrent_boots_on_the_demo_use_twelve_nodes() {
         "the 12 demo nodes to be owned",
         || {
             (owners(&address)
-                .iter()
+                .values()
                 .filter(|owner| owner.is_some())
                 .count()
                 == 12)
@@ -241,7 +234,7 @@ fn a_frozen_leader_is_replaced_and_writes_nothing_when_it_wakes() {
         Duration::from_secs(20),
         "the first process to own every node",
         || {
-            (owners(&first_address).iter().all(Option::is_some)
+            (owners(&first_address).values().all(Option::is_some)
                 && get_json(&first_address, "/api/v1/ring")["leader"] == true)
                 .then_some(())
         },
@@ -252,7 +245,7 @@ fn a_frozen_leader_is_replaced_and_writes_nothing_when_it_wakes() {
         "the second process's hosts to get nodes",
         || {
             owners(&second_address)
-                .iter()
+                .values()
                 .any(|owner| owner.as_deref().is_some_and(|h| h.starts_with("b-")))
                 .then_some(())
         },
@@ -266,7 +259,7 @@ fn a_frozen_leader_is_replaced_and_writes_nothing_when_it_wakes() {
         "the survivor to own every node",
         || {
             owners(&second_address)
-                .iter()
+                .values()
                 .all(|owner| owner.as_deref().is_some_and(|h| h.starts_with("b-")))
                 .then_some(())
         },

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::helpers::{
-    FAST, Running, TempDir, TestDb, address_of, eventually, exchange, header, ringmaster,
+    FAST, Running, TempDir, TestDb, address_of, eventually, exchange, header, owners, ringmaster,
 };
 
 const START: Duration = Duration::from_secs(60);
@@ -45,17 +45,6 @@ fn sample(parsed: &Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     })
 }
 
-fn owners(address: &str) -> Vec<String> {
-    let (_, _, body) = exchange(address, "GET", "/api/v1/nodes", "");
-    let nodes: Value = serde_json::from_str(&body).unwrap();
-    nodes
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|node| node["host"].as_str().map(str::to_owned))
-        .collect()
-}
-
 #[test]
 fn a_failover_shows_in_the_metrics_and_in_one_log_line() {
     let dir = TempDir::new("metrics");
@@ -68,10 +57,11 @@ fn a_failover_shows_in_the_metrics_and_in_one_log_line() {
     let mut demo = Running::spawn(command);
     let address = address_of(&demo.wait_for_stdout("listening on http://", START));
     eventually(Duration::from_secs(30), "12 nodes owned", || {
-        (owners(&address).len() == 12).then_some(())
+        (owners(&address).values().flatten().count() == 12).then_some(())
     });
     let victim_nodes = owners(&address)
-        .iter()
+        .values()
+        .flatten()
         .filter(|owner| *owner == "cmp-2")
         .count();
     assert!(victim_nodes > 0);
@@ -88,7 +78,13 @@ fn a_failover_shows_in_the_metrics_and_in_one_log_line() {
     eventually(
         Duration::from_secs(30),
         "cmp-2's nodes owned elsewhere",
-        || (!owners(&address).iter().any(|owner| owner == "cmp-2")).then_some(()),
+        || {
+            (!owners(&address)
+                .values()
+                .flatten()
+                .any(|owner| owner == "cmp-2"))
+            .then_some(())
+        },
     );
     let failover = demo.wait_for_stderr("failover: host cmp-2 down", Duration::from_secs(10));
     for part in [
@@ -314,7 +310,7 @@ fn a_frozen_process_logs_its_fence_and_a_peer_logs_the_failover() {
     frozen.wait_for_stderr("leadership gained", Duration::from_secs(20));
     let (mut peer, _) = spawn("peer-1", None);
     eventually(Duration::from_secs(30), "both hosts own nodes", || {
-        let owners = owners(&first);
+        let owners: Vec<String> = owners(&first).into_values().flatten().collect();
         (owners.iter().any(|owner| owner == "peer-1")
             && owners.iter().any(|owner| owner == "frozen-1"))
         .then_some(())

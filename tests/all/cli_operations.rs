@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::helpers::{
     Running, TempDir, TestDb, address_of, assert_one_error_line, eventually, http, http_json,
-    ringmaster, run_to_end, start_demo_with,
+    ringmaster, rows_in, run_to_end, start_demo_with,
 };
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -23,18 +23,6 @@ fn run(db: &TestDb, args: &[&str]) -> (Option<i32>, String, Vec<String>) {
 
 fn lines(text: &str) -> Vec<String> {
     text.lines().map(str::to_owned).collect()
-}
-
-fn count(conn: &mut PgConnection, table: &str) -> i64 {
-    #[derive(QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        count: i64,
-    }
-    diesel::sql_query(format!("SELECT count(*) AS count FROM {table}"))
-        .get_result::<Count>(conn)
-        .unwrap()
-        .count
 }
 
 /// The result lines of an `upgrade check` report, as (check, result).
@@ -84,7 +72,7 @@ fn upgrade_check_exits_0_1_or_2() {
     );
     // `upgrade check` applied nothing.
     assert_eq!(
-        count(
+        rows_in(
             &mut conn,
             "__diesel_schema_migrations WHERE version = '29991231000000'"
         ),
@@ -160,7 +148,11 @@ fn pending_migrations_are_a_warning_and_db_version_applies_none(
         "{stderr:?}"
     );
     let still_missing = format!("__diesel_schema_migrations WHERE version = '{newest}'");
-    assert_eq!(count(conn, &still_missing), 0, "db version applied nothing");
+    assert_eq!(
+        rows_in(conn, &still_missing),
+        0,
+        "db version applied nothing"
+    );
 }
 
 /// An empty database (nothing migrated) is "not initialized", not a raw SQL error.
@@ -239,7 +231,7 @@ fn destructive_commands_refuse_a_live_deployment_and_ask_on_a_terminal() {
         address_of(&serve.wait_for_stdout("listening on http://", Duration::from_secs(60)));
     let mut conn = db.conn();
     eventually(Duration::from_secs(30), "6 providers", || {
-        (count(&mut conn, "resource_providers") == 6).then_some(())
+        (rows_in(&mut conn, "resource_providers") == 6).then_some(())
     });
     let (_, hosts) = http(&address, "GET", "/api/v1/hosts");
     let hosts: Value = serde_json::from_str(&hosts).unwrap();
@@ -257,7 +249,7 @@ fn destructive_commands_refuse_a_live_deployment_and_ask_on_a_terminal() {
         assert!(stderr[0].contains("--force"), "{stderr:?}");
     }
     assert_eq!(
-        count(&mut conn, "resource_providers"),
+        rows_in(&mut conn, "resource_providers"),
         6,
         "nothing was deleted"
     );
@@ -275,7 +267,7 @@ fn destructive_commands_refuse_a_live_deployment_and_ask_on_a_terminal() {
         shown.contains("not confirmed: nothing was changed"),
         "{shown}"
     );
-    assert_eq!(count(&mut conn, "resource_providers"), 6);
+    assert_eq!(rows_in(&mut conn, "resource_providers"), 6);
 
     let (code, shown) = on_terminal(&format!("{line} --yes"), "");
     assert_eq!(code, Some(0), "--yes does not ask: {shown}");
@@ -286,7 +278,7 @@ fn destructive_commands_refuse_a_live_deployment_and_ask_on_a_terminal() {
     serve.wait_exit(Duration::from_secs(30));
     let (code, stdout, stderr) = run(&db, &["db", "reset-placement"]);
     assert_eq!(code, Some(0), "{stdout}{stderr:?}");
-    assert_eq!(count(&mut conn, "resource_providers"), 0);
+    assert_eq!(rows_in(&mut conn, "resource_providers"), 0);
 }
 
 /// `db dump` of a running demo's embedded database, `db restore` into a fresh data directory:
@@ -376,7 +368,7 @@ fn live_counts(data_dir: &std::path::Path) -> Vec<i64> {
         "resource_providers",
     ]
     .iter()
-    .map(|table| count(&mut conn, table))
+    .map(|table| rows_in(&mut conn, table))
     .collect();
     drop(conn);
     counts

@@ -101,16 +101,13 @@ fn serving(mut process: Running, hosts: usize) -> (Running, String) {
 }
 
 /// Boots `count` instances and waits for the providers of `nodes` nodes to be reported.
-fn boot(address: &str, count: usize, nodes: usize) {
+fn boot_kept(address: &str, count: usize, nodes: usize) {
     crate::helpers::wait_for_reported_providers(address, nodes);
     for index in 0..count {
-        let (status, body) = http_json(
-            address,
-            "POST",
-            "/api/v1/instances",
-            &format!(r#"{{"name": "kept-{index}", "resource_class": "baremetal"}}"#),
-        );
-        assert_eq!(status, 201, "{body}");
+        let body =
+            serde_json::json!({"name": format!("kept-{index}"), "resource_class": "baremetal"});
+        let (status, answer) = crate::helpers::boot_instance(address, &body);
+        assert_eq!(status, 201, "{answer}");
     }
 }
 
@@ -133,7 +130,7 @@ fn demo_restarts_after(signal: Signal, label: &str) {
     let dir = TempDir::new(label);
     let data_dir = dir.path.join("pg");
     let (mut demo, address) = start(demo_command(&data_dir), 3);
-    boot(&address, 3, 6);
+    boot_kept(&address, 3, 6);
     let before = embedded_identities(&data_dir);
     assert_eq!(
         before
@@ -189,7 +186,7 @@ fn serve_on_an_external_database_starts_again_after_sigkill() {
         command
     };
     let (mut serve, address) = start(command(), 2);
-    boot(&address, 2, 4);
+    boot_kept(&address, 2, 4);
     let before = identities(&url);
     serve.signal(Signal::SIGKILL);
     serve.wait_exit(Duration::from_secs(30));
@@ -234,7 +231,7 @@ fn a_demo_waits_for_the_last_runs_server_to_stop() {
     );
     drop(session);
     let (mut next, address) = serving(next, 3);
-    boot(&address, 0, 6);
+    boot_kept(&address, 0, 6);
     works(&address);
     next.signal(Signal::SIGTERM);
     let (code, stderr) = next.wait_exit(Duration::from_secs(30));

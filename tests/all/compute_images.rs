@@ -10,7 +10,8 @@ use crate::helpers::{
     wait_for_status,
 };
 
-fn boot(image: &str, flavor: &str) -> Value {
+/// The create body of a server of `flavor` booting `image`.
+fn server_body(image: &str, flavor: &str) -> Value {
     json!({"server": {"name": "img", "imageRef": image, "flavorRef": flavor, "networks": "none"}})
 }
 
@@ -51,14 +52,14 @@ async fn images_are_resolved_through_glance_before_any_claim() {
         (queued.as_str(), "is not active (its status is queued)"),
     ] {
         let before = claimed(&app);
-        let (status, body) = create_server(&app, "admin", boot(image, &flavor)).await;
+        let (status, body) = create_server(&app, "admin", server_body(image, &flavor)).await;
         assert_eq!(status, 400, "{body}");
         let said = body["badRequest"]["message"].as_str().unwrap_or_default();
         assert!(said.contains(message), "{said}");
         assert_eq!(claimed(&app), before, "nothing written for {image}");
     }
 
-    let (status, body) = create_server(&app, "admin", boot(&active, &flavor)).await;
+    let (status, body) = create_server(&app, "admin", server_body(&active, &flavor)).await;
     assert_eq!(status, 202, "{body}");
     let id = body["server"]["id"].as_str().unwrap().to_owned();
     let server = wait_for_status(&app, "admin", &id, "ACTIVE").await;
@@ -73,7 +74,7 @@ async fn images_are_resolved_through_glance_before_any_claim() {
     assert_eq!(kept, 1, "the resolved image is kept for the deploy");
 
     // No node has CUSTOM_RAID: the image's required trait makes it No valid host.
-    let (status, body) = create_server(&app, "admin", boot(&needs_raid, &flavor)).await;
+    let (status, body) = create_server(&app, "admin", server_body(&needs_raid, &flavor)).await;
     assert_eq!(status, 202, "{body}");
     let id = body["server"]["id"].as_str().unwrap().to_owned();
     let server = wait_for_status(&app, "admin", &id, "ERROR").await;
@@ -91,7 +92,7 @@ async fn images_are_resolved_through_glance_before_any_claim() {
     let (status, _, body) = app
         .compute(Method::POST, "/servers")
         .version("2.37")
-        .json(boot(&active, &flavor))
+        .json(server_body(&active, &flavor))
         .send()
         .await;
     assert_eq!(status, 503, "{body}");

@@ -13,7 +13,8 @@ use ringmaster::actors::rebalancer::RebalanceNow;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    TestApp, create_bare_metal_flavor, eventually_async, one_host_four_nodes, rows, second_host,
+    TestApp, create_bare_metal_flavor, create_server, eventually_async, one_host_four_nodes, rows,
+    second_host,
 };
 
 const IMAGE: &str = "6b5f4c1e-0d5e-4d8a-9a0e-2f54a5e0b6c1";
@@ -36,16 +37,6 @@ async fn put_service(app: &TestApp, id: &str, body: Value) -> (u16, Value) {
         .compute(Method::PUT, &format!("/os-services/{id}"))
         .version("2.53")
         .json(body)
-        .send()
-        .await;
-    (status, answer)
-}
-
-async fn boot(app: &TestApp, flavor: &str, name: &str) -> (u16, Value) {
-    let (status, _, answer) = app
-        .compute(Method::POST, "/servers")
-        .version("2.37")
-        .json(json!({"server": {"name": name, "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}}))
         .send()
         .await;
     (status, answer)
@@ -91,7 +82,7 @@ async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["service"]["status"], "disabled");
     assert_eq!(answer["service"]["disabled_reason"], "maintenance");
-    let (status, created) = boot(&app, &flavor, "refused").await;
+    let (status, created) = create_server(&app, "admin", json!({"server": {"name": "refused", "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}})).await;
     assert_eq!(status, 202);
     let refused = server(&app, created["server"]["id"].as_str().unwrap()).await;
     assert_eq!(
@@ -120,7 +111,7 @@ async fn a_disabled_service_takes_no_build_and_keeps_its_nodes() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["service"]["disabled_reason"], Value::Null);
     assert_eq!(status_traits(&app), 0, "enabled: the trait is gone");
-    let (_, created) = boot(&app, &flavor, "accepted").await;
+    let (_, created) = create_server(&app, "admin", json!({"server": {"name": "accepted", "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}})).await;
     let id = created["server"]["id"].as_str().unwrap().to_owned();
     eventually_async(Duration::from_secs(30), "the server ACTIVE", || async {
         (server(&app, &id).await["status"] == "ACTIVE").then_some(())
@@ -197,7 +188,7 @@ async fn a_forced_down_service_s_nodes_move_with_their_server() {
     let app = TestApp::spawn().await;
     let nodes = one_host_four_nodes(&app).await;
     let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
-    let (_, created) = boot(&app, &flavor, "survivor").await;
+    let (_, created) = create_server(&app, "admin", json!({"server": {"name": "survivor", "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}})).await;
     let id = created["server"]["id"].as_str().unwrap().to_owned();
     eventually_async(Duration::from_secs(30), "the server ACTIVE", || async {
         (server(&app, &id).await["status"] == "ACTIVE").then_some(())
@@ -265,7 +256,7 @@ async fn a_deleted_service_s_nodes_keep_their_identity_on_a_live_host() {
     let app = TestApp::spawn().await;
     one_host_four_nodes(&app).await;
     let flavor = create_bare_metal_flavor(&app, "bm", "CUSTOM_BAREMETAL").await;
-    let (_, created) = boot(&app, &flavor, "resident").await;
+    let (_, created) = create_server(&app, "admin", json!({"server": {"name": "resident", "imageRef": IMAGE, "flavorRef": flavor, "networks": "none"}})).await;
     let server_id = created["server"]["id"].as_str().unwrap().to_owned();
     eventually_async(Duration::from_secs(30), "the server ACTIVE", || async {
         (server(&app, &server_id).await["status"] == "ACTIVE").then_some(())

@@ -26,7 +26,7 @@ use clients::{
 };
 
 use crate::helpers::{
-    Promotion, RealPatroni, Running, eventually, require_patroni, ringmaster, run_to_end,
+    Promotion, RealPatroni, Running, eventually, owners, require_patroni, ringmaster, run_to_end,
 };
 
 /// Hosts are judged down after 6 s without a heartbeat: shorter than a failover (about 12 s
@@ -93,14 +93,6 @@ fn placement_and_archive_writes_are_there(address: &str, seen: &Seen) {
         seen.archived.len(),
         seen.archived.values().sum::<i64>()
     );
-}
-
-/// Node → owner, as process `address` lists them.
-fn owners(address: &str) -> BTreeMap<String, Option<String>> {
-    crate::helpers::nodes_by_api(address)
-        .into_iter()
-        .map(|(node, (owner, _, _))| (node, owner))
-        .collect()
 }
 
 fn moves(address: &str) -> usize {

@@ -11,17 +11,8 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::helpers::{
-    FAST, StandinIronic, TestDb, eventually, get_json, http, nodes_by_api, serve_with,
+    FAST, StandinIronic, TestDb, eventually, get_json, http, nodes_by_api, owners_of, serve_with,
 };
-
-/// The owner of each of `uuids`, as `address` shows them (`None`: unowned).
-fn owners(address: &str, uuids: &[Uuid]) -> Vec<Option<String>> {
-    let all = nodes_by_api(address);
-    uuids
-        .iter()
-        .map(|uuid| all.get(&uuid.to_string()).and_then(|node| node.0.clone()))
-        .collect()
-}
 
 /// How many of `owners` each host has.
 fn tally(owners: &[Option<String>]) -> BTreeMap<String, usize> {
@@ -94,7 +85,7 @@ fn each_conductor_group_is_served_by_its_own_hosts_and_a_group_without_a_live_ho
     // Several rebalance ticks later, none of them went to rack-1's hosts.
     std::thread::sleep(Duration::from_secs(2));
     assert!(
-        owners(&a, &rack2)
+        owners_of(&a, &rack2)
             .iter()
             .all(|owner| owner.as_deref() == Some("r2-a"))
     );
@@ -114,7 +105,7 @@ fn each_conductor_group_is_served_by_its_own_hosts_and_a_group_without_a_live_ho
 /// Each group on its own hosts, rack-1 balanced over both of its hosts; nothing unserved.
 fn each_group_on_its_own_hosts(a: &str, (rack1, rack2): (&[Uuid], &[Uuid])) {
     let rack1_owners = eventually(Duration::from_secs(60), "every node owned", || {
-        let (one, two) = (owners(a, rack1), owners(a, rack2));
+        let (one, two) = (owners_of(a, rack1), owners_of(a, rack2));
         (one.iter().chain(&two).all(Option::is_some)).then_some(one)
     });
     let counts = tally(&rack1_owners);
@@ -128,7 +119,7 @@ fn each_group_on_its_own_hosts(a: &str, (rack1, rack2): (&[Uuid], &[Uuid])) {
         "balanced: {counts:?}"
     );
     assert!(
-        owners(a, rack2)
+        owners_of(a, rack2)
             .iter()
             .all(|owner| owner.as_deref() == Some("r2-a"))
     );
@@ -158,7 +149,7 @@ fn a_regrouped_node_moves_and_keeps_its_identity(
     eventually(
         Duration::from_secs(30),
         "the regrouped node on r2-a",
-        || (owners(a, &[regrouped])[0].as_deref() == Some("r2-a")).then_some(()),
+        || (owners_of(a, &[regrouped])[0].as_deref() == Some("r2-a")).then_some(()),
     );
     let after = nodes_by_api(a);
     let key = regrouped.to_string();

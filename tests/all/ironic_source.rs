@@ -19,7 +19,8 @@ use crate::helpers::{
 };
 
 /// Boots `name` of `class` through `POST /api/v1/instances`; returns the answer's body.
-async fn boot(address: &str, name: &str, class: &str) -> Value {
+/// Boots `name` of `class` through the admin API of process `address`, which must answer 201.
+async fn admin_boot(address: &str, name: &str, class: &str) -> Value {
     let response = crate::helpers::http_client()
         .post(format!("{address}/api/v1/instances"))
         .json(&json!({"name": name, "resource_class": class}))
@@ -57,7 +58,7 @@ async fn nodes_of_a_real_ironic_are_claimed_booted_moved_without_a_request_and_t
     // 5 boots: Ironic deploys each node with the instance's uuid; Placement's allocations match.
     let mut booted = Vec::new();
     for index in 0..5 {
-        let instance = boot(&address, &format!("vm-{index}"), "baremetal").await;
+        let instance = admin_boot(&address, &format!("vm-{index}"), "baremetal").await;
         assert_eq!(instance["vm_state"], "active", "{instance}");
         let (uuid, node) = (uuid_of(&instance["uuid"]), uuid_of(&instance["node"]));
         let shown = ironic.node(node).await;
@@ -226,7 +227,7 @@ async fn maintenance_is_reserved_within_one_pass_and_failed_deploys_leave_nodes_
     for node in &plain {
         ironic.set_maintenance(*node, true).await;
     }
-    let refused = boot(&address, "vm-refused", "baremetal").await;
+    let refused = admin_boot(&address, "vm-refused", "baremetal").await;
     assert_eq!(refused["vm_state"], "error", "{refused}");
     assert!(
         refused["fault"].as_str().unwrap().contains("maintenance"),
@@ -256,7 +257,7 @@ async fn a_deploy_that_fails_validation_leaves_its_node_clean(
     address: &str,
     invalid: Uuid,
 ) {
-    let failed = boot(address, "vm-invalid", "baremetal-direct").await;
+    let failed = admin_boot(address, "vm-invalid", "baremetal-direct").await;
     assert_eq!(failed["vm_state"], "error", "{failed}");
     assert!(
         failed["fault"].as_str().unwrap().contains("validation"),
@@ -339,7 +340,7 @@ async fn an_ironic_down_for_more_than_three_passes_changes_nothing_and_work_resu
     ironic.enroll(6);
     let d = deployment_on(&ironic, &THREE_HOSTS).await;
     let address = d.serve();
-    let active = boot(&address, "vm-before", "baremetal").await;
+    let active = admin_boot(&address, "vm-before", "baremetal").await;
     assert_eq!(active["vm_state"], "active");
     let (nodes, inventories, allocations) = (d.nodes(), d.inventories(), d.allocations());
 
@@ -378,7 +379,7 @@ async fn an_ironic_down_for_more_than_three_passes_changes_nothing_and_work_resu
         d.audit();
     }
     // A boot meanwhile cannot deploy: it ends in error with its claim released.
-    let failed = boot(&address, "vm-during", "baremetal").await;
+    let failed = admin_boot(&address, "vm-during", "baremetal").await;
     assert_eq!(failed["vm_state"], "error", "{failed}");
     assert_eq!(d.allocations(), allocations);
     d.audit();
@@ -386,7 +387,7 @@ async fn an_ironic_down_for_more_than_three_passes_changes_nothing_and_work_resu
     ironic.resume();
     d.track(&THREE_HOSTS).await;
     assert_eq!(d.nodes().len(), 6);
-    let after = boot(&address, "vm-after", "baremetal").await;
+    let after = admin_boot(&address, "vm-after", "baremetal").await;
     assert_eq!(after["vm_state"], "active", "work resumes: {after}");
     d.audit();
 }

@@ -92,7 +92,8 @@ fn keystone(url: &str) -> Keystone {
     .unwrap()
 }
 
-fn count(counts: &Counts, token: &str) -> usize {
+/// How many times Keystone was asked to validate `token`.
+fn validations(counts: &Counts, token: &str) -> usize {
     let counts = counts.lock().unwrap_or_else(PoisonError::into_inner);
     counts.get(token).copied().unwrap_or(0)
 }
@@ -109,13 +110,13 @@ async fn fifty_concurrent_requests_with_one_new_token_are_one_validation() {
             .all(|answer| answer.as_ref().is_ok_and(|who| who.user_id == "slow-new"))
     );
     assert_eq!(
-        count(&counts, "slow-new"),
+        validations(&counts, "slow-new"),
         1,
         "one validation for 50 requests"
     );
     // And the cache answers the next ones.
     keystone.validate("slow-new").await.unwrap();
-    assert_eq!(count(&counts, "slow-new"), 1);
+    assert_eq!(validations(&counts, "slow-new"), 1);
 
     // A refused token is refused to every waiter, and not cached: asked again, Keystone is asked.
     let refusals =
@@ -125,7 +126,7 @@ async fn fifty_concurrent_requests_with_one_new_token_are_one_validation() {
             .iter()
             .all(|answer| *answer == Err(KeystoneError::Invalid))
     );
-    assert_eq!(count(&counts, "slow-bad-x"), 1);
+    assert_eq!(validations(&counts, "slow-bad-x"), 1);
     assert_eq!(
         keystone.validate("bad-y").await,
         Err(KeystoneError::Invalid)
@@ -134,12 +135,20 @@ async fn fifty_concurrent_requests_with_one_new_token_are_one_validation() {
         keystone.validate("bad-y").await,
         Err(KeystoneError::Invalid)
     );
-    assert_eq!(count(&counts, "bad-y"), 2, "a refusal is never cached");
+    assert_eq!(
+        validations(&counts, "bad-y"),
+        2,
+        "a refusal is never cached"
+    );
 
     // A token that has already ended is believed no longer than it lives: not at all.
     keystone.validate("ended-z").await.unwrap();
     keystone.validate("ended-z").await.unwrap();
-    assert_eq!(count(&counts, "ended-z"), 2, "an ended token is not cached");
+    assert_eq!(
+        validations(&counts, "ended-z"),
+        2,
+        "an ended token is not cached"
+    );
 }
 
 #[actix_web::test]
@@ -164,12 +173,12 @@ async fn twenty_thousand_tokens_leave_the_cache_at_its_bound_with_the_recent_one
     // The most recent 1,000 are still believed without asking Keystone again.
     for token in &tokens[total - 1000..] {
         keystone.validate(token).await.unwrap();
-        assert_eq!(count(&counts, token), 1, "{token} was asked again");
+        assert_eq!(validations(&counts, token), 1, "{token} was asked again");
     }
     // The oldest left.
     keystone.validate(&tokens[0]).await.unwrap();
     assert_eq!(
-        count(&counts, &tokens[0]),
+        validations(&counts, &tokens[0]),
         2,
         "the least recent token left the cache"
     );

@@ -178,6 +178,11 @@ impl Drop for RestartedServer {
     }
 }
 
+/// How many rows `table` holds.
+pub fn rows_in(conn: &mut diesel::PgConnection, table: &str) -> i64 {
+    count_in(conn, &format!("SELECT count(*) AS n FROM {table}"))
+}
+
 /// The one number `sql` selects as `n` (`SELECT count(*) AS n …`).
 pub fn count_in(conn: &mut diesel::PgConnection, sql: &str) -> i64 {
     #[derive(diesel::QueryableByName)]

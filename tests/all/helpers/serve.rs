@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{Running, address_of, http, ringmaster};
+use super::{Running, address_of, http, http_json, ringmaster};
 
 /// Starts `serve` with exactly these flags (no FAST defaults).
 pub fn serve_with(url: &str, hosts: &str, flags: &[&str]) -> (Running, String) {
@@ -28,6 +28,19 @@ pub fn get_json(address: &str, path: &str) -> Value {
     serde_json::from_str(&body).unwrap_or_else(|error| panic!("{path}: {error}: {body}"))
 }
 
+/// The status and the JSON answer (`null` when it is none) of `GET path` at `address`.
+pub fn get_answer(address: &str, path: &str) -> (u16, Value) {
+    let (status, body) = http(address, "GET", path);
+    (status, serde_json::from_str(&body).unwrap_or_default())
+}
+
+/// Boots an instance through the admin API of process `address` (`body`: its name, resource
+/// class, uuid, …), over a socket of its own; the status and the JSON answer.
+pub fn boot_instance(address: &str, body: &Value) -> (u16, Value) {
+    let (status, answer) = http_json(address, "POST", "/api/v1/instances", &body.to_string());
+    (status, serde_json::from_str(&answer).unwrap_or_default())
+}
+
 /// Maps each node to (owner, compute-node uuid, provider uuid).
 pub fn nodes_by_api(address: &str) -> BTreeMap<String, (Option<String>, Value, Value)> {
     get_json(address, "/api/v1/nodes")
@@ -44,5 +57,22 @@ pub fn nodes_by_api(address: &str) -> BTreeMap<String, (Option<String>, Value, V
                 ),
             )
         })
+        .collect()
+}
+
+/// Node → owner (`None`: unowned), as process `address` lists them.
+pub fn owners(address: &str) -> BTreeMap<String, Option<String>> {
+    nodes_by_api(address)
+        .into_iter()
+        .map(|(node, (owner, _, _))| (node, owner))
+        .collect()
+}
+
+/// The owner of each of `uuids`, as process `address` lists them (`None`: unowned or unknown).
+pub fn owners_of(address: &str, uuids: &[uuid::Uuid]) -> Vec<Option<String>> {
+    let all = owners(address);
+    uuids
+        .iter()
+        .map(|uuid| all.get(&uuid.to_string()).cloned().flatten())
         .collect()
 }

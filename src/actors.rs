@@ -236,6 +236,7 @@ impl HostDirectory {
         let factory = self.factory.clone();
         let host_name = HostName::from(name);
         let arbiter = factory.arbiter.clone();
+        let neighbours = Arc::downgrade(&self.hosts);
         let address = ComputeHost::start_in_arbiter(&arbiter, move |_| {
             ComputeHost::new(
                 host_name,
@@ -244,7 +245,7 @@ impl HostDirectory {
                 factory.settings,
                 factory.registry.clone(),
                 factory.node_source.clone(),
-                (factory.presence.clone(), factory.passes.clone()),
+                (factory.presence.clone(), factory.passes.clone(), neighbours),
             )
         });
         hosts.insert(name.to_owned(), address.clone());

@@ -110,7 +110,14 @@ pub struct ComputeHost {
     /// Builds of this host whose end could not be written (the database went away): settled
     /// as soon as it answers again (`SettleBuilds`), not at the build timeout.
     unsettled: std::collections::BTreeMap<InstanceUuid, String>,
+    /// This process's hosts, whom a build tried again on their node is handed to directly.
+    neighbours: Neighbours,
 }
+
+/// The hosts of this process by name, as the host directory keeps them (weak: a host does not
+/// keep the directory alive).
+pub type Neighbours =
+    std::sync::Weak<std::sync::Mutex<std::collections::BTreeMap<String, Addr<ComputeHost>>>>;
 
 impl ComputeHost {
     /// Returns the actor of host `name`, registered to this process (`HostDirectory::start`);
@@ -122,7 +129,7 @@ impl ComputeHost {
         settings: HostSettings,
         registry: Addr<Registry>,
         node_source: NodeSource,
-        (presence, passes): (Arc<Presence>, Arc<tokio::sync::Semaphore>),
+        (presence, passes, neighbours): (Arc<Presence>, Arc<tokio::sync::Semaphore>, Neighbours),
     ) -> ComputeHost {
         let started_at = clock.now();
         ComputeHost {
@@ -138,6 +145,7 @@ impl ComputeHost {
             started_at,
             seen_changes: None,
             unsettled: std::collections::BTreeMap::new(),
+            neighbours,
         }
     }
 
@@ -153,6 +161,7 @@ impl ComputeHost {
             node_source: self.node_source.clone(),
             host: self.name.clone(),
             settings: self.settings,
+            neighbours: self.neighbours.clone(),
         }
     }
 

@@ -176,6 +176,7 @@ pub(super) struct Build {
     pub(super) node_source: NodeSource,
     pub(super) host: HostName,
     pub(super) settings: crate::config::HostSettings,
+    pub(super) neighbours: super::Neighbours,
 }
 
 impl Build {
@@ -276,12 +277,29 @@ impl Build {
                     next.node,
                     next.host
                 );
+                self.hand_over(&next.host);
                 Ok(VmState::Building)
             }
             db::builds::Retry::Settled(db::instances::BuildOutcome::Activated) => {
                 Ok(VmState::Active)
             }
             db::builds::Retry::Settled(_) => Ok(VmState::Error),
+        }
+    }
+
+    /// Wakes `host` to take the boot request the retry wrote, directly when it runs in this
+    /// process (a host elsewhere is woken through the relay; this one is too, and finds the
+    /// request taken then). The request itself was written with the claim's move: a crash
+    /// before the host takes it loses nothing.
+    fn hand_over(&self, host: &HostName) {
+        let local = self.neighbours.upgrade().and_then(|hosts| {
+            let hosts = hosts
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            hosts.get(host.as_str()).cloned()
+        });
+        if let Some(address) = local {
+            address.do_send(TakeSpawns);
         }
     }
 

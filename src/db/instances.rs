@@ -94,7 +94,7 @@ pub fn create_instance(
     .bind::<Nullable<Text>, _>(server.and_then(|s| s.user_data.as_deref()))
     .bind::<Nullable<Text>, _>(server.map(|s| if s.config_drive { "True" } else { "" }))
     .bind::<Nullable<Text>, _>(server.and_then(|s| s.availability_zone.as_deref()))
-    .bind::<Nullable<Text>, _>(server.map(|s| s.flavor.as_str()))
+    .bind::<Nullable<Text>, _>(server.map(crate::domain::compute::server::ServerRequest::stored_flavor))
     .bind::<Nullable<Text>, _>(server.and_then(|s| s.key_data.as_deref()))
     .bind::<Nullable<Text>, _>(server.and_then(|s| s.image.as_deref()))
     .execute(conn)?;

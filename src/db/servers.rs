@@ -10,6 +10,7 @@ use diesel::sql_types::{
 };
 
 use super::DbError;
+use crate::domain::compute::flavor::BootedFlavor;
 use crate::domain::compute::server::{ServerFilter, ServerRecord, ServerRequest};
 use crate::domain::identity::{InstanceUuid, NodeUuid};
 
@@ -87,7 +88,7 @@ impl From<ServerRow> for ServerRecord {
             user_data: row.user_data,
             config_drive: row.config_drive,
             availability_zone: row.availability_zone,
-            flavor: row.flavor,
+            flavor: row.flavor.map(BootedFlavor::from_stored),
             image: row.image,
             addresses: row.addresses,
             fault: row.fault_message.zip(row.fault_at),
@@ -261,7 +262,7 @@ pub fn create_unplaced(
     .bind::<Nullable<Text>, _>(server.user_data.as_deref())
     .bind::<Text, _>(if server.config_drive { "True" } else { "" })
     .bind::<Nullable<Text>, _>(server.availability_zone.as_deref())
-    .bind::<Text, _>(&server.flavor)
+    .bind::<Text, _>(server.stored_flavor())
     .bind::<Text, _>(NO_VALID_HOST)
     .bind::<Nullable<Text>, _>(server.key_data.as_deref())
     .bind::<Nullable<Text>, _>(server.image.as_deref())

@@ -405,18 +405,14 @@ pub(super) async fn deploy_request(
         ))
     })
     .await?;
-    let booted = server.as_ref().and_then(|server| {
-        let flavor = serde_json::from_str::<serde_json::Value>(server.flavor.as_deref()?).ok()?;
-        Some((server, flavor))
-    });
+    let booted = server
+        .as_ref()
+        .and_then(|server| Some((server, server.flavor.as_ref()?.snapshot()?)));
     let (root_gb, server) = match booted {
         Some((server, flavor)) => (
-            flavor["disk"]
-                .as_i64()
-                .and_then(|d| i32::try_from(d).ok())
-                .unwrap_or(root_gb),
+            flavor.disk,
             Some(crate::domain::compute::deploy::server_deploy(
-                server, &flavor,
+                server, flavor,
             )),
         ),
         None => (root_gb, None),

@@ -7,6 +7,7 @@
 use serde_json::{Map, Value, json};
 
 use super::extra_specs::placement_request;
+use super::flavor::FlavorSnapshot;
 use super::server::ServerRecord;
 
 /// The `instance_info` of a Compute API server beyond the image and root disk (Nova's
@@ -30,16 +31,12 @@ pub struct ServerDeploy {
 }
 
 /// The deploy of `server`, booted with `flavor` (its snapshot: Nova's embedded flavor).
-pub fn server_deploy(server: &ServerRecord, flavor: &Value) -> ServerDeploy {
-    let specs: Vec<(String, String)> = flavor["extra_specs"]
-        .as_object()
-        .map(|specs| {
-            specs
-                .iter()
-                .map(|(key, value)| (key.clone(), value.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default();
+pub fn server_deploy(server: &ServerRecord, flavor: &FlavorSnapshot) -> ServerDeploy {
+    let specs: Vec<(String, String)> = flavor
+        .extra_specs
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
     let capabilities: Map<String, Value> = specs
         .iter()
         .filter_map(|(key, value)| {
@@ -63,15 +60,9 @@ pub fn server_deploy(server: &ServerRecord, flavor: &Value) -> ServerDeploy {
             traits.push(name.to_owned());
         }
     }
-    let number = |key: &str| {
-        flavor[key]
-            .as_i64()
-            .and_then(|n| i32::try_from(n).ok())
-            .unwrap_or(0)
-    };
     ServerDeploy {
-        swap_mb: number("swap"),
-        ephemeral_gb: number("ephemeral"),
+        swap_mb: flavor.swap,
+        ephemeral_gb: flavor.ephemeral,
         capabilities,
         traits,
         project_id: server.project_id.clone(),

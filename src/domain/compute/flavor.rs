@@ -66,6 +66,90 @@ pub struct Flavor {
     pub extra_specs: std::collections::BTreeMap<String, String>,
 }
 
+/// The flavor a server was booted with, as the server keeps it (Nova's embedded flavor, and
+/// the flavor's id): stored with the instance as this JSON, read back as this struct.
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct FlavorSnapshot {
+    pub id: String,
+    pub original_name: String,
+    pub vcpus: i32,
+    pub ram: i32,
+    pub disk: i32,
+    pub ephemeral: i32,
+    pub swap: i32,
+    pub extra_specs: std::collections::BTreeMap<String, String>,
+}
+
+impl FlavorSnapshot {
+    /// The snapshot of `flavor`, taken when a server is booted with it.
+    pub fn of(flavor: &Flavor) -> FlavorSnapshot {
+        FlavorSnapshot {
+            id: flavor.flavorid.clone(),
+            original_name: flavor.name.clone(),
+            vcpus: flavor.vcpus,
+            ram: flavor.memory_mb,
+            disk: flavor.root_gb,
+            ephemeral: flavor.ephemeral_gb,
+            swap: flavor.swap,
+            extra_specs: flavor.extra_specs.clone(),
+        }
+    }
+}
+
+/// What an instance keeps of what it was booted with: a Compute API server its flavor's
+/// snapshot, an admin-API instance its resource class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BootedFlavor {
+    Snapshot(FlavorSnapshot),
+    ResourceClass(String),
+}
+
+impl BootedFlavor {
+    /// Reads the stored text: a snapshot's JSON, else a resource class.
+    pub fn from_stored(text: String) -> BootedFlavor {
+        match serde_json::from_str(&text) {
+            Ok(snapshot) if text.starts_with('{') => BootedFlavor::Snapshot(snapshot),
+            _ => BootedFlavor::ResourceClass(text),
+        }
+    }
+
+    /// The snapshot, for a Compute API server.
+    pub fn snapshot(&self) -> Option<&FlavorSnapshot> {
+        match self {
+            BootedFlavor::Snapshot(snapshot) => Some(snapshot),
+            BootedFlavor::ResourceClass(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod snapshot_tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_snapshot_reads_back_and_a_resource_class_stays_one() {
+        let stored = r#"{"id":"f1","original_name":"bm","vcpus":2,"ram":512,"disk":10,"ephemeral":1,"swap":0,"extra_specs":{"resources:CUSTOM_BM":"1"}}"#;
+        let BootedFlavor::Snapshot(snapshot) = BootedFlavor::from_stored(stored.to_owned()) else {
+            panic!("a snapshot's JSON is a snapshot");
+        };
+        assert_eq!(
+            (snapshot.id.as_str(), snapshot.ram, snapshot.disk),
+            ("f1", 512, 10)
+        );
+        assert_eq!(snapshot.extra_specs["resources:CUSTOM_BM"], "1");
+        let round = BootedFlavor::from_stored(serde_json::to_string(&snapshot).unwrap());
+        assert_eq!(round, BootedFlavor::Snapshot(snapshot));
+        assert_eq!(
+            BootedFlavor::from_stored("baremetal".to_owned()),
+            BootedFlavor::ResourceClass("baremetal".to_owned())
+        );
+        // A snapshot missing a field (an older one) still reads, the field at its default.
+        let older = BootedFlavor::from_stored(r#"{"original_name":"bm","disk":5}"#.to_owned());
+        assert_eq!(older.snapshot().map(|s| (s.disk, s.swap)), Some((5, 0)));
+    }
+}
+
 /// Which flavors a listing shows.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FlavorFilter {

@@ -6,8 +6,8 @@
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ServerRequest {
     pub image_ref: String,
-    /// The flavor as booted (JSON: Nova's embedded flavor view), kept with the instance.
-    pub flavor: String,
+    /// The flavor as booted (Nova's embedded flavor view), kept with the instance.
+    pub flavor: super::flavor::FlavorSnapshot,
     pub key_name: Option<String>,
     /// The key pair's public key, for the config drive.
     pub key_data: Option<String>,
@@ -17,6 +17,13 @@ pub struct ServerRequest {
     /// What the deploy asks Ironic for of the image (JSON: `ImageSource::to_json`), when an
     /// image service resolved it.
     pub image: Option<String>,
+}
+
+impl ServerRequest {
+    /// The flavor's snapshot as the instance stores it (JSON).
+    pub fn stored_flavor(&self) -> String {
+        serde_json::to_string(&self.flavor).unwrap_or_default()
+    }
 }
 
 /// A server as the Compute API shows it: its instance row and what hangs off it.
@@ -41,8 +48,8 @@ pub struct ServerRecord {
     pub user_data: Option<String>,
     pub config_drive: Option<String>,
     pub availability_zone: Option<String>,
-    /// The flavor as booted (JSON), or the resource class of an admin-API boot.
-    pub flavor: Option<String>,
+    /// The flavor as booted, or the resource class of an admin-API boot.
+    pub flavor: Option<super::flavor::BootedFlavor>,
     /// What the deploy asks Ironic for of the image (JSON), when an image service resolved it.
     pub image: Option<String>,
     /// Its node's addresses (JSON: Nova's `addresses`), when the node has any.

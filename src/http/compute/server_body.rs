@@ -1,14 +1,14 @@
 //! A `POST /servers` body read as Nova 2.100 reads it: counts, references, networks, user
 //! data and config drive, and what the flavor asks of the scheduler.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use super::common::{self, Version};
 use super::error::ComputeError;
 use crate::domain::boot::{BootRequest, Destination};
 use crate::domain::compute::extra_specs::placement_request;
-use crate::domain::compute::flavor::{Flavor, Scalar};
+use crate::domain::compute::flavor::{Flavor, FlavorSnapshot, Scalar};
 use crate::domain::compute::server::ServerRequest;
 
 /// The properties of `server` in a create body Nova 2.100 takes; those ringmaster has no use
@@ -117,16 +117,6 @@ pub fn check_networks(server: &Map<String, Value>, version: Version) -> Result<(
     }
 }
 
-/// The flavor as a server keeps it (Nova's embedded flavor, and its id).
-fn snapshot(flavor: &Flavor) -> String {
-    json!({
-        "id": flavor.flavorid, "original_name": flavor.name, "vcpus": flavor.vcpus,
-        "ram": flavor.memory_mb, "disk": flavor.root_gb, "ephemeral": flavor.ephemeral_gb,
-        "swap": flavor.swap, "extra_specs": flavor.extra_specs,
-    })
-    .to_string()
-}
-
 /// What the flavor and the body ask of the scheduler.
 pub fn server_request(
     server: &Map<String, Value>,
@@ -178,7 +168,7 @@ pub fn server_request(
     };
     let recorded = ServerRequest {
         image_ref,
-        flavor: snapshot(flavor),
+        flavor: FlavorSnapshot::of(flavor),
         key_name: None,
         key_data: None,
         user_data,

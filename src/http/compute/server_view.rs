@@ -2,11 +2,12 @@
 //! the extended attributes (host, node as `hypervisor_hostname`, …) for admins.
 
 use actix_web::HttpRequest;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::Digest;
 
 use super::auth::Caller;
 use super::common::{self, Version};
+use crate::domain::compute::flavor::{BootedFlavor, FlavorSnapshot};
 use crate::domain::compute::server::{ServerRecord, status};
 
 /// Nova's time format of `created`/`updated` (`utils.isotime`).
@@ -32,36 +33,27 @@ fn host_id(server: &ServerRecord) -> String {
 
 /// The embedded flavor: a link before 2.47, the flavor as booted from 2.47.
 fn flavor(request: &HttpRequest, version: Version, server: &ServerRecord) -> Value {
-    let booted: Map<String, Value> = server
-        .flavor
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_else(|| {
-            // An instance of the admin API: its flavor is its resource class.
-            let mut minimal = Map::new();
-            minimal.insert(
-                "original_name".into(),
-                json!(server.flavor.clone().unwrap_or_default()),
-            );
-            minimal
-        });
+    // An instance of the admin API: its flavor is its resource class.
+    let booted = match &server.flavor {
+        Some(BootedFlavor::Snapshot(snapshot)) => snapshot.clone(),
+        Some(BootedFlavor::ResourceClass(class)) => FlavorSnapshot {
+            original_name: class.clone(),
+            ..FlavorSnapshot::default()
+        },
+        None => FlavorSnapshot::default(),
+    };
     if version.at_least(47) {
-        let field = |key: &str| booted.get(key).cloned().unwrap_or(json!(0));
         json!({
-            "vcpus": field("vcpus"),
-            "ram": field("ram"),
-            "disk": field("disk"),
-            "ephemeral": field("ephemeral"),
-            "swap": field("swap"),
-            "original_name": booted.get("original_name").cloned().unwrap_or(json!("")),
-            "extra_specs": booted.get("extra_specs").cloned().unwrap_or(json!({})),
+            "vcpus": booted.vcpus,
+            "ram": booted.ram,
+            "disk": booted.disk,
+            "ephemeral": booted.ephemeral,
+            "swap": booted.swap,
+            "original_name": booted.original_name,
+            "extra_specs": booted.extra_specs,
         })
     } else {
-        let id = booted
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let id = booted.id;
         json!({
             "id": id,
             "links": [{"rel": "bookmark", "href": format!("{}/flavors/{id}", common::base_url(request))}],

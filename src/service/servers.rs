@@ -46,7 +46,8 @@ pub struct Requester {
     pub user: String,
 }
 
-/// A create: `max_count` servers named from `name`, of which `min_count` must all be placed.
+/// A create: `max_count` servers named from `name`, of which `min_count` must all be placed
+/// (`request.destination`: the host and node an admin asked for, checked to exist).
 #[derive(Debug, Clone)]
 pub struct CreateServers {
     pub by: Requester,
@@ -56,8 +57,6 @@ pub struct CreateServers {
     pub request: BootRequest,
     /// The user's key pair for the config drive.
     pub key_name: Option<String>,
-    /// The host and node an admin asked for.
-    pub destination: Destination,
 }
 
 /// Creates the servers of `create`; their uuids, the first first. Servers are kept even when
@@ -74,8 +73,7 @@ pub async fn create(
             server.key_name = Some(name);
         }
     }
-    check_destination(pool, &create.destination).await?;
-    create.request.destination = create.destination.clone();
+    check_destination(pool, &create.request.destination).await?;
     let named: Vec<(InstanceUuid, String)> = names(&create.name, create.max_count)
         .into_iter()
         .map(|name| (InstanceUuid(Uuid::new_v4()), name))

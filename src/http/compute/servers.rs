@@ -68,6 +68,7 @@ pub async fn create_server(
     if let Some(image) = image {
         super::images::boot_from(&mut asked, &image)?;
     }
+    asked.destination = destination(&server)?;
     let create = CreateServers {
         by: Requester {
             project: caller.project_id.clone(),
@@ -78,7 +79,6 @@ pub async fn create_server(
         max_count: u32::try_from(max_count).unwrap_or(1),
         request: asked,
         key_name: key_name(&server)?,
-        destination: destination(&server)?,
     };
     let uuids = service::servers::create(&state.pool, &state.actors, create).await?;
     if common::scalar(&server, "return_reservation_id") == Scalar::Bool(true) {
